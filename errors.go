@@ -1,0 +1,53 @@
+package turnframe
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The sentinel errors. Every error a turnframe call returns wraps at most one
+// of them with context; test with errors.Is. Stores translate their driver's
+// errors into these at their boundary.
+var (
+	// ErrNotFound: the row does not exist, or it belongs to another account.
+	// The two cases are indistinguishable on purpose, so one tenant cannot
+	// learn about another's rows.
+	ErrNotFound = errors.New("turnframe: not found")
+
+	// ErrConflict: a transition the state machine refuses, a case revision
+	// that moved since it was read, or an idempotency key reused for a
+	// different command. Nothing was written.
+	ErrConflict = errors.New("turnframe: conflict")
+
+	// ErrClaimLost: a settlement from a worker that no longer holds the claim
+	// on an outbox row (it expired and was released, another worker claimed
+	// it, or the row was already settled). Nothing was written.
+	ErrClaimLost = errors.New("turnframe: claim lost")
+
+	// ErrInvalid: bad input, found before any transaction started. Nothing
+	// was written. The error is an *InvalidError naming the field.
+	ErrInvalid = errors.New("turnframe: invalid input")
+
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("turnframe: store closed")
+)
+
+// InvalidError is the error for bad input: Field names what was wrong, in the
+// caller's terms ("write.admit[1].key"), and Reason says how. It wraps
+// ErrInvalid, so errors.Is(err, ErrInvalid) holds.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+// Error returns "turnframe: invalid input: FIELD: REASON".
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrInvalid, e.Field, e.Reason)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

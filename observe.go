@@ -1,0 +1,90 @@
+package turnframe
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Signal names something the library measures. Counters are observed with a
+// zero duration; timed signals (SignalExternalLatency) carry how long it took.
+type Signal string
+
+// The signals of DESIGN §10, prefixed with Signal in Go so that they do not
+// collide with the statuses they count. Their values are stable: use them as
+// metric names.
+const (
+	// SignalExternalLatency: one send to a remote, answered, refused or timed out
+	// (timed). Labels: Destination, Outcome.
+	SignalExternalLatency Signal = "external_latency"
+	// SignalExternalOutcomeUnknown: a send or a command that left and got no answer
+	// became outcome unknown. Labels: Destination or Command.
+	SignalExternalOutcomeUnknown Signal = "external_outcome_unknown"
+	// SignalExternalReconciled: an unknown outcome became known (never emitted for
+	// an unresolved answer). Labels: Outcome (the verdict).
+	SignalExternalReconciled Signal = "external_reconciled"
+	// SignalOutboxClaimed: one row claimed by a dispatcher. Labels: Destination.
+	SignalOutboxClaimed Signal = "outbox_claimed"
+	// SignalOutboxCompleted: one row completed by its remote. Labels: Destination.
+	SignalOutboxCompleted Signal = "outbox_completed"
+	// SignalOutboxRetried: one row put back with a backoff. Labels: Destination,
+	// Outcome (the code).
+	SignalOutboxRetried Signal = "outbox_retried"
+	// SignalOutboxFailed: one row failed, refused or out of attempts. Labels:
+	// Destination, Outcome (the code).
+	SignalOutboxFailed Signal = "outbox_failed"
+	// SignalCommandCommitted: one command committed. Labels: Command.
+	SignalCommandCommitted Signal = "command_committed"
+	// SignalCommandRejected: one command rejected. Labels: Command, Outcome (the
+	// code).
+	SignalCommandRejected Signal = "command_rejected"
+	// SignalRecoveryDecided: recovery decided what a turn needs. Labels: Action.
+	SignalRecoveryDecided Signal = "recovery_decided"
+)
+
+// Labels qualify a signal. Empty fields are absent. They never carry an
+// account, a key or an id, so a metric's cardinality stays bounded.
+type Labels struct {
+	Destination string // an outbox row's destination
+	Command     string // a command's name
+	Outcome     string // an outcome, verdict or code
+	Action      string // a recovery action
+}
+
+// Observer receives the library's signals. It is called synchronously on
+// the caller's goroutine, possibly from several goroutines at once, and must
+// be quick and safe for concurrent use.
+type Observer interface {
+	// Observe records one occurrence of s; d is its duration for a timed
+	// signal and zero for a counter.
+	Observe(s Signal, l Labels, d time.Duration)
+}
+
+// ObserverFunc adapts a function to an Observer.
+type ObserverFunc func(s Signal, l Labels, d time.Duration)
+
+// Observe calls f(s, l, d).
+func (f ObserverFunc) Observe(s Signal, l Labels, d time.Duration) { f(s, l, d) }
+
+// discard is the default Observer: it records nothing.
+type discard struct{}
+
+func (discard) Observe(Signal, Labels, time.Duration) {}
+
+// discardLogger returns a logger that writes nothing.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// observer is what Runtime, Dispatcher and Recovery hold to emit signals and
+// logs.
+type observer struct {
+	obs Observer
+	log *slog.Logger
+}
+
+func (o observer) count(s Signal, l Labels) { o.obs.Observe(s, l, 0) }
+
+func (o observer) timed(s Signal, l Labels, d time.Duration) { o.obs.Observe(s, l, d) }
+
+func (o observer) logf(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	o.log.LogAttrs(ctx, level, msg, attrs...)
+}

@@ -1,0 +1,109 @@
+package turnframe
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Option configures New, NewDispatcher or NewRecovery. An option that does
+// not concern a constructor is ignored by it (WithCommandTimeout means
+// nothing to a Dispatcher).
+type Option func(*settings)
+
+type settings struct {
+	observer           Observer
+	logger             *slog.Logger
+	clock              func() time.Time
+	ids                *IDGenerator
+	commandTimeout     time.Duration
+	maxConflictRetries int
+}
+
+// Defaults of the options.
+const (
+	DefaultCommandTimeout     = 30 * time.Second
+	DefaultMaxConflictRetries = 3
+)
+
+func newSettings(opts []Option) settings {
+	s := settings{
+		observer:           discard{},
+		logger:             discardLogger(),
+		clock:              time.Now,
+		commandTimeout:     DefaultCommandTimeout,
+		maxConflictRetries: DefaultMaxConflictRetries,
+	}
+	for _, opt := range opts {
+		opt(&s)
+	}
+	if s.ids == nil {
+		s.ids = NewIDGenerator()
+	}
+	return s
+}
+
+func (s settings) observe() observer { return observer{obs: s.observer, log: s.logger} }
+
+// now returns the clock's time in UTC, truncated to the microsecond the
+// stores keep, so what a caller holds equals what it reads back.
+func (s settings) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
+
+// WithObserver sends signals to o. A nil o keeps the default, which discards.
+func WithObserver(o Observer) Option {
+	return func(s *settings) {
+		if o != nil {
+			s.observer = o
+		}
+	}
+}
+
+// WithLogger logs through l. A nil l keeps the default, which discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) {
+		if l != nil {
+			s.logger = l
+		}
+	}
+}
+
+// WithClock reads the time from now instead of time.Now, for tests and
+// replays. A nil now keeps time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(s *settings) {
+		if now != nil {
+			s.clock = now
+		}
+	}
+}
+
+// WithIDGenerator makes turn, conversation and attempt ids with g, for tests
+// that need reproducible ids. A nil g keeps a generator over crypto/rand.
+func WithIDGenerator(g *IDGenerator) Option {
+	return func(s *settings) {
+		if g != nil {
+			s.ids = g
+		}
+	}
+}
+
+// WithCommandTimeout bounds each handler call of Runtime.Execute (default
+// 30 s). A handler that has not returned by then is outcome unknown. A
+// non-positive d keeps the default.
+func WithCommandTimeout(d time.Duration) Option {
+	return func(s *settings) {
+		if d > 0 {
+			s.commandTimeout = d
+		}
+	}
+}
+
+// WithMaxConflictRetries bounds how often Runtime.Execute re-runs a handler
+// whose case moved meanwhile (default 3). A negative n keeps the default; 0
+// means no re-run.
+func WithMaxConflictRetries(n int) Option {
+	return func(s *settings) {
+		if n >= 0 {
+			s.maxConflictRetries = n
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package turnframe
+
+import "fmt"
+
+// TurnPhase is where a turn is in its life. Phases only move forward
+// (skipping ahead is allowed); Delivered and Abandoned are terminal, and any
+// non-terminal phase may move to Abandoned. The zero value, PhaseUnset, means
+// "unchanged" in a Write and is never stored.
+type TurnPhase uint8
+
+const (
+	// PhaseUnset is the zero value: no phase. In a Write it leaves the phase
+	// as it is.
+	PhaseUnset TurnPhase = iota
+	// PhaseReceived: the user's message is stored. Runtime.Receive moves a
+	// new turn here. A crash leaves nothing admitted: recovery restarts
+	// interpretation.
+	PhaseReceived
+	// PhaseInterpreted: the application has understood the message but has
+	// not admitted commands. Set by an application that records it.
+	PhaseInterpreted
+	// PhasePlanned: the turn's commands are admitted under their keys.
+	// Runtime.Plan moves a turn here.
+	PhasePlanned
+	// PhaseExecuting: at least one command has started. Runtime.Execute moves
+	// a turn here on its first attempt. A crash leaves entries Executing;
+	// recovery resumes them by key.
+	PhaseExecuting
+	// PhaseCommitted: every admitted command is settled. Runtime.Execute
+	// moves a turn here; the store refuses it while an entry is pending.
+	PhaseCommitted
+	// PhaseDelivered: the answer went back to the user. Terminal. Moved here
+	// by Runtime.Deliver; the store refuses it while an entry is pending.
+	PhaseDelivered
+	// PhaseAbandoned: the turn was given up. Terminal. Moved here by
+	// Runtime.Abandon from any non-terminal phase.
+	PhaseAbandoned
+)
+
+var phaseNames = [...]string{"unset", "received", "interpreted", "planned", "executing", "committed", "delivered", "abandoned"}
+
+// String returns the phase in snake case ("received", "delivered", …). The
+// names are stable: stores and the CLI use them.
+func (p TurnPhase) String() string { return enumName(phaseNames[:], int(p), "phase") }
+
+// IsTerminal reports whether p is Delivered or Abandoned.
+func (p TurnPhase) IsTerminal() bool { return p == PhaseDelivered || p == PhaseAbandoned }
+
+// ParseTurnPhase returns the phase named s, or ErrInvalid.
+// "unset" is not a phase a turn can be in and is refused.
+func ParseTurnPhase(s string) (TurnPhase, error) {
+	n, err := enumParse(phaseNames[:], s, "phase")
+	return TurnPhase(n), err
+}
+
+// JournalStatus is the state of one command journal entry.
+//
+//	Pending → Executing(attempt) → Committed | Rejected | OutcomeUnknown
+//	Executing → Executing (a resumed attempt, under a new attempt id)
+//	OutcomeUnknown → Committed | Rejected | Pending (reconciliation only)
+//
+// Pending and Executing count as pending. The zero value is invalid.
+type JournalStatus uint8
+
+const (
+	journalUnset JournalStatus = iota
+	// JournalPending: admitted under its key and not started, or put back by
+	// a reconciliation that found the remote never received it. Moved here
+	// by Runtime.Plan and Runtime.ReconcileCommand.
+	JournalPending
+	// JournalExecuting: an attempt started. Runtime.Execute moves an entry
+	// here, under a fresh attempt id, before it calls the handler. A crash
+	// leaves it here, and the next Execute runs it again under the same key.
+	JournalExecuting
+	// JournalCommitted: the command's events, outbox rows and this status
+	// were written in one transaction. Terminal. Runtime.Execute (a commit)
+	// or Runtime.ReconcileCommand (the remote has it) moves an entry here.
+	JournalCommitted
+	// JournalRejected: the command was refused with a code. Terminal. Moved
+	// here by Runtime.Execute (a reject) or Runtime.ReconcileCommand.
+	JournalRejected
+	// JournalOutcomeUnknown: the attempt left and no answer came back (the
+	// handler said so, panicked, or timed out). Never run again
+	// automatically (I15): only Runtime.ReconcileCommand moves it on.
+	JournalOutcomeUnknown
+)
+
+var journalNames = [...]string{"unset", "pending", "executing", "committed", "rejected", "outcome_unknown"}
+
+// String returns the status in snake case ("pending", "outcome_unknown", …).
+func (s JournalStatus) String() string { return enumName(journalNames[:], int(s), "journal status") }
+
+// IsPending reports whether the entry still has to run: Pending or Executing.
+func (s JournalStatus) IsPending() bool { return s == JournalPending || s == JournalExecuting }
+
+// IsSettled reports whether the entry is Committed or Rejected.
+func (s JournalStatus) IsSettled() bool { return s == JournalCommitted || s == JournalRejected }
+
+// ParseJournalStatus returns the status named s, or ErrInvalid.
+func ParseJournalStatus(s string) (JournalStatus, error) {
+	n, err := enumParse(journalNames[:], s, "journal status")
+	return JournalStatus(n), err
+}
+
+// OutboxStatus is the state of one outbox row (DESIGN §5). The zero value is
+// invalid.
+type OutboxStatus uint8
+
+const (
+	outboxUnset OutboxStatus = iota
+	// OutboxPending: waiting to be claimed once due. Store.Apply enqueues
+	// rows here; Retry, ReleaseExpiredClaims, Resolve (resend) and Requeue
+	// move rows back here.
+	OutboxPending
+	// OutboxDispatching: claimed by one worker, which is sending it.
+	// ClaimDue moves rows here. A crash leaves the row here until
+	// ReleaseExpiredClaims puts it back to Pending.
+	OutboxDispatching
+	// OutboxCompleted: the remote confirmed. Terminal. Complete, or Resolve
+	// with VerdictCompleted, moves a row here.
+	OutboxCompleted
+	// OutboxFailed: the remote refused, or the attempts ran out. Terminal
+	// except for an operator's Requeue. Fail, or Resolve with VerdictFailed,
+	// moves a row here.
+	OutboxFailed
+	// OutboxOutcomeUnknown: the request left and no answer came back. It is
+	// never sent again automatically (I15): only Resolve moves it on.
+	// MarkUnknown moves a row here.
+	OutboxOutcomeUnknown
+)
+
+var outboxNames = [...]string{"unset", "pending", "dispatching", "completed", "failed", "outcome_unknown"}
+
+// String returns the status in snake case ("pending", "outcome_unknown", …).
+func (s OutboxStatus) String() string { return enumName(outboxNames[:], int(s), "outbox status") }
+
+// IsFinished reports whether the row is Completed or Failed: what Prune may
+// delete.
+func (s OutboxStatus) IsFinished() bool { return s == OutboxCompleted || s == OutboxFailed }
+
+// ParseOutboxStatus returns the status named s, or ErrInvalid.
+func ParseOutboxStatus(s string) (OutboxStatus, error) {
+	n, err := enumParse(outboxNames[:], s, "outbox status")
+	return OutboxStatus(n), err
+}
+
+// Verdict is what a reconciliation found out about an unknown outcome.
+type Verdict uint8
+
+const (
+	// VerdictUnresolved: still unknown. Nothing changes.
+	VerdictUnresolved Verdict = iota
+	// VerdictCompleted: the remote has it.
+	VerdictCompleted
+	// VerdictFailed: the remote does not have it and never will.
+	VerdictFailed
+	// VerdictResend: the remote is certain it never received it, so it may
+	// be sent again. The one path from an unknown outcome back to a send.
+	VerdictResend
+)
+
+var verdictNames = [...]string{"unresolved", "completed", "failed", "resend"}
+
+// String returns the verdict in snake case.
+func (v Verdict) String() string { return enumName(verdictNames[:], int(v), "verdict") }
+
+// ParseVerdict returns the verdict named s, or ErrInvalid.
+func ParseVerdict(s string) (Verdict, error) {
+	n, err := enumParse(verdictNames[:], s, "verdict")
+	v := Verdict(n)
+	if err != nil {
+		return VerdictUnresolved, err
+	}
+	return v, nil
+}
+
+func enumName(names []string, n int, what string) string {
+	if n < 0 || n >= len(names) {
+		return fmt.Sprintf("%s(%d)", what, n)
+	}
+	return names[n]
+}
+
+func enumParse(names []string, s, what string) (int, error) {
+	for i, name := range names {
+		if name == s && name != "unset" {
+			return i, nil
+		}
+	}
+	return 0, invalid(what, "%q is not one", s)
+}

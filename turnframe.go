@@ -1,0 +1,122 @@
+// Package turnframe makes the external side effects of a conversational turn
+// happen once, from one SQLite file and no database server.
+//
+// # Guarantees
+//
+//   - I14, resume by key. Every command is admitted under an idempotency key
+//     before it runs. A turn run again after a crash recognises, by key, what
+//     already ran, and never runs a settled command twice.
+//   - I15, unknown is never retried. A call that left and got no answer, a
+//     timeout included, is outcome unknown. It is reconciled against the
+//     remote system, never repeated automatically.
+//   - Outbox atomicity. A command's events, its journal settlement, its outbox
+//     rows and the turn's phase are one transaction (one Write), so an outbox
+//     row exists if and only if the domain change that caused it committed.
+//   - Claims are exclusive: two dispatchers, in one process or two, never
+//     hold the same outbox row, and a settlement needs the claim.
+//
+// The application drives all work from its own loop: nothing in this module
+// starts a goroutine that outlives the call that started it, except a Handler
+// or Sender that ignores its context past its deadline (see Handler).
+//
+// # Layout
+//
+// This package holds the domain: identifiers, phases and statuses, the value
+// types, the store interfaces with their state machines (as pure functions
+// both stores call), and the runtime, dispatcher and recovery built on them.
+// sqlitestore implements Store over a SQLite file; memstore implements it in
+// memory for application tests; storetest is the suite both pass.
+package turnframe
+
+import "time"
+
+// AccountID is the tenant that owns a turn and everything it causes: 1 to 128
+// bytes of UTF-8. Every read is scoped by it; another account's rows read as
+// ErrNotFound.
+type AccountID string
+
+// CaseKey names the entity a command changes and its events belong to, such
+// as "booking/42": 1 to 200 bytes of UTF-8, unique within an account.
+type CaseKey string
+
+// IdempotencyKey identifies a command across retries, turns and crashes:
+// 1 to 255 bytes of UTF-8, unique per account, and never forgotten.
+type IdempotencyKey string
+
+// CaseRevision counts the events of one case: 0 means no event yet, and each
+// appended event increments it by one.
+type CaseRevision uint64
+
+// Command is one thing the application asked the domain to do, admitted under
+// Key before it runs. Two commands are the same command when Name, Case and
+// Payload are equal.
+type Command struct {
+	Key     IdempotencyKey // 1–255 bytes; unique per account, forever
+	Case    CaseKey        // the entity it changes
+	Name    string         // what it does, e.g. "book"; 1–200 bytes
+	Payload []byte         // the application's arguments, opaque here
+}
+
+// JournalEntry is a command as the journal holds it: admitted, running or
+// settled.
+type JournalEntry struct {
+	Account AccountID
+	Turn    TurnID // the turn that admitted it
+	Command
+	Status     JournalStatus
+	Attempt    AttemptID // the current or last attempt; zero while never run
+	Attempts   int       // how many attempts were started
+	EventIDs   []EventID // Committed: the events it appended, in order
+	Code       string    // Rejected: the reason code
+	RemoteRef  string    // OutcomeUnknown: the remote's reference, if it gave one
+	AdmittedAt time.Time
+	UpdatedAt  time.Time
+}
+
+// Event is a domain event a command appends to its case.
+type Event struct {
+	Case CaseKey // must be the committing command's case
+	Type string  // 1–200 bytes, e.g. "booking.confirmed"
+	Data []byte
+}
+
+// StoredEvent is an event as the journal holds it.
+type StoredEvent struct {
+	ID       EventID
+	Account  AccountID
+	Turn     TurnID
+	Key      IdempotencyKey // the command that appended it
+	Revision CaseRevision   // the case's revision this event made
+	Event
+	At time.Time
+}
+
+// StoredTurn is a turn as the store holds it.
+type StoredTurn struct {
+	Account      AccountID
+	ID           TurnID
+	Conversation ConversationID
+	Text         string // the user's message; may be empty (a voice turn)
+	Phase        TurnPhase
+	ReceivedAt   time.Time
+	UpdatedAt    time.Time
+}
+
+// TurnPhaseMarker is the phase a turn is in and when it last changed: what
+// recovery reads first.
+type TurnPhaseMarker struct {
+	Account      AccountID
+	Turn         TurnID
+	Conversation ConversationID
+	Phase        TurnPhase
+	UpdatedAt    time.Time
+}
+
+// RecoveryScope narrows a listing of unfinished turns.
+type RecoveryScope struct {
+	// Account, when not empty, limits the listing to one tenant.
+	Account AccountID
+	// UpdatedBefore, when not zero, leaves out turns updated at or after it,
+	// so a sweep in a running process leaves turns in flight alone.
+	UpdatedBefore time.Time
+}
