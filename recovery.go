@@ -1,0 +1,294 @@
+package turnframe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"unicode/utf8"
+)
+
+// MaxCaseEvents is the most events Recovery.CaseEvents reads back per call.
+const MaxCaseEvents = 1024
+
+// ActionKind is what recovery decided a turn needs.
+type ActionKind uint8
+
+const (
+	// ActionNothing: the turn is finished and nothing it started is
+	// unsettled.
+	ActionNothing ActionKind = iota
+	// ActionRestartInterpretation: no command was ever admitted, so nothing
+	// can have happened; interpret the turn's text again from the start.
+	ActionRestartInterpretation
+	// ActionResumeCommands: commands were admitted and not settled. Resume
+	// them through Runtime.Execute, which recognises by key what already
+	// ran (I14). The only action that may cause an effect.
+	ActionResumeCommands
+	// ActionRegenerateResponse: every command settled; the answer is
+	// missing. Rebuild it from the committed events and the answer tasks;
+	// execute nothing.
+	ActionRegenerateResponse
+	// ActionReconcileExternal: a command's outcome is unknown. Settle it
+	// against the remote system (Runtime.ReconcileCommand), never repeat it
+	// (I15) — even when the turn was delivered.
+	ActionReconcileExternal
+)
+
+var actionNames = [...]string{"nothing", "restart_interpretation", "resume_commands", "regenerate_response", "reconcile_external"}
+
+// String returns the kind in snake case, stable for logs and metrics.
+func (k ActionKind) String() string { return enumName(actionNames[:], int(k), "action") }
+
+// RecoveryAction is recovery's decision for one turn and what acting on it
+// needs. Which fields are set depends on Kind.
+type RecoveryAction struct {
+	Kind        ActionKind
+	Phase       TurnPhase      // the turn's phase when decided
+	Entries     []JournalEntry // ResumeCommands: the pending entries; ReconcileExternal: the unknown ones; admission order
+	Attempts    []AttemptID    // ReconcileExternal: the attempts to settle, one per entry
+	Events      []StoredEvent  // RegenerateResponse: the events the turn committed, in append order
+	AnswerTasks []AnswerTask   // RegenerateResponse: the questions to answer
+}
+
+// MayCauseEffects reports whether acting on the decision may cause a domain
+// effect: true only for ActionResumeCommands, and then only through the
+// idempotency key.
+func (a RecoveryAction) MayCauseEffects() bool { return a.Kind == ActionResumeCommands }
+
+// SourcePolicy says which sources may answer a question.
+type SourcePolicy uint8
+
+const (
+	// SourcesAuthoritative: only the domain's committed state may answer.
+	SourcesAuthoritative SourcePolicy = iota
+	// SourcesAny: any source may answer, general knowledge included.
+	SourcesAny
+)
+
+var sourceNames = [...]string{"authoritative", "any"}
+
+// String returns the policy in snake case.
+func (p SourcePolicy) String() string { return enumName(sourceNames[:], int(p), "source policy") }
+
+// AnswerTask is one question a regenerated response must answer.
+type AnswerTask struct {
+	Unit              int          // the question's unit, from the understanding
+	Question          string       // the question's words, cut from the turn's text; empty when its range is not valid
+	AskedAt           WordRange    // where it was asked
+	Basis             AnswerBasis  // what the answer rests on
+	Sources           SourcePolicy // which sources may answer
+	Cases             []CaseKey    // the cases the turn loaded
+	ContinuesPrevious bool
+}
+
+// AnswerTasksOf returns the answer tasks a replay record implies, with each
+// question's words cut from text by byte range. A range out of bounds,
+// reversed, or not on UTF-8 boundaries gives an empty question, never a
+// panic. After commit, the state after the turn is the state now, so every
+// basis becomes BasisCurrentCommittedState and asks for authoritative
+// sources, except BasisGeneralDomainKnowledge, which stays and accepts any
+// source. A nil record, or one without an understanding, implies no task.
+func AnswerTasksOf(record *ReplayRecord, text string) []AnswerTask {
+	if record == nil || record.Understanding == nil {
+		return nil
+	}
+	tasks := make([]AnswerTask, 0, len(record.Understanding.Questions))
+	for _, q := range record.Understanding.Questions {
+		task := AnswerTask{
+			Unit:              q.Unit,
+			Question:          cut(text, q.Words.Start, q.Words.End),
+			AskedAt:           q.Words,
+			Basis:             BasisCurrentCommittedState,
+			Sources:           SourcesAuthoritative,
+			Cases:             append([]CaseKey(nil), record.LoadedCases...),
+			ContinuesPrevious: q.ContinuesPrevious,
+		}
+		if q.Basis == BasisGeneralDomainKnowledge {
+			task.Basis, task.Sources = BasisGeneralDomainKnowledge, SourcesAny
+		}
+		tasks = append(tasks, task)
+	}
+	return tasks
+}
+
+// cut returns text[start:end], or "" when the range is not a valid one.
+func cut(text string, start, end int) string {
+	if start < 0 || end > len(text) || start > end {
+		return ""
+	}
+	if !boundary(text, start) || !boundary(text, end) {
+		return ""
+	}
+	return text[start:end]
+}
+
+func boundary(text string, i int) bool { return i == len(text) || utf8.RuneStart(text[i]) }
+
+// CommittedEventIDs returns every event id the committed entries appended, in
+// entry order and, within an entry, in append order.
+func CommittedEventIDs(entries []JournalEntry) []EventID {
+	var ids []EventID
+	for _, e := range entries {
+		if e.Status == JournalCommitted {
+			ids = append(ids, e.EventIDs...)
+		}
+	}
+	return ids
+}
+
+// Recovery reads what crashed turns left behind and decides, per turn, what
+// each needs. It only reads; acting on a decision is the application's (see
+// Sweep). It is safe for concurrent use.
+type Recovery struct {
+	store Store
+	obs   observer
+}
+
+// NewRecovery returns a Recovery over store. It honours WithObserver and
+// WithLogger. A nil store panics.
+func NewRecovery(store Store, opts ...Option) *Recovery {
+	if store == nil {
+		panic("turnframe: NewRecovery with a nil store")
+	}
+	return &Recovery{store: store, obs: newSettings(opts).observe()}
+}
+
+// Unfinished returns, oldest first, at most limit turns in scope that are
+// non-terminal or hold an OutcomeUnknown journal entry: a delivered turn can
+// still have a payment nobody settled, and a sweep must reach it.
+func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error) {
+	markers, err := r.store.ListUnfinishedTurns(ctx, scope, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unfinished turns: %w", err)
+	}
+	return markers, nil
+}
+
+// Decide returns what the turn needs, decided in this order — the order is
+// the safety property:
+//
+//  1. an OutcomeUnknown entry → ActionReconcileExternal, even on a terminal
+//     turn;
+//  2. a terminal phase → ActionNothing;
+//  3. a Pending or Executing entry → ActionResumeCommands;
+//  4. any entry → ActionRegenerateResponse, with the committed events and
+//     the answer tasks;
+//  5. otherwise → ActionRestartInterpretation.
+//
+// A turn that does not exist for account, another tenant's included, is
+// ErrNotFound. Decide writes nothing; it emits SignalRecoveryDecided labelled
+// with the action.
+func (r *Recovery) Decide(ctx context.Context, account AccountID, turn TurnID) (RecoveryAction, error) {
+	if err := account.Validate(); err != nil {
+		return RecoveryAction{}, err
+	}
+	if err := CheckID("turn", turn); err != nil {
+		return RecoveryAction{}, err
+	}
+	action, err := r.decide(ctx, account, turn)
+	if err != nil {
+		return RecoveryAction{}, fmt.Errorf("decide turn %v: %w", turn, err)
+	}
+	r.obs.count(SignalRecoveryDecided, Labels{Action: action.Kind.String()})
+	r.obs.logf(ctx, slog.LevelDebug, "recovery decided", slog.String("turn", turn.String()),
+		slog.String("phase", action.Phase.String()), slog.String("action", action.Kind.String()))
+	return action, nil
+}
+
+func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (RecoveryAction, error) {
+	marker, err := r.store.TurnPhase(ctx, account, turn)
+	if err != nil {
+		return RecoveryAction{}, err
+	}
+	entries, err := r.store.ForTurn(ctx, account, turn)
+	if err != nil {
+		return RecoveryAction{}, err
+	}
+	action := RecoveryAction{Phase: marker.Phase}
+	if unknown := entriesWhere(entries, func(s JournalStatus) bool { return s == JournalOutcomeUnknown }); len(unknown) > 0 {
+		action.Kind, action.Entries = ActionReconcileExternal, unknown
+		for _, e := range unknown {
+			action.Attempts = append(action.Attempts, e.Attempt)
+		}
+		return action, nil
+	}
+	if marker.Phase.IsTerminal() {
+		action.Kind = ActionNothing
+		return action, nil
+	}
+	if pending := entriesWhere(entries, JournalStatus.IsPending); len(pending) > 0 {
+		action.Kind, action.Entries = ActionResumeCommands, pending
+		return action, nil
+	}
+	if len(entries) == 0 {
+		action.Kind = ActionRestartInterpretation
+		return action, nil
+	}
+	return r.regenerate(ctx, account, turn, entries, action)
+}
+
+func (r *Recovery) regenerate(ctx context.Context, account AccountID, turn TurnID, entries []JournalEntry, action RecoveryAction) (RecoveryAction, error) {
+	action.Kind = ActionRegenerateResponse
+	events, err := r.store.EventsByID(ctx, account, CommittedEventIDs(entries))
+	if err != nil {
+		return RecoveryAction{}, err
+	}
+	record, err := r.Record(ctx, account, turn)
+	if err != nil {
+		return RecoveryAction{}, err
+	}
+	stored, err := r.store.LoadTurn(ctx, account, turn)
+	if err != nil {
+		return RecoveryAction{}, err
+	}
+	action.Events = events
+	action.AnswerTasks = AnswerTasksOf(record, stored.Text)
+	return action, nil
+}
+
+func entriesWhere(entries []JournalEntry, keep func(JournalStatus) bool) []JournalEntry {
+	var out []JournalEntry
+	for _, e := range entries {
+		if keep(e.Status) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// StoredTurn returns the turn as stored, for a caller that regenerates a
+// response or restarts interpretation. ErrNotFound for a turn that does not
+// exist for account.
+func (r *Recovery) StoredTurn(ctx context.Context, account AccountID, turn TurnID) (StoredTurn, error) {
+	t, err := r.store.LoadTurn(ctx, account, turn)
+	if err != nil {
+		return StoredTurn{}, fmt.Errorf("stored turn %v: %w", turn, err)
+	}
+	return t, nil
+}
+
+// Record returns the turn's replay record, or (nil, nil) when the turn has
+// none: a turn can crash before its first record is written, and that is a
+// normal thing to find. Other errors are returned.
+func (r *Recovery) Record(ctx context.Context, account AccountID, turn TurnID) (*ReplayRecord, error) {
+	record, err := r.store.Replay(ctx, account, turn)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replay record of turn %v: %w", turn, err)
+	}
+	return &record, nil
+}
+
+// CaseEvents returns the case's events with a revision above since, in
+// revision order, at most MaxCaseEvents of them: for a regeneration that
+// needs more than the turn's own events.
+func (r *Recovery) CaseEvents(ctx context.Context, account AccountID, c CaseKey, since CaseRevision) ([]StoredEvent, error) {
+	events, err := r.store.EventsSince(ctx, account, c, since, MaxCaseEvents)
+	if err != nil {
+		return nil, fmt.Errorf("events of case %q: %w", c, err)
+	}
+	return events, nil
+}
