@@ -1,0 +1,235 @@
+package memstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/turnframe/turnframe"
+)
+
+// change is one Apply being built: every row it creates or moves, as it will
+// be stored. Nothing in the store changes until commit, so a Write refused
+// half way writes nothing.
+type change struct {
+	turn     turnframe.StoredTurn
+	newTurn  bool
+	entries  map[entryKey]turnframe.JournalEntry // new and moved entries
+	admitted []entryKey                          // new entries, in admission order
+	events   []turnframe.StoredEvent
+	outbox   []turnframe.OutboxRecord
+	replay   *turnframe.ReplayRecord
+}
+
+// Apply validates w and writes it entirely, or writes nothing and returns the
+// error: ErrInvalid for bad input, ErrNotFound for a turn that does not exist
+// for the account, ErrConflict for a refused transition, a moved revision or
+// a key reused for a different command.
+func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if err := w.Validate(); err != nil {
+		return turnframe.Applied{}, err
+	}
+	w.Now = stamp(w.Now)
+	if err := s.lock(); err != nil {
+		return turnframe.Applied{}, err
+	}
+	defer s.mu.Unlock()
+	c, applied, err := s.build(w)
+	if err != nil {
+		return turnframe.Applied{}, fmt.Errorf("memstore: apply: %w", err)
+	}
+	s.commit(c)
+	return applied, nil
+}
+
+func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
+	c := &change{entries: make(map[entryKey]turnframe.JournalEntry)}
+	var applied turnframe.Applied
+
+	// Begin.
+	if w.Begin != nil {
+		if _, ok := s.turns[w.Turn]; ok {
+			return nil, applied, fmt.Errorf("%w: turn %v already exists", turnframe.ErrConflict, w.Turn)
+		}
+		c.turn = *w.Begin
+		c.turn.Phase = turnframe.PhaseReceived
+		c.turn.ReceivedAt = stamp(c.turn.ReceivedAt)
+		if c.turn.ReceivedAt.IsZero() {
+			c.turn.ReceivedAt = w.Now
+		}
+		c.newTurn = true
+	} else {
+		t, err := s.findTurn(w.Account, w.Turn)
+		if err != nil {
+			return nil, applied, err
+		}
+		c.turn = t.turn
+	}
+	c.turn.UpdatedAt = w.Now
+
+	// Admit.
+	for _, cmd := range w.Admit {
+		k := entryKey{w.Account, cmd.Key}
+		if old, ok := s.entries[k]; ok {
+			if err := turnframe.Readmit(old.entry, cmd); err != nil {
+				return nil, applied, err
+			}
+			applied.Admitted = append(applied.Admitted, copyEntry(old.entry))
+			continue
+		}
+		e := turnframe.NewEntry(w.Account, w.Turn, cmd, w.Now)
+		c.entries[k] = e
+		c.admitted = append(c.admitted, k)
+		applied.Admitted = append(applied.Admitted, copyEntry(e))
+	}
+
+	// Events are numbered before Settle, which records their ids on the
+	// committing entry; they belong to the one committing settlement (Write.Validate checked
+	// there is exactly one when there are events or outbox rows).
+	var committing turnframe.IdempotencyKey
+	for _, st := range w.Settle {
+		if st.To == turnframe.JournalCommitted {
+			committing = st.Key
+		}
+	}
+	next := make(map[turnframe.CaseKey]turnframe.CaseRevision)
+	for _, ev := range w.Events {
+		rev, ok := next[ev.Case]
+		if !ok {
+			rev = s.revision(w.Account, ev.Case)
+		}
+		rev++
+		next[ev.Case] = rev
+		ev.Data = bytes.Clone(ev.Data)
+		c.events = append(c.events, turnframe.StoredEvent{
+			ID: s.ids.EventID(w.Now), Account: w.Account, Turn: w.Turn, Key: committing,
+			Revision: rev, Event: ev, At: w.Now,
+		})
+	}
+
+	// Settle.
+	for _, st := range w.Settle {
+		k := entryKey{w.Account, st.Key}
+		e, ok := c.entries[k]
+		if !ok {
+			row, found := s.entries[k]
+			if !found || row.entry.Turn != w.Turn {
+				return nil, applied, fmt.Errorf("entry %q of turn %v: %w", st.Key, w.Turn, turnframe.ErrNotFound)
+			}
+			e = row.entry
+		}
+		var evs []turnframe.StoredEvent
+		if st.To == turnframe.JournalCommitted {
+			evs = c.events
+		}
+		moved, err := turnframe.NextEntry(e, st, evs, w.Now)
+		if err != nil {
+			return nil, applied, err
+		}
+		c.entries[k] = moved
+		applied.Settled = append(applied.Settled, copyEntry(moved))
+	}
+
+	// Expect is checked against the revisions before this Write's events.
+	for ck, want := range w.Expect {
+		if got := s.revision(w.Account, ck); got != want {
+			return nil, applied, fmt.Errorf("%w: case %q is at revision %d, not %d", turnframe.ErrConflict, ck, got, want)
+		}
+	}
+	for _, ev := range c.events {
+		applied.Events = append(applied.Events, copyEvent(ev))
+	}
+
+	// Outbox.
+	for i, m := range w.Outbox {
+		m.NotBefore = stamp(m.NotBefore)
+		r := turnframe.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
+		c.outbox = append(c.outbox, r)
+		applied.Outbox = append(applied.Outbox, copyRecord(r).OutboxEntry)
+	}
+
+	// Phase.
+	if w.Phase != turnframe.PhaseUnset {
+		if err := turnframe.NextPhase(c.turn.Phase, w.Phase, s.pendingAfter(c, w.Turn)); err != nil {
+			return nil, applied, err
+		}
+		c.turn.Phase = w.Phase
+	}
+	applied.Phase = c.turn.Phase
+
+	// Replay.
+	if w.Replay != nil {
+		r := copyReplay(*w.Replay)
+		c.replay = &r
+	}
+	return c, applied, nil
+}
+
+func (s *Store) revision(account turnframe.AccountID, c turnframe.CaseKey) turnframe.CaseRevision {
+	return turnframe.CaseRevision(len(s.cases[caseKey{account, c}]))
+}
+
+// pendingAfter counts the turn's Pending and Executing entries as they will
+// be once c is written.
+func (s *Store) pendingAfter(c *change, turn turnframe.TurnID) int {
+	n := 0
+	for _, k := range s.byTurn[turn] {
+		e, ok := c.entries[k]
+		if !ok {
+			e = s.entries[k].entry
+		}
+		if e.Status.IsPending() {
+			n++
+		}
+	}
+	for _, k := range c.admitted {
+		if c.entries[k].Status.IsPending() {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Store) commit(c *change) {
+	id := c.turn.ID
+	t, ok := s.turns[id]
+	if !ok {
+		t = &turnRow{}
+		s.turns[id] = t
+	}
+	t.turn = c.turn
+	if c.replay != nil {
+		t.replay = c.replay
+	}
+	for _, k := range c.admitted {
+		s.seq++
+		s.entries[k] = &entryRow{seq: s.seq}
+		s.byTurn[id] = append(s.byTurn[id], k)
+	}
+	for k, e := range c.entries {
+		s.entries[k].entry = e
+	}
+	for _, ev := range c.events {
+		s.events = append(s.events, ev)
+		i := len(s.events) - 1
+		s.eventAt[ev.ID] = i
+		ck := caseKey{ev.Account, ev.Case}
+		s.cases[ck] = append(s.cases[ck], i)
+	}
+	for _, r := range c.outbox {
+		s.seq++
+		s.outbox[r.ID] = &outboxRow{rec: r, seq: s.seq}
+	}
+}
+
+// sortedOutbox returns the outbox rows in enqueue order.
+func (s *Store) sortedOutbox() []*outboxRow {
+	rows := make([]*outboxRow, 0, len(s.outbox))
+	for _, r := range s.outbox {
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b *outboxRow) int { return cmp.Compare(a.seq, b.seq) })
+	return rows
+}

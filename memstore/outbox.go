@@ -1,0 +1,281 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+type orderKey struct {
+	account turnframe.AccountID
+	key     string
+}
+
+// ClaimDue moves at most limit due rows to Dispatching under worker and
+// returns them in claim order: due time, then enqueue order. A row is due
+// when it is Pending, its due time is not after now, and no earlier row of
+// its account and non-empty order key holds the order (judged on the rows as
+// they were before this claim).
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
+	if err := checkTime("now", now); err != nil {
+		return nil, err
+	}
+	if err := turnframe.CheckLimit("limit", limit); err != nil {
+		return nil, err
+	}
+	if err := turnframe.CheckWorker(worker); err != nil {
+		return nil, err
+	}
+	now = stamp(now)
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	held := make(map[orderKey]bool)
+	var due []*outboxRow
+	for _, r := range s.sortedOutbox() {
+		ok := orderKey{r.rec.Account, r.rec.OrderKey}
+		blocked := r.rec.OrderKey != "" && held[ok]
+		if r.rec.Status == turnframe.OutboxPending && !r.rec.DueAt.After(now) && !blocked {
+			due = append(due, r)
+		}
+		if r.rec.OrderKey != "" && r.rec.Status.HoldsOrder() {
+			held[ok] = true
+		}
+	}
+	slices.SortFunc(due, func(a, b *outboxRow) int {
+		if c := a.rec.DueAt.Compare(b.rec.DueAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	if len(due) > limit {
+		due = due[:limit]
+	}
+	claims := make([]turnframe.Claim, 0, len(due))
+	for _, r := range due {
+		var c turnframe.Claim
+		r.rec, c = turnframe.ClaimRow(r.rec, worker, now)
+		c.Payload = slices.Clone(c.Payload)
+		claims = append(claims, c)
+	}
+	return claims, nil
+}
+
+// Complete settles a claimed row Completed with the remote's reference.
+func (s *Store) Complete(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
+	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxCompleted, RemoteRef: remoteRef, Now: now})
+}
+
+// Retry settles a claimed row back to Pending, due at at, keeping code. The
+// row's update time is the claim's time: Retry takes no clock of its own.
+func (s *Store) Retry(ctx context.Context, claim turnframe.Claim, code string, at time.Time) error {
+	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxPending, Code: code, RetryAt: at, Now: claim.ClaimedAt})
+}
+
+// Fail settles a claimed row Failed with code.
+func (s *Store) Fail(ctx context.Context, claim turnframe.Claim, code string, now time.Time) error {
+	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxFailed, Code: code, Now: now})
+}
+
+// MarkUnknown settles a claimed row OutcomeUnknown.
+func (s *Store) MarkUnknown(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
+	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxOutcomeUnknown, RemoteRef: remoteRef, Now: now})
+}
+
+func (s *Store) settleOne(st turnframe.OutboxSettlement) error {
+	if err := st.Validate(); err != nil {
+		return err
+	}
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	return s.settle(st)
+}
+
+// settle applies one validated settlement; the caller holds the lock.
+func (s *Store) settle(st turnframe.OutboxSettlement) error {
+	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
+	r, ok := s.outbox[st.Claim.ID]
+	if !ok {
+		return fmt.Errorf("memstore: outbox row %v: %w", st.Claim.ID, turnframe.ErrNotFound)
+	}
+	next, err := turnframe.SettleRow(r.rec, st)
+	if err != nil {
+		return fmt.Errorf("memstore: settle: %w", err)
+	}
+	r.rec = next
+	return nil
+}
+
+// Settle applies several settlements at once; results[i] is the outcome of
+// settlements[i] alone.
+func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettlement) ([]error, error) {
+	results := make([]error, len(settlements))
+	valid := make([]bool, len(settlements))
+	for i, st := range settlements {
+		results[i] = st.Validate()
+		valid[i] = results[i] == nil
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	for i, st := range settlements {
+		if valid[i] {
+			results[i] = s.settle(st)
+		}
+	}
+	return results, nil
+}
+
+// Resolve settles an OutcomeUnknown row by verdict. ErrInvalid for
+// VerdictUnresolved, ErrNotFound for no such row, ErrConflict for a row in
+// another status.
+func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.Verdict, code string, now time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	switch v {
+	case turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend:
+	default:
+		return invalid("verdict", fmt.Sprintf("%v settles nothing", v))
+	}
+	if err := turnframe.CheckCode("code", code); err != nil {
+		return err
+	}
+	if err := checkTime("now", now); err != nil {
+		return err
+	}
+	now = stamp(now)
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.outbox[id]
+	if !ok {
+		return fmt.Errorf("memstore: outbox row %v: %w", id, turnframe.ErrNotFound)
+	}
+	next, err := turnframe.ResolveRow(r.rec, v, code, now)
+	if err != nil {
+		return fmt.Errorf("memstore: resolve: %w", err)
+	}
+	r.rec = next
+	return nil
+}
+
+// Requeue moves a Failed row back to Pending, due at at. ErrNotFound for no
+// such row, ErrConflict for a row in another status.
+func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := checkTime("at", at); err != nil {
+		return err
+	}
+	at = stamp(at)
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.outbox[id]
+	if !ok {
+		return fmt.Errorf("memstore: outbox row %v: %w", id, turnframe.ErrNotFound)
+	}
+	next, err := turnframe.RequeueRow(r.rec, at)
+	if err != nil {
+		return fmt.Errorf("memstore: requeue: %w", err)
+	}
+	r.rec = next
+	return nil
+}
+
+// ReleaseExpiredClaims moves every Dispatching row claimed before
+// claimedBefore back to Pending, attempts kept, and returns their ids in
+// enqueue order.
+func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turnframe.OutboxID, error) {
+	if err := checkTime("claimed_before", claimedBefore); err != nil {
+		return nil, err
+	}
+	claimedBefore = stamp(claimedBefore)
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var ids []turnframe.OutboxID
+	for _, r := range s.sortedOutbox() {
+		if turnframe.ClaimExpired(r.rec, claimedBefore) {
+			r.rec = turnframe.ReleaseRow(r.rec, claimedBefore)
+			ids = append(ids, r.rec.ID)
+		}
+	}
+	return ids, nil
+}
+
+// GetOutbox returns one row. ErrNotFound if it does not exist.
+func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return turnframe.OutboxRecord{}, err
+	}
+	if err := s.lock(); err != nil {
+		return turnframe.OutboxRecord{}, err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.outbox[id]
+	if !ok {
+		return turnframe.OutboxRecord{}, fmt.Errorf("memstore: outbox row %v: %w", id, turnframe.ErrNotFound)
+	}
+	return copyRecord(r.rec), nil
+}
+
+// ListOutbox returns at most filter.Limit rows matching filter, in enqueue
+// order.
+func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
+	if err := filter.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []turnframe.OutboxRecord
+	for _, r := range s.sortedOutbox() {
+		if len(out) == filter.Limit {
+			break
+		}
+		if filter.Status != 0 && r.rec.Status != filter.Status {
+			continue
+		}
+		if filter.Account != "" && r.rec.Account != filter.Account {
+			continue
+		}
+		out = append(out, copyRecord(r.rec))
+	}
+	return out, nil
+}
+
+// Prune deletes Completed and Failed rows finished before finishedBefore and
+// returns how many. Journal keys are never deleted.
+func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
+	if err := checkTime("finished_before", finishedBefore); err != nil {
+		return 0, err
+	}
+	finishedBefore = stamp(finishedBefore)
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	n := 0
+	for id, r := range s.outbox {
+		if turnframe.Prunable(r.rec, finishedBefore) {
+			delete(s.outbox, id)
+			n++
+		}
+	}
+	return n, nil
+}
