@@ -2,7 +2,6 @@ package turnframe
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -116,17 +115,18 @@ func ParseAttemptID(s string) (AttemptID, error) { return parseID[attemptKind](s
 
 // IDGenerator makes ids that never go backwards: every id it returns sorts
 // after every id it returned before, across goroutines, even when the clock
-// steps back. It is safe for concurrent use.
+// steps back. Within one millisecond it counts up from a random start. It is
+// safe for concurrent use.
 //
 // ulid.Make is unique but not ordered under contention (it reads the clock
 // before taking its lock); IDGenerator reads the time under its own lock and
-// never goes below the last millisecond it used.
+// never goes below the last id it made.
 //
 // The zero value is not usable; call NewIDGenerator.
 type IDGenerator struct {
 	mu      sync.Mutex
-	lastMS  uint64
-	entropy *ulid.MonotonicEntropy
+	last    ulid.ULID
+	entropy io.Reader
 }
 
 // NewIDGenerator returns a generator drawing entropy from crypto/rand.
@@ -135,35 +135,50 @@ func NewIDGenerator() *IDGenerator {
 }
 
 // NewIDGeneratorFrom returns a generator drawing entropy from r, for tests
-// that need reproducible ids. r is only read under the generator's lock.
-// It panics if r is nil.
+// that need reproducible ids. r is only read under the generator's lock, once
+// per millisecond in which ids are made. It panics if r is nil.
 func NewIDGeneratorFrom(r io.Reader) *IDGenerator {
 	if r == nil {
 		panic("turnframe: NewIDGeneratorFrom with a nil reader")
 	}
-	return &IDGenerator{entropy: ulid.Monotonic(r, 0)}
+	return &IDGenerator{entropy: r}
 }
 
 func (g *IDGenerator) next(now time.Time) ulid.ULID {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ms := ulid.Timestamp(now)
-	if ms < g.lastMS {
-		ms = g.lastMS
-	}
-	for {
-		u, err := ulid.New(ms, g.entropy)
-		if err == nil {
-			g.lastMS = ms
+	if g.last != (ulid.ULID{}) && ms <= g.last.Time() {
+		u := g.last
+		if increment(u[6:]) {
+			g.last = u
 			return u
 		}
-		if !errors.Is(err, ulid.ErrMonotonicOverflow) {
-			// crypto/rand does not fail; a caller's reader that does is a
-			// programming error in a test fixture.
-			panic(fmt.Sprintf("turnframe: id entropy: %v", err))
-		}
-		ms++ // the millisecond is spent: move to the next one
+		ms = g.last.Time() + 1 // the millisecond's 80 bits are spent
 	}
+	var u ulid.ULID
+	if err := u.SetTime(ms); err != nil {
+		panic(fmt.Sprintf("turnframe: id time: %v", err)) // a time past the year 10889
+	}
+	if _, err := io.ReadFull(g.entropy, u[6:]); err != nil {
+		// crypto/rand does not fail; a test fixture's reader that does is a
+		// programming error.
+		panic(fmt.Sprintf("turnframe: id entropy: %v", err))
+	}
+	g.last = u
+	return u
+}
+
+// increment adds one to the big-endian number in b and reports whether it
+// did not overflow.
+func increment(b []byte) bool {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i]++
+		if b[i] != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ConversationID returns a new ConversationID stamped with now.
