@@ -1,0 +1,158 @@
+package turnframe
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of DispatchConfig, used for every field left at its zero value.
+const (
+	DefaultBatchSize         = 16
+	DefaultSendTimeout       = 30 * time.Second
+	DefaultInitialBackoff    = time.Second
+	DefaultMaxBackoff        = time.Minute
+	DefaultBackoffMultiplier = 4
+	DefaultMaxAttempts       = 5
+	DefaultConcurrency       = 1
+)
+
+// DispatchConfig is how a Dispatcher works. Every field but WorkerID may be
+// left zero (or negative) and then takes its default; WorkerID is required.
+// DefaultDispatchConfig returns the defaults spelled out.
+type DispatchConfig struct {
+	// WorkerID is the name rows are claimed under: 1–200 bytes of UTF-8,
+	// distinct per dispatcher (per process, or per dispatcher when one
+	// process runs several). A settlement presents it as part of its claim.
+	WorkerID string
+	// BatchSize is how many rows one RunOnce claims at most: 1 to MaxLimit.
+	BatchSize int
+	// SendTimeout bounds one Sender.Send (and one Reconciler.Reconcile).
+	// A send that has not answered by then is outcome unknown, never a
+	// retry: the request may have left, and nobody can say it did not land.
+	SendTimeout time.Duration
+	// InitialBackoff is the delay before the second attempt of a row.
+	InitialBackoff time.Duration
+	// MaxBackoff caps every later delay.
+	MaxBackoff time.Duration
+	// BackoffMultiplier multiplies the delay for each further attempt.
+	BackoffMultiplier int
+	// MaxAttempts is how many attempts a row gets: a retryable outcome of
+	// attempt MaxAttempts (or later) fails the row with
+	// CodeAttemptsExhausted.
+	MaxAttempts int
+	// Concurrency is how many rows of one claimed batch are sent at once.
+	// 1 sends them one after another, in claim order.
+	Concurrency int
+}
+
+// DefaultDispatchConfig returns the configuration a dispatcher claiming under
+// workerID uses by default: sixteen rows a sweep, thirty seconds a send, a
+// backoff of one second growing fourfold up to a minute, five attempts, and
+// one send at a time.
+func DefaultDispatchConfig(workerID string) DispatchConfig {
+	return DispatchConfig{
+		WorkerID:          workerID,
+		BatchSize:         DefaultBatchSize,
+		SendTimeout:       DefaultSendTimeout,
+		InitialBackoff:    DefaultInitialBackoff,
+		MaxBackoff:        DefaultMaxBackoff,
+		BackoffMultiplier: DefaultBackoffMultiplier,
+		MaxAttempts:       DefaultMaxAttempts,
+		Concurrency:       DefaultConcurrency,
+	}
+}
+
+// withDefaults returns c with every zero or negative field but WorkerID
+// replaced by its default.
+func (c DispatchConfig) withDefaults() DispatchConfig {
+	d := DefaultDispatchConfig(c.WorkerID)
+	if c.BatchSize > 0 {
+		d.BatchSize = c.BatchSize
+	}
+	if c.SendTimeout > 0 {
+		d.SendTimeout = c.SendTimeout
+	}
+	if c.InitialBackoff > 0 {
+		d.InitialBackoff = c.InitialBackoff
+	}
+	if c.MaxBackoff > 0 {
+		d.MaxBackoff = c.MaxBackoff
+	}
+	if c.BackoffMultiplier > 0 {
+		d.BackoffMultiplier = c.BackoffMultiplier
+	}
+	if c.MaxAttempts > 0 {
+		d.MaxAttempts = c.MaxAttempts
+	}
+	if c.Concurrency > 0 {
+		d.Concurrency = c.Concurrency
+	}
+	return d
+}
+
+// validate reports what is wrong with a configuration after defaults: a
+// worker id the stores would refuse, or a batch no store claims.
+func (c DispatchConfig) validate() error {
+	if err := CheckWorker(c.WorkerID); err != nil {
+		return fmt.Errorf("dispatch config: %w", err)
+	}
+	if err := CheckLimit("batch size", c.BatchSize); err != nil {
+		return fmt.Errorf("dispatch config: %w", err)
+	}
+	return nil
+}
+
+// BackoffFor returns the delay after attempt number attempt (1-based) before
+// the next one: InitialBackoff after attempts 0 and 1, then InitialBackoff ×
+// BackoffMultiplier^(attempt−1), capped at MaxBackoff. It never overflows: a
+// delay past the cap, however large the attempt, is the cap. Zero fields take
+// their defaults, as in a Dispatcher, so with the defaults the delays are
+// 1 s, 1 s, 4 s, 16 s, 60 s, 60 s, … for attempts 0, 1, 2, 3, 4, 5, ….
+func (c DispatchConfig) BackoffFor(attempt int) time.Duration {
+	c = c.withDefaults()
+	if attempt <= 1 {
+		return c.InitialBackoff
+	}
+	d := c.InitialBackoff
+	mult := time.Duration(c.BackoffMultiplier)
+	for step := 1; step < attempt; step++ {
+		if d >= c.MaxBackoff || mult == 1 {
+			break
+		}
+		if d > c.MaxBackoff/mult {
+			return c.MaxBackoff // the next step passes the cap (and may overflow)
+		}
+		d *= mult
+	}
+	return min(d, c.MaxBackoff)
+}
+
+// DispatchReport is what one RunOnce did with the rows it claimed. Each
+// claimed row is in exactly one list, and each list is in claim order.
+type DispatchReport struct {
+	// Completed rows: the remote confirmed.
+	Completed []OutboxID
+	// Retried rows are Pending again, due after a backoff (or at once when
+	// RunOnce's context ended before they were sent: CodeNotSent).
+	Retried []OutboxID
+	// Failed rows: the remote refused them, or their attempts ran out.
+	Failed []OutboxID
+	// Unknown rows are OutcomeUnknown: they may have reached the remote and
+	// wait for Dispatcher.Reconcile. They are never sent again by the
+	// dispatcher on its own.
+	Unknown []OutboxID
+	// Unsettled rows were sent (or not) but the store refused their
+	// settlement: the claim was lost (it expired and another worker holds
+	// the row now) or the store failed. The store keeps them as it has them;
+	// a row still Dispatching under this worker is released by
+	// ReleaseExpiredClaims once its claim is old enough.
+	Unsettled []OutboxID
+}
+
+// Claimed returns how many rows the sweep claimed: the length of all lists.
+func (r DispatchReport) Claimed() int {
+	return len(r.Completed) + len(r.Retried) + len(r.Failed) + len(r.Unknown) + len(r.Unsettled)
+}
+
+// IsEmpty reports whether the sweep found nothing due.
+func (r DispatchReport) IsEmpty() bool { return r.Claimed() == 0 }

@@ -1,0 +1,130 @@
+package turnframe
+
+import "context"
+
+// Codes the dispatcher records or reports on its own. Every other code is
+// the one a Sender or Reconciler chose.
+const (
+	// CodeAttemptsExhausted is the code of a row failed because a retryable
+	// outcome came at or after DispatchConfig.MaxAttempts.
+	CodeAttemptsExhausted = "turnframe.dispatch.attempts_exhausted"
+	// CodeNotSent is the code of a claimed row put back Pending, due at once,
+	// because RunOnce's context ended before its send started. Nothing left.
+	CodeNotSent = "turnframe.dispatch.not_sent"
+	// CodeSendTimeout is the Dispatched.Code (logged, not stored) of a send
+	// that did not answer within DispatchConfig.SendTimeout: Unknown.
+	CodeSendTimeout = "turnframe.dispatch.send_timeout"
+	// CodeSenderPanic is the Dispatched.Code (logged, not stored) of a send
+	// that panicked: Unknown, as the panic may have come after the bytes left.
+	CodeSenderPanic = "turnframe.dispatch.sender_panic"
+	// CodeInvalidCode replaces a code a Sender returned that no store keeps
+	// (over 200 bytes, or not UTF-8), so the row still settles as classified.
+	CodeInvalidCode = "turnframe.dispatch.invalid_code"
+)
+
+// DispatchKind is how one send ended, as its Sender classifies it. The zero
+// value is DispatchUnknown: a Sender that returns Dispatched{} has not said
+// the request did not leave, so it is treated as if it may have.
+type DispatchKind uint8
+
+const (
+	// DispatchUnknown: the request may have left and no answer came back;
+	// the effect may exist. The row becomes OutcomeUnknown and is never sent
+	// again automatically (I15): only Dispatcher.Reconcile moves it on.
+	DispatchUnknown DispatchKind = iota
+	// DispatchCompleted: the remote accepted it and said so. The row becomes
+	// Completed.
+	DispatchCompleted
+	// DispatchRetryable: it demonstrably did not arrive (not one byte of the
+	// request left, or the remote said it did not take it), so sending it
+	// again is safe. The row becomes Pending after a backoff, or Failed with
+	// CodeAttemptsExhausted once its attempts are spent.
+	DispatchRetryable
+	// DispatchPermanent: the remote refused it and would refuse it again.
+	// The row becomes Failed.
+	DispatchPermanent
+)
+
+var dispatchKindNames = [...]string{"unknown", "completed", "retryable", "permanent"}
+
+// String returns the kind in snake case: "completed", "retryable",
+// "permanent" or "unknown".
+func (k DispatchKind) String() string {
+	return enumName(dispatchKindNames[:], int(k), "dispatch kind")
+}
+
+// Dispatched is how one send ended. There is no error beside it on purpose:
+// every failure of a remote call lands in exactly one of the four kinds, and
+// choosing the kind answers the only question that matters — may this be
+// sent again? A Kind out of range counts as DispatchUnknown.
+type Dispatched struct {
+	Kind DispatchKind
+	// Code is a stable, short reason ("http.503"), never free text. It is
+	// stored for Retryable and Permanent (at most 200 bytes of UTF-8) and
+	// logged for all kinds.
+	Code string
+	// RemoteRef is the remote's reference for Completed and Unknown, if it
+	// gave one (at most 1024 bytes of UTF-8; a longer one is dropped).
+	RemoteRef string
+}
+
+// Sender calls the remote system for one outbox row. The implementation owns
+// the transport and the credentials; the Dispatcher owns the bookkeeping.
+// The obligations are the implementation's:
+//
+//   - Honour the context. Send is called on a goroutine of its own under a
+//     context carrying DispatchConfig.SendTimeout. A Send that has not
+//     returned by then is recorded DispatchUnknown and the dispatcher moves
+//     on; Go cannot stop a goroutine from outside, so a Send that ignores its
+//     context keeps running until it returns, and its late answer is
+//     discarded unread. A Send that panics is recorded DispatchUnknown too
+//     (it may have panicked after the bytes left); the panic is logged.
+//   - Forward entry.RemoteKey() as the idempotency key, in whatever header
+//     or field the remote deduplicates on. It is the key the command was
+//     admitted under, qualified by its account, so a row sent again after a
+//     crash is one effect, and two tenants that both used the key "k1" are
+//     two. Forward entry.Key instead only if the remote is per tenant. Never
+//     invent a key: a fresh one per send defeats the remote's deduplication.
+//   - Classify honestly. DispatchRetryable only when the request certainly
+//     did not arrive; a transport error after bytes may have been written
+//     is DispatchUnknown. If you cannot tell the two apart, it is
+//     DispatchUnknown.
+//
+// Send may be called for several rows at once (DispatchConfig.Concurrency)
+// and must be safe for concurrent use.
+type Sender interface {
+	Send(ctx context.Context, entry OutboxEntry) Dispatched
+}
+
+// SenderFunc adapts a function to a Sender.
+type SenderFunc func(ctx context.Context, entry OutboxEntry) Dispatched
+
+// Send calls f(ctx, entry).
+func (f SenderFunc) Send(ctx context.Context, entry OutboxEntry) Dispatched { return f(ctx, entry) }
+
+// Reconciled is what a Reconciler found out about a row whose outcome was
+// unknown: VerdictCompleted (the remote has it), VerdictFailed with Code (it
+// does not and never will), VerdictResend (the remote is certain it never
+// received it: the one path back to a send) or VerdictUnresolved (still
+// unknown; nothing changes).
+type Reconciled struct {
+	Verdict Verdict
+	Code    string // VerdictFailed: a stable reason code, at most 200 bytes
+}
+
+// Reconciler asks the remote system what happened to one row whose outcome
+// is unknown. Like a Sender it is called under a context carrying
+// DispatchConfig.SendTimeout and must honour it: an answer that comes too
+// late, or a panic, counts as VerdictUnresolved. Answer VerdictResend only
+// when the remote is certain it never received the request.
+type Reconciler interface {
+	Reconcile(ctx context.Context, record OutboxRecord) Reconciled
+}
+
+// ReconcilerFunc adapts a function to a Reconciler.
+type ReconcilerFunc func(ctx context.Context, record OutboxRecord) Reconciled
+
+// Reconcile calls f(ctx, record).
+func (f ReconcilerFunc) Reconcile(ctx context.Context, record OutboxRecord) Reconciled {
+	return f(ctx, record)
+}
