@@ -1,0 +1,402 @@
+package turnframe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+)
+
+// Handler runs one admitted command against the application's domain and
+// says how it ended. Runtime.Execute calls it once per attempt of a pending
+// journal entry, and again with the case's new revision when its commit
+// found the case moved.
+//
+// Honour the context. Execute calls Handle on a goroutine of its own under a
+// context that carries the command timeout (WithCommandTimeout). When Handle
+// has not returned by that deadline, Execute records the command as outcome
+// unknown (I15: it is never run again automatically, only reconciled) and
+// moves on. Go cannot stop a goroutine from outside, so a Handle that ignores
+// its context keeps running in its own goroutine until it returns, and its
+// late answer is discarded unread: that goroutine is the one thing turnframe
+// leaves running after a call returns. A Handle that panics is recorded
+// outcome unknown too (it may have done its work before panicking); the panic
+// is logged and does not escape Execute.
+//
+// Use call.Command.Key as the idempotency key towards any remote system the
+// command reaches. A command resumed after a crash is handed to Handle again
+// under the same key and a new attempt id (I14), and only the key lets the
+// remote recognise the repeat. The key is unique per account, not globally;
+// a remote several tenants share needs it qualified by call.Account.
+//
+// Handle must not write to the store itself: its events and outbox messages
+// are written by Execute, in one transaction with the journal settlement and
+// only if the case did not move since call.Revision.
+type Handler interface {
+	Handle(ctx context.Context, call Call) Outcome
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, call Call) Outcome
+
+// Handle calls f(ctx, call).
+func (f HandlerFunc) Handle(ctx context.Context, call Call) Outcome { return f(ctx, call) }
+
+// Call is what a Handler is handed: one command of one turn, in one attempt,
+// against one revision of its case.
+type Call struct {
+	Account AccountID
+	Turn    TurnID // the turn that admitted the command
+	Command Command
+	// Attempt is the attempt this call belongs to; the journal entry is
+	// Executing under it. A re-run after a revision conflict keeps it.
+	Attempt AttemptID
+	// Attempts counts the attempts started for this command, this one
+	// included: more than 1 means an earlier attempt was cut short (a
+	// crash, a cancelled context) and may have reached the remote.
+	Attempts int
+	// Revision is the revision of Command.Case when the handler was called.
+	// A Commit is written only if the case is still at this revision.
+	Revision CaseRevision
+}
+
+// OutcomeKind says how a handler call ended. The zero value is not an
+// outcome: a Handler returning Outcome{} is a programming error.
+type OutcomeKind uint8
+
+const (
+	outcomeUnset OutcomeKind = iota
+	// OutcomeCommit: the command took effect; its events and outbox
+	// messages are to be written with it. Made by Commit.
+	OutcomeCommit
+	// OutcomeReject: the command was refused and took no effect. Made by
+	// Reject.
+	OutcomeReject
+	// OutcomeUnknown: the command left the process and no answer came
+	// back; it may or may not have taken effect. Made by Unknown, and by
+	// Execute for a handler that timed out or panicked.
+	OutcomeUnknown
+)
+
+var outcomeNames = [...]string{"unset", "commit", "reject", "unknown"}
+
+// String returns the kind in lower case ("commit", "reject", "unknown").
+func (k OutcomeKind) String() string { return enumName(outcomeNames[:], int(k), "outcome") }
+
+// Outcome is how one handler call ended: build it with Commit, Reject or
+// Unknown. The zero Outcome is invalid.
+type Outcome struct {
+	kind      OutcomeKind
+	events    []Event
+	outbox    []OutboxMessage
+	code      string
+	remoteRef string
+}
+
+// Commit is the outcome of a command that took effect. events are appended to
+// the command's case (every event's Case must be the command's Case, or
+// Execute refuses the outcome with ErrInvalid and writes nothing); msgs are
+// enqueued in the outbox under the command's key ("key" for one message,
+// "key/1", "key/2", … for several). Events, msgs and the Committed journal
+// entry are written in one transaction, so an outbox row exists if and only
+// if the command committed. events and msgs are copied; the caller may reuse
+// them.
+func Commit(events []Event, msgs ...OutboxMessage) Outcome {
+	return Outcome{kind: OutcomeCommit, events: slices.Clone(events), outbox: slices.Clone(msgs)}
+}
+
+// Reject is the outcome of a command the domain refused: it took no effect.
+// code (at most 200 bytes of UTF-8; may be empty) says why and is kept on
+// the journal entry.
+func Reject(code string) Outcome { return Outcome{kind: OutcomeReject, code: code} }
+
+// Unknown is the outcome of a command that reached a remote system and got no
+// answer: it may or may not have taken effect. remoteRef (at most 1024 bytes;
+// may be empty) is whatever reference the remote gave, for reconciliation.
+// The command is never run again automatically (I15); settle it with
+// Runtime.ReconcileCommand once the remote's answer is known.
+func Unknown(remoteRef string) Outcome { return Outcome{kind: OutcomeUnknown, remoteRef: remoteRef} }
+
+// Kind returns how the call ended.
+func (o Outcome) Kind() OutcomeKind { return o.kind }
+
+// Events returns a Commit's events (nil for other outcomes).
+func (o Outcome) Events() []Event { return slices.Clone(o.events) }
+
+// Outbox returns a Commit's outbox messages (nil for other outcomes).
+func (o Outcome) Outbox() []OutboxMessage { return slices.Clone(o.outbox) }
+
+// Code returns a Reject's code.
+func (o Outcome) Code() string { return o.code }
+
+// RemoteRef returns an Unknown's remote reference.
+func (o Outcome) RemoteRef() string { return o.remoteRef }
+
+// handled is what a handler's goroutine hands back.
+type handled struct {
+	out      Outcome
+	panicked bool
+	value    any
+	stack    []byte
+}
+
+// callHandler runs h on its own goroutine under the command timeout. It
+// returns the handler's outcome, or Unknown with the reason "timeout" or
+// "panic"; or the caller's context error when ctx itself ended first. The
+// result channel is buffered, so a handler that returns after the deadline
+// writes its answer where nobody reads it and its goroutine ends.
+func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (Outcome, string, error) {
+	hctx, cancel := context.WithTimeout(ctx, rt.cfg.commandTimeout)
+	defer cancel()
+	done := make(chan handled, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- handled{panicked: true, value: v, stack: debug.Stack()}
+			}
+		}()
+		done <- handled{out: h.Handle(hctx, call)}
+	}()
+	var r handled
+	select {
+	case r = <-done:
+	case <-hctx.Done():
+		select {
+		case r = <-done: // it answered at the deadline: an answer is knowledge
+		default:
+			if err := ctx.Err(); err != nil {
+				return Outcome{}, "", err
+			}
+			rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command timed out; its outcome is unknown",
+				slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String()),
+				slog.Duration("timeout", rt.cfg.commandTimeout))
+			return Unknown(""), "timeout", nil
+		}
+	}
+	if r.panicked {
+		rt.obs.logf(ctx, slog.LevelError, "turnframe: command handler panicked; its outcome is unknown",
+			slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String()),
+			slog.Any("panic", r.value), slog.String("stack", string(r.stack)))
+		return Unknown(""), "panic", nil
+	}
+	return r.out, "handler", nil
+}
+
+// ExecuteReport is what one Runtime.Execute did.
+type ExecuteReport struct {
+	// Phase is the turn's phase when Execute returned: PhaseCommitted once
+	// nothing is left pending, unless the turn was already past it.
+	Phase TurnPhase
+	// Results has one element per journal entry of the turn, in admission
+	// order, including the ones Execute did not run.
+	Results []CommandResult
+}
+
+// CommandResult is what became of one journal entry in one Execute.
+type CommandResult struct {
+	Key     IdempotencyKey
+	Command string // the command's name
+	Kind    ResultKind
+	// Ran reports whether this Execute called the handler for it.
+	Ran bool
+	// Status is the entry's journal status as Execute left it.
+	Status JournalStatus
+	// Attempt is the entry's current or last attempt: for ResultUnknown,
+	// the attempt whose outcome is unknown.
+	Attempt AttemptID
+	// EventIDs are the events it committed (ResultCommitted, or a skipped
+	// Committed entry).
+	EventIDs []EventID
+	// OutboxIDs are the outbox rows its commit enqueued, in order
+	// (ResultCommitted only: Execute does not read back the rows of an
+	// entry committed before).
+	OutboxIDs []OutboxID
+	Code      string // Rejected: the reason code
+	RemoteRef string // OutcomeUnknown: the remote's reference, if any
+}
+
+// ResultKind classifies a CommandResult.
+type ResultKind uint8
+
+const (
+	resultUnset ResultKind = iota
+	// ResultCommitted: this Execute ran the command and committed it, with
+	// its events and outbox rows.
+	ResultCommitted
+	// ResultRejected: this Execute ran the command and the handler rejected
+	// it.
+	ResultRejected
+	// ResultUnknown: the command's outcome is unknown, because this
+	// Execute's attempt timed out, panicked or was reported unknown by the
+	// handler (Ran is true), or because an earlier attempt left it so (Ran is
+	// false: it was not run again, I15). Settle it with ReconcileCommand.
+	ResultUnknown
+	// ResultSkipped: the command was already Committed or Rejected before
+	// this Execute (Status says which), and was not run again (I14).
+	ResultSkipped
+	// ResultPending: the command is still pending, because Execute stopped
+	// with an error at it or before it. A later Execute runs it.
+	ResultPending
+)
+
+var resultNames = [...]string{"unset", "committed", "rejected", "unknown", "skipped", "pending"}
+
+// String returns the kind in lower case ("committed", "skipped", …).
+func (k ResultKind) String() string { return enumName(resultNames[:], int(k), "result") }
+
+// resultOf reports e as it stands, not run by this Execute.
+func resultOf(e JournalEntry) CommandResult {
+	r := CommandResult{
+		Key: e.Key, Command: e.Name, Status: e.Status, Attempt: e.Attempt,
+		EventIDs: e.EventIDs, Code: e.Code, RemoteRef: e.RemoteRef,
+	}
+	switch {
+	case e.Status.IsSettled():
+		r.Kind = ResultSkipped
+	case e.Status == JournalOutcomeUnknown:
+		r.Kind = ResultUnknown
+	default:
+		r.Kind = ResultPending
+	}
+	return r
+}
+
+// execution is one Runtime.Execute of one turn: the phase it has seen the
+// turn reach, and the handler it runs commands through.
+type execution struct {
+	rt      *Runtime
+	account AccountID
+	turn    TurnID
+	phase   TurnPhase
+	h       Handler
+}
+
+// run takes one pending entry through an attempt: mark it Executing (one
+// Apply), call the handler, settle its outcome (one Apply), re-running the
+// handler when a commit finds its case moved. last says whether no entry
+// after e is pending, so that its settlement may move the turn to
+// PhaseCommitted.
+func (x *execution) run(ctx context.Context, e JournalEntry, last bool) (CommandResult, error) {
+	rt := x.rt
+	now := rt.cfg.now()
+	attempt := rt.cfg.ids.AttemptID(now)
+	w := Write{
+		Account: x.account, Turn: x.turn, Now: now,
+		Settle: []Settlement{{Key: e.Key, To: JournalExecuting, Attempt: attempt}},
+	}
+	if x.phase < PhaseExecuting {
+		w.Phase = PhaseExecuting
+	}
+	applied, err := rt.store.Apply(ctx, w)
+	if err != nil {
+		return resultOf(e), fmt.Errorf("mark executing: %w", err)
+	}
+	x.phase = applied.Phase
+	running := applied.Settled[0]
+	for reruns := 0; ; reruns++ {
+		rev, err := rt.store.CaseRevision(ctx, x.account, running.Case)
+		if err != nil {
+			return resultOf(running), fmt.Errorf("read revision of case %q: %w", running.Case, err)
+		}
+		call := Call{
+			Account: x.account, Turn: x.turn, Command: running.Command,
+			Attempt: attempt, Attempts: running.Attempts, Revision: rev,
+		}
+		out, how, err := rt.callHandler(ctx, x.h, call)
+		if err != nil {
+			return resultOf(running), err
+		}
+		w, err := x.settlement(ctx, running, rev, out, last)
+		if err != nil {
+			return resultOf(running), err
+		}
+		applied, err := rt.store.Apply(ctx, w)
+		if err == nil {
+			x.phase = applied.Phase
+			return x.settled(ctx, applied, how), nil
+		}
+		if out.kind != OutcomeCommit || !errors.Is(err, ErrConflict) {
+			return resultOf(running), fmt.Errorf("settle %v: %w", out.kind, err)
+		}
+		// A conflict on a commit: re-run only if it is the case that moved,
+		// not a refused transition (another Runtime took the entry over).
+		moved, rerr := rt.store.CaseRevision(ctx, x.account, running.Case)
+		if rerr != nil {
+			return resultOf(running), fmt.Errorf("settle commit: %w (reading the case's revision again: %v)", err, rerr)
+		}
+		if moved == rev {
+			return resultOf(running), fmt.Errorf("settle commit: %w", err)
+		}
+		if reruns >= rt.cfg.maxConflictRetries {
+			return resultOf(running), fmt.Errorf("case %q moved from revision %d to %d under its commit, after %d re-run(s): %w",
+				running.Case, rev, moved, reruns, err)
+		}
+		rt.obs.logf(ctx, slog.LevelDebug, "turnframe: case moved under a commit; running the command again",
+			slog.String("key", string(running.Key)), slog.String("case", string(running.Case)),
+			slog.Uint64("revision", uint64(rev)), slog.Uint64("now", uint64(moved)))
+	}
+}
+
+// settlement builds the one Write that settles the running entry with out.
+func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevision, out Outcome, last bool) (Write, error) {
+	w := Write{Account: x.account, Turn: x.turn, Now: x.rt.cfg.now()}
+	s := Settlement{Key: e.Key, Attempt: e.Attempt}
+	switch out.kind {
+	case OutcomeCommit:
+		for i, ev := range out.events {
+			if ev.Case != e.Case {
+				return Write{}, invalid(fmt.Sprintf("outcome.events[%d].case", i),
+					"command %q changes case %q, not %q", e.Key, e.Case, ev.Case)
+			}
+		}
+		s.To = JournalCommitted
+		w.Events, w.Outbox = out.events, out.outbox
+		w.Expect = map[CaseKey]CaseRevision{e.Case: rev}
+	case OutcomeReject:
+		s.To, s.Code = JournalRejected, out.code
+	case OutcomeUnknown:
+		s.To, s.RemoteRef = JournalOutcomeUnknown, out.remoteRef
+		if err := checkString("remote_ref", out.remoteRef, 0, MaxRemoteRefLen); err != nil {
+			// The unknown must be recorded whatever its reference: left
+			// Executing, the command would run again (I15).
+			x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: unknown outcome's remote reference dropped",
+				slog.String("key", string(e.Key)), slog.String("error", err.Error()))
+			s.RemoteRef = ""
+		}
+	default:
+		return Write{}, invalid("outcome", "the handler returned no outcome; build one with Commit, Reject or Unknown")
+	}
+	w.Settle = []Settlement{s}
+	if last && x.phase < PhaseCommitted {
+		w.Phase = PhaseCommitted
+	}
+	return w, nil
+}
+
+// settled reports a written settlement and emits its signal.
+func (x *execution) settled(ctx context.Context, applied Applied, how string) CommandResult {
+	e := applied.Settled[0]
+	r := resultOf(e)
+	r.Ran = true
+	labels := Labels{Command: e.Name}
+	switch e.Status {
+	case JournalCommitted:
+		r.Kind = ResultCommitted
+		for _, row := range applied.Outbox {
+			r.OutboxIDs = append(r.OutboxIDs, row.ID)
+		}
+		x.rt.obs.count(SignalCommandCommitted, labels)
+	case JournalRejected:
+		r.Kind = ResultRejected
+		labels.Outcome = e.Code
+		x.rt.obs.count(SignalCommandRejected, labels)
+	case JournalOutcomeUnknown:
+		labels.Outcome = how
+		x.rt.obs.count(SignalExternalOutcomeUnknown, labels)
+		x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command outcome unknown; reconcile it",
+			slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()), slog.String("cause", how))
+	}
+	return r
+}

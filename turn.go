@@ -1,0 +1,371 @@
+package turnframe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// Runtime walks turns through their life: Receive stores the user's message,
+// Plan admits the commands it asks for under their idempotency keys, Execute
+// runs the pending ones through a Handler and writes each outcome in one
+// transaction, Deliver records the answer. Every step is exactly one
+// Store.Apply (Execute: two per command it runs), so a crash between two steps
+// leaves a turn recovery can act on (see Recovery), and no command that
+// settled ever runs again (I14).
+//
+// A Runtime holds no state of its own beyond its options: two Runtimes over
+// one store, in one process or two, may work on the same turns. It is safe
+// for concurrent use, and it starts no goroutine that outlives a call except
+// a Handler that ignores its context past the command timeout (see Handler).
+type Runtime struct {
+	store Store
+	cfg   settings
+	obs   observer
+}
+
+// New returns a Runtime over store. It takes WithCommandTimeout,
+// WithMaxConflictRetries, WithClock, WithIDGenerator, WithObserver and
+// WithLogger, and ignores the options of other constructors. It panics if
+// store is nil: that is a programming error, not an input.
+func New(store Store, opts ...Option) *Runtime {
+	if store == nil {
+		panic("turnframe: New with a nil store")
+	}
+	cfg := newSettings(opts)
+	return &Runtime{store: store, cfg: cfg, obs: cfg.observe()}
+}
+
+// NewConversationID returns a new ConversationID from the runtime's id
+// generator, for the first turn of a conversation. It writes nothing.
+func (rt *Runtime) NewConversationID() ConversationID {
+	return rt.cfg.ids.ConversationID(rt.cfg.now())
+}
+
+// Receive stores a user's message as a new turn of conversation, in
+// PhaseReceived, and returns its id. text may be empty (a voice turn may have
+// none). A bad account, a zero conversation, or text over 64 KiB or not UTF-8
+// is ErrInvalid, and nothing is written.
+//
+// A crash before Receive returns leaves either no turn or a received turn the
+// caller does not know the id of; recovery finds the latter as a turn to
+// interpret again.
+func (rt *Runtime) Receive(ctx context.Context, account AccountID, conversation ConversationID, text string) (TurnID, error) {
+	if err := account.Validate(); err != nil {
+		return TurnID{}, err
+	}
+	if err := CheckID("conversation", conversation); err != nil {
+		return TurnID{}, err
+	}
+	if err := CheckText(text); err != nil {
+		return TurnID{}, err
+	}
+	now := rt.cfg.now()
+	id := rt.cfg.ids.TurnID(now)
+	_, err := rt.store.Apply(ctx, Write{
+		Account: account,
+		Turn:    id,
+		Begin: &StoredTurn{
+			Account: account, ID: id, Conversation: conversation, Text: text,
+			Phase: PhaseReceived, ReceivedAt: now, UpdatedAt: now,
+		},
+		Now: now,
+	})
+	if err != nil {
+		return TurnID{}, fmt.Errorf("receive: %w", err)
+	}
+	return id, nil
+}
+
+// Plan is what the application made of a turn: its reading of the message,
+// the cases it loaded to reach it, and the commands to run, in order.
+type Plan struct {
+	Understanding *Understanding // kept for recovery to rebuild the answer from; may be nil
+	LoadedCases   []CaseKey      // the cases read while planning
+	Commands      []Command      // admitted in this order; keys distinct
+}
+
+// Plan admits p's commands to the journal under their keys, moves the turn to
+// PhasePlanned and stores p's understanding and loaded cases as the turn's
+// replay record, all in one transaction. It returns one journal entry per
+// command, in order.
+//
+// A key the account already used for the same command (same name, case and
+// payload) is not admitted again: its existing entry is returned, whatever
+// turn admitted it, whatever its status, and Execute of this turn will not
+// run it (it belongs to its own turn). The same key for a different command
+// is ErrConflict, and nothing is written.
+//
+// Errors: ErrInvalid for a bad account, a zero turn, a bad command or case,
+// or a key twice in p; ErrNotFound for a turn that does not exist for
+// account; ErrConflict for a turn that is already past PhasePlanned,
+// delivered or abandoned. Nothing is written on any error. A crash leaves the
+// turn as it was or planned: there is no state in between.
+func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p Plan) ([]JournalEntry, error) {
+	if err := checkTurnRef(account, turn); err != nil {
+		return nil, err
+	}
+	if err := p.validate(); err != nil {
+		return nil, prefixed("plan", err)
+	}
+	applied, err := rt.store.Apply(ctx, Write{
+		Account: account,
+		Turn:    turn,
+		Phase:   PhasePlanned,
+		Admit:   p.Commands,
+		Replay:  &ReplayRecord{Understanding: p.Understanding, LoadedCases: p.LoadedCases},
+		Now:     rt.cfg.now(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan turn %v: %w", turn, err)
+	}
+	return applied.Admitted, nil
+}
+
+func (p Plan) validate() error {
+	for i, c := range p.LoadedCases {
+		if err := c.Validate(); err != nil {
+			return prefixed(fmt.Sprintf("loaded_cases[%d]", i), err)
+		}
+	}
+	seen := make(map[IdempotencyKey]bool, len(p.Commands))
+	for i, cmd := range p.Commands {
+		field := fmt.Sprintf("commands[%d]", i)
+		if err := cmd.Validate(); err != nil {
+			return prefixed(field, err)
+		}
+		if seen[cmd.Key] {
+			return invalid(field+".key", "%q appears twice in one plan", cmd.Key)
+		}
+		seen[cmd.Key] = true
+	}
+	return nil
+}
+
+// Execute runs the turn's pending commands through h, in admission order, and
+// returns what became of each. For every journal entry of the turn:
+//
+//   - Committed or Rejected: skipped, never run again (I14).
+//   - OutcomeUnknown: reported and left alone, never run again (I15); settle
+//     it with ReconcileCommand.
+//   - Pending, or Executing (an attempt a crash or a cancelled context cut
+//     short): one Apply marks it Executing under a new attempt id (and moves
+//     the turn to PhaseExecuting on its first attempt); h is called with the
+//     case's current revision under the command timeout; one more Apply
+//     writes the outcome. A Commit writes the events (checked against that
+//     revision), the outbox rows, the Committed entry and, when it was the
+//     turn's last pending entry, PhaseCommitted, all in one transaction. A
+//     Reject writes the code, an Unknown the remote reference, each with
+//     PhaseCommitted when nothing is left pending. A handler that has not
+//     returned by the timeout, or that panicked, is OutcomeUnknown under its
+//     attempt id, and SignalExternalOutcomeUnknown is emitted.
+//
+// When a Commit finds its case moved since the revision h was given, h is
+// called again, with the same attempt and the new revision, at most
+// WithMaxConflictRetries times (default 3); then Execute stops with
+// ErrConflict naming the key, and the entry stays Executing (pending) with
+// nothing of its outcome written.
+//
+// Execute stops at the first error and returns it with the report so far:
+// the failing entry and every entry after it are reported ResultPending.
+// Errors: ErrInvalid for a bad account, a zero turn or a nil h, before
+// anything is read; ErrNotFound for a turn that does not exist for account;
+// ErrConflict for an abandoned turn (nothing runs), for a case that kept
+// moving, or for an entry another Runtime is settling at the same time;
+// ErrInvalid when h commits events of a case other than its command's, or
+// returns the zero Outcome (a programming error: nothing of that outcome is
+// written, the entry stays pending). When ctx itself is cancelled while h
+// runs, Execute returns ctx's error at once and leaves the entry Executing,
+// to be resumed by key by a later Execute; h keeps running until it honours
+// its (cancelled) context.
+//
+// A crash between the two writes leaves the entry Executing, possibly after
+// h reached its remote: a later Execute runs it again under the same key and
+// a new attempt id, and the remote recognises the key. A crash after the
+// second write loses nothing: the outcome, its events and its outbox rows
+// were written together. A delivered turn may still have a pending entry (a
+// ReconcileCommand resend); Execute runs it without touching the phase.
+func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, h Handler) (ExecuteReport, error) {
+	if err := checkTurnRef(account, turn); err != nil {
+		return ExecuteReport{}, err
+	}
+	if h == nil {
+		return ExecuteReport{}, invalid("handler", "nil")
+	}
+	marker, err := rt.store.TurnPhase(ctx, account, turn)
+	if err != nil {
+		return ExecuteReport{}, fmt.Errorf("execute turn %v: %w", turn, err)
+	}
+	report := ExecuteReport{Phase: marker.Phase}
+	if marker.Phase == PhaseAbandoned {
+		return report, fmt.Errorf("execute turn %v: %w: the turn is abandoned; its commands never run", turn, ErrConflict)
+	}
+	entries, err := rt.store.ForTurn(ctx, account, turn)
+	if err != nil {
+		return report, fmt.Errorf("execute turn %v: %w", turn, err)
+	}
+	report.Results = make([]CommandResult, len(entries))
+	for i, e := range entries {
+		report.Results[i] = resultOf(e)
+	}
+	x := &execution{rt: rt, account: account, turn: turn, phase: marker.Phase, h: h}
+	for i, e := range entries {
+		if !e.Status.IsPending() {
+			continue
+		}
+		last := true
+		for _, later := range entries[i+1:] {
+			if later.Status.IsPending() {
+				last = false
+				break
+			}
+		}
+		res, err := x.run(ctx, e, last)
+		report.Results[i] = res
+		report.Phase = x.phase
+		if err != nil {
+			return report, fmt.Errorf("execute turn %v: command %q: %w", turn, e.Key, err)
+		}
+	}
+	return report, nil
+}
+
+// Deliver records that the answer response went back to the user: the turn
+// moves to PhaseDelivered, terminal, and response joins its replay record
+// (the understanding and loaded cases Plan stored are kept). One transaction.
+//
+// Errors: ErrInvalid for a bad account, a zero turn, or a response over 64
+// KiB or not UTF-8; ErrNotFound for a turn that does not exist for account;
+// ErrConflict while a journal entry of the turn is pending (Pending or
+// Executing: run Execute first) or when the turn is already terminal. An
+// entry that is outcome unknown does not hold delivery back: the answer may
+// say the effect is being verified. Nothing is written on any error.
+//
+// A crash before the write leaves the turn as it was, which recovery sees as
+// a turn to answer again; the user may then get the answer twice, never the
+// effect.
+func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, response string) error {
+	if err := checkTurnRef(account, turn); err != nil {
+		return err
+	}
+	if err := checkString("response", response, 0, MaxTextLen); err != nil {
+		return err
+	}
+	rec, err := rt.replayOf(ctx, account, turn)
+	if err != nil {
+		return fmt.Errorf("deliver turn %v: %w", turn, err)
+	}
+	rec.Response = response
+	_, err = rt.store.Apply(ctx, Write{Account: account, Turn: turn, Phase: PhaseDelivered, Replay: &rec, Now: rt.cfg.now()})
+	if err != nil {
+		return fmt.Errorf("deliver turn %v: %w", turn, err)
+	}
+	return nil
+}
+
+// Abandon gives a turn up: it moves to PhaseAbandoned, terminal, with code
+// (at most 200 bytes; may be empty) kept in its replay record as the reason.
+// Its pending entries stay as they are and are never run: Execute refuses an
+// abandoned turn. Its outcome-unknown entries still need ReconcileCommand.
+//
+// Errors: ErrInvalid for bad input; ErrNotFound for a turn that does not
+// exist for account; ErrConflict for a turn already delivered or abandoned.
+// Nothing is written on any error; a crash leaves the turn as it was.
+func (rt *Runtime) Abandon(ctx context.Context, account AccountID, turn TurnID, code string) error {
+	if err := checkTurnRef(account, turn); err != nil {
+		return err
+	}
+	if err := CheckCode("code", code); err != nil {
+		return err
+	}
+	rec, err := rt.replayOf(ctx, account, turn)
+	if err != nil {
+		return fmt.Errorf("abandon turn %v: %w", turn, err)
+	}
+	rec.AbandonCode = code
+	_, err = rt.store.Apply(ctx, Write{Account: account, Turn: turn, Phase: PhaseAbandoned, Replay: &rec, Now: rt.cfg.now()})
+	if err != nil {
+		return fmt.Errorf("abandon turn %v: %w", turn, err)
+	}
+	return nil
+}
+
+// replayOf returns the turn's replay record, or an empty one for a turn that
+// has none yet. A turn that does not exist is left for Apply to report, so
+// the error is the store's ErrNotFound either way.
+func (rt *Runtime) replayOf(ctx context.Context, account AccountID, turn TurnID) (ReplayRecord, error) {
+	rec, err := rt.store.Replay(ctx, account, turn)
+	if errors.Is(err, ErrNotFound) {
+		return ReplayRecord{}, nil
+	}
+	return rec, err
+}
+
+// ReconcileCommand settles a command that is outcome unknown, once the remote
+// system it reached has said what became of it. verdict:
+//
+//   - VerdictCompleted: the remote has it. The entry becomes Committed, with
+//     no events: whatever the remote did is the remote's record.
+//   - VerdictFailed: the remote does not have it and never will. The entry
+//     becomes Rejected with code (at most 200 bytes; used only here).
+//   - VerdictResend: the remote is certain it never received it. The entry
+//     goes back to Pending and the next Execute of its turn runs it again,
+//     under the same key and a new attempt id. This is the only way an
+//     unknown command runs again (I15).
+//   - VerdictUnresolved: still unknown. Nothing is written; it returns nil.
+//
+// The signal SignalExternalReconciled is emitted for every verdict but
+// VerdictUnresolved.
+//
+// Errors: ErrInvalid for a bad account, key, verdict or code; ErrNotFound
+// for a key account never used; ErrConflict for an entry that is not outcome
+// unknown (a concurrent reconciliation won, or it never was). Nothing is
+// written on any error. The write is one transaction: a crash leaves the
+// entry unknown, to reconcile again.
+func (rt *Runtime) ReconcileCommand(ctx context.Context, account AccountID, key IdempotencyKey, verdict Verdict, code string) error {
+	if err := account.Validate(); err != nil {
+		return err
+	}
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	if verdict > VerdictResend {
+		return invalid("verdict", "%v is not a verdict", verdict)
+	}
+	if err := CheckCode("code", code); err != nil {
+		return err
+	}
+	e, err := rt.store.ByKey(ctx, account, key)
+	if err != nil {
+		return fmt.Errorf("reconcile command %q: %w", key, err)
+	}
+	if e.Status != JournalOutcomeUnknown {
+		return fmt.Errorf("reconcile command %q: %w: it is %v; only an outcome_unknown entry is reconciled", key, ErrConflict, e.Status)
+	}
+	s := Settlement{Key: key}
+	switch verdict {
+	case VerdictUnresolved:
+		return nil
+	case VerdictCompleted:
+		s.To = JournalCommitted
+	case VerdictFailed:
+		s.To, s.Code = JournalRejected, code
+	case VerdictResend:
+		s.To = JournalPending
+	}
+	if _, err := rt.store.Apply(ctx, Write{Account: account, Turn: e.Turn, Settle: []Settlement{s}, Now: rt.cfg.now()}); err != nil {
+		return fmt.Errorf("reconcile command %q: %w", key, err)
+	}
+	rt.obs.count(SignalExternalReconciled, Labels{Command: e.Name, Outcome: verdict.String()})
+	rt.obs.logf(ctx, slog.LevelInfo, "turnframe: command reconciled",
+		slog.String("account", string(account)), slog.String("key", string(key)), slog.String("verdict", verdict.String()))
+	return nil
+}
+
+func checkTurnRef(account AccountID, turn TurnID) error {
+	if err := account.Validate(); err != nil {
+		return err
+	}
+	return CheckID("turn", turn)
+}
