@@ -1,0 +1,360 @@
+package sqlitestore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/turnframe/turnframe"
+)
+
+// Apply validates w (ErrInvalid, before any transaction starts) and writes
+// it in one BEGIN IMMEDIATE transaction, or writes nothing and returns the
+// error: ErrNotFound for a turn that does not exist for the account (or an
+// entry to settle that is not the turn's), ErrConflict for a refused
+// transition, a moved revision, a key reused for a different command or a
+// Begin of a turn id that exists. A crash before the commit leaves nothing
+// of w; after it, all of w.
+//
+// Apply is BeginTx, ApplyTx and Commit; use those to write the
+// application's own tables in the same transaction.
+func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if err := w.Validate(); err != nil {
+		return turnframe.Applied{}, err
+	}
+	done, err := s.enter("apply")
+	if err != nil {
+		return turnframe.Applied{}, err
+	}
+	defer done()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return turnframe.Applied{}, fail(ctx, "apply", err)
+	}
+	defer tx.Rollback()
+	applied, err := s.apply(ctx, tx, w)
+	if err != nil {
+		return turnframe.Applied{}, fail(ctx, "apply", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return turnframe.Applied{}, fail(ctx, "apply: commit", err)
+	}
+	return applied, nil
+}
+
+// BeginTx starts a BEGIN IMMEDIATE transaction on the store's one writer
+// connection, for an application that writes its own tables in the same
+// file and commits them together with a Write (see ApplyTx). The caller
+// must end it with Commit or Rollback.
+//
+// The rule that comes with one writer connection: until the transaction
+// ends, nothing else writes — every other write of this Store (Apply, a
+// claim, a settlement) waits for the connection, and a write of another
+// Store or process waits for the file lock, up to its busy timeout. Calling
+// a write method of this Store from the goroutine that holds the
+// transaction therefore deadlocks; use ApplyTx. Reads are not affected.
+// It fails with ErrBusy if another connection holds the file's write lock
+// past the busy timeout.
+func (s *Store) BeginTx(ctx context.Context) (*sql.Tx, error) {
+	done, err := s.enter("begin")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fail(ctx, "begin", err)
+	}
+	return tx, nil
+}
+
+// ApplyTx is Apply within tx, a transaction from BeginTx: it validates w
+// (ErrInvalid) and writes it into tx, returning the same errors as Apply.
+// Nothing is durable until the caller commits tx; if the caller rolls back,
+// nothing of w was written. After an error, tx may hold part of w: roll it
+// back. tx must come from this Store's BeginTx.
+func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.Applied, error) {
+	if err := w.Validate(); err != nil {
+		return turnframe.Applied{}, err
+	}
+	if tx == nil {
+		return turnframe.Applied{}, &turnframe.InvalidError{Field: "tx", Reason: "nil transaction"}
+	}
+	done, err := s.enter("apply")
+	if err != nil {
+		return turnframe.Applied{}, err
+	}
+	defer done()
+	applied, err := s.apply(ctx, tx, w)
+	if err != nil {
+		return turnframe.Applied{}, fail(ctx, "apply", err)
+	}
+	return applied, nil
+}
+
+// apply writes a validated w into tx, in the order Write documents.
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.Applied, error) {
+	var applied turnframe.Applied
+	w = stampWrite(w)
+
+	turn, err := beginOrFindTurn(ctx, tx, w)
+	if err != nil {
+		return applied, err
+	}
+
+	for _, cmd := range w.Admit {
+		e, err := admit(ctx, tx, w, cmd)
+		if err != nil {
+			return applied, err
+		}
+		applied.Admitted = append(applied.Admitted, e)
+	}
+
+	// The events belong to the one settlement to Committed (Validate checked
+	// that there is exactly one when there are events or outbox rows);
+	// NextEntry records their ids on its entry, so they are numbered first.
+	var committing turnframe.IdempotencyKey
+	for _, st := range w.Settle {
+		if st.To == turnframe.JournalCommitted {
+			committing = st.Key
+		}
+	}
+	events, err := s.numberEvents(ctx, tx, w, committing)
+	if err != nil {
+		return applied, err
+	}
+
+	for _, st := range w.Settle {
+		var evs []turnframe.StoredEvent
+		if st.To == turnframe.JournalCommitted {
+			evs = events
+		}
+		e, err := settleEntry(ctx, tx, w, st, evs)
+		if err != nil {
+			return applied, err
+		}
+		applied.Settled = append(applied.Settled, e)
+	}
+
+	// Expect is checked against the revisions before this Write's events,
+	// which are not inserted yet.
+	for c, want := range w.Expect {
+		got, err := caseRevision(ctx, tx, w.Account, c)
+		if err != nil {
+			return applied, err
+		}
+		if got != want {
+			return applied, fmt.Errorf("%w: case %q is at revision %d, not %d", turnframe.ErrConflict, c, got, want)
+		}
+	}
+
+	for _, ev := range events {
+		if err := insertEvent(ctx, tx, ev); err != nil {
+			return applied, fmt.Errorf("event %v: %w", ev.ID, err)
+		}
+	}
+	applied.Events = events
+
+	for i, m := range w.Outbox {
+		r := turnframe.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
+		if err := insertOutbox(ctx, tx, r); err != nil {
+			return applied, fmt.Errorf("outbox row %v: %w", r.ID, err)
+		}
+		applied.Outbox = append(applied.Outbox, r.OutboxEntry)
+	}
+
+	if w.Phase != turnframe.PhaseUnset {
+		pending, err := countPending(ctx, tx, w.Turn)
+		if err != nil {
+			return applied, err
+		}
+		if err := turnframe.NextPhase(turn.Phase, w.Phase, pending); err != nil {
+			return applied, err
+		}
+		turn.Phase = w.Phase
+	}
+	applied.Phase = turn.Phase
+
+	var replay any // NULL keeps the stored record
+	if w.Replay != nil {
+		b, err := json.Marshal(w.Replay)
+		if err != nil {
+			return applied, fmt.Errorf("replay: %w", err)
+		}
+		replay = string(b)
+	}
+	_, err = tx.ExecContext(ctx,
+		`UPDATE turns SET phase = ?, updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`,
+		turn.Phase.String(), micros(w.Now), replay, w.Turn.String())
+	if err != nil {
+		return applied, fmt.Errorf("update turn: %w", err)
+	}
+	return applied, nil
+}
+
+// stampWrite puts w's times in the form the store keeps them.
+func stampWrite(w turnframe.Write) turnframe.Write {
+	w.Now = stamp(w.Now)
+	if w.Begin != nil {
+		b := *w.Begin
+		b.ReceivedAt = stamp(b.ReceivedAt)
+		w.Begin = &b
+	}
+	if len(w.Outbox) > 0 {
+		out := make([]turnframe.OutboxMessage, len(w.Outbox))
+		for i, m := range w.Outbox {
+			m.NotBefore = stamp(m.NotBefore)
+			out[i] = m
+		}
+		w.Outbox = out
+	}
+	return w
+}
+
+// beginOrFindTurn creates the turn of a Begin (ErrConflict if its id
+// exists, in any account) or loads the turn the Write changes (ErrNotFound
+// if it does not exist for the account).
+func beginOrFindTurn(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.StoredTurn, error) {
+	if w.Begin == nil {
+		return findTurn(ctx, tx, w.Account, w.Turn)
+	}
+	t := *w.Begin
+	t.Phase = turnframe.PhaseReceived
+	if t.ReceivedAt.IsZero() {
+		t.ReceivedAt = w.Now
+	}
+	t.UpdatedAt = w.Now
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO turns (`+turnCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID.String(), string(t.Account), t.Conversation.String(), t.Text, t.Phase.String(),
+		micros(t.ReceivedAt), micros(t.UpdatedAt))
+	if err != nil {
+		return t, fmt.Errorf("begin turn %v: %w", t.ID, translate(ctx, err))
+	}
+	return t, nil
+}
+
+// admit returns the entry for cmd: the one its key already admitted when it
+// is the same command (Readmit), or a new Pending one.
+func admit(ctx context.Context, tx *sql.Tx, w turnframe.Write, cmd turnframe.Command) (turnframe.JournalEntry, error) {
+	existing, err := findEntry(ctx, tx, w.Account, cmd.Key)
+	switch {
+	case err == nil:
+		if err := turnframe.Readmit(existing, cmd); err != nil {
+			return existing, err
+		}
+		return existing, nil
+	case !errors.Is(err, turnframe.ErrNotFound):
+		return existing, err
+	}
+	e := turnframe.NewEntry(w.Account, w.Turn, cmd, w.Now)
+	args, err := entryArgs(e)
+	if err != nil {
+		return e, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO journal (`+entryCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+		return e, fmt.Errorf("admit %q: %w", cmd.Key, translate(ctx, err))
+	}
+	return e, nil
+}
+
+// settleEntry moves the turn's entry by NextEntry and stores the result.
+func settleEntry(ctx context.Context, tx *sql.Tx, w turnframe.Write, st turnframe.Settlement, events []turnframe.StoredEvent) (turnframe.JournalEntry, error) {
+	e, err := findEntry(ctx, tx, w.Account, st.Key)
+	if err != nil {
+		return e, err
+	}
+	if e.Turn != w.Turn {
+		return e, fmt.Errorf("entry %q of turn %v: %w", st.Key, w.Turn, turnframe.ErrNotFound)
+	}
+	next, err := turnframe.NextEntry(e, st, events, w.Now)
+	if err != nil {
+		return e, err
+	}
+	args, err := entryArgs(next)
+	if err != nil {
+		return e, err
+	}
+	// entryArgs begins with account and key, which do not change: they
+	// become the WHERE clause's arguments.
+	args = append(args[2:], args[0], args[1])
+	_, err = tx.ExecContext(ctx, `UPDATE journal SET turn = ?, case_key = ?, name = ?, payload = ?, status = ?,
+		attempt = ?, attempts = ?, event_ids = ?, code = ?, remote_ref = ?, admitted_at = ?, updated_at = ?
+		WHERE account = ? AND key = ?`, args...)
+	if err != nil {
+		return e, fmt.Errorf("settle %q: %w", st.Key, translate(ctx, err))
+	}
+	return next, nil
+}
+
+// numberEvents gives each event of w its id, its case's next revision and
+// the committing command's key.
+func (s *Store) numberEvents(ctx context.Context, tx *sql.Tx, w turnframe.Write, key turnframe.IdempotencyKey) ([]turnframe.StoredEvent, error) {
+	if len(w.Events) == 0 {
+		return nil, nil
+	}
+	next := make(map[turnframe.CaseKey]turnframe.CaseRevision)
+	events := make([]turnframe.StoredEvent, 0, len(w.Events))
+	for _, ev := range w.Events {
+		rev, ok := next[ev.Case]
+		if !ok {
+			var err error
+			if rev, err = caseRevision(ctx, tx, w.Account, ev.Case); err != nil {
+				return nil, err
+			}
+		}
+		rev++
+		next[ev.Case] = rev
+		ev.Data = bytes.Clone(ev.Data)
+		events = append(events, turnframe.StoredEvent{
+			ID: s.ids.EventID(w.Now), Account: w.Account, Turn: w.Turn, Key: key,
+			Revision: rev, Event: ev, At: w.Now,
+		})
+	}
+	return events, nil
+}
+
+func insertEvent(ctx context.Context, tx *sql.Tx, ev turnframe.StoredEvent) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ev.ID.String(), string(ev.Account), string(ev.Case), int64(ev.Revision), ev.Turn.String(),
+		string(ev.Key), ev.Type, blob(ev.Data), micros(ev.At))
+	return translate(ctx, err)
+}
+
+func insertOutbox(ctx context.Context, tx *sql.Tx, r turnframe.OutboxRecord) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key,
+		status, attempts, due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID.String(), string(r.Account), r.Turn.String(), string(r.Key), r.Destination, blob(r.Payload), r.OrderKey,
+		r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt), r.LastCode, r.RemoteRef,
+		micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt))
+	return translate(ctx, err)
+}
+
+// countPending counts the turn's entries that IsPending, as NextPhase needs
+// them after this Write.
+func countPending(ctx context.Context, tx *sql.Tx, turn turnframe.TurnID) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT status FROM journal WHERE turn = ?`, turn.String())
+	if err != nil {
+		return 0, fmt.Errorf("count pending entries: %w", translate(ctx, err))
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return 0, err
+		}
+		status, err := turnframe.ParseJournalStatus(name)
+		if err != nil {
+			return 0, fmt.Errorf("stored journal status: %w", err)
+		}
+		if status.IsPending() {
+			n++
+		}
+	}
+	return n, rows.Err()
+}

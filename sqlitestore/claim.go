@@ -1,0 +1,109 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+// claimSQL claims the due rows in one statement. It is the one place where
+// the store restates a rule of package turnframe, because a claim must not
+// read every row to apply it: a row is due when it is Pending, its due time
+// is not after now, and no earlier row of its account and non-empty order
+// key HoldsOrder (Pending, Dispatching or OutcomeUnknown). The inner SELECT
+// reads only the partial index outbox_due; the probe reads only
+// outbox_ordered, whose condition it repeats literally (order_key <> '' and
+// the status list) or SQLite will not use it. The probe sees the table as it
+// was before this statement, so an earlier Pending row of the same batch
+// holds back a later row of its key. storetest checks this query against the
+// Go rule.
+//
+// The SET clause must produce what turnframe.ClaimRow produces; ClaimDue
+// checks that it does for every row.
+const claimSQL = `UPDATE outbox
+	SET status = 'dispatching', attempts = attempts + 1, claimed_by = ?1, claimed_at = ?2, updated_at = ?2
+	WHERE seq IN (
+		SELECT o.seq FROM outbox AS o
+		WHERE o.status = 'pending' AND o.due_at <= ?2
+		  AND NOT (o.order_key <> '' AND EXISTS (
+			SELECT 1 FROM outbox AS p
+			WHERE p.account = o.account AND p.order_key = o.order_key AND p.order_key <> ''
+			  AND p.seq < o.seq AND p.status IN ('pending', 'dispatching', 'outcome_unknown')))
+		ORDER BY o.due_at, o.seq
+		LIMIT ?3)
+	RETURNING ` + outboxCols
+
+// ClaimDue moves at most limit rows due at now to Dispatching under worker
+// (attempts + 1, claimed at now) and returns their claims in claim order:
+// due time, then enqueue order. A row is due when it is Pending, its due
+// time is not after now, and no earlier row of its account and non-empty
+// order key is Pending, Dispatching or OutcomeUnknown. The claim is one
+// statement in a BEGIN IMMEDIATE transaction, so two callers — in this
+// process or another on the same file — never claim the same row.
+// ErrInvalid for a zero now, a limit outside 1–MaxLimit or a bad worker.
+// A crash after the commit leaves the rows Dispatching until
+// ReleaseExpiredClaims puts them back.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
+	if now.IsZero() {
+		return nil, &turnframe.InvalidError{Field: "now", Reason: "zero time"}
+	}
+	if err := turnframe.CheckLimit("limit", limit); err != nil {
+		return nil, err
+	}
+	if err := turnframe.CheckWorker(worker); err != nil {
+		return nil, err
+	}
+	now = stamp(now)
+	done, err := s.enter("claim")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fail(ctx, "claim", err)
+	}
+	defer tx.Rollback()
+	rows, err := scanOutboxRows(tx.QueryContext(ctx, claimSQL, worker, micros(now), limit))
+	if err != nil {
+		return nil, fail(ctx, "claim", err)
+	}
+	// RETURNING promises no order.
+	slices.SortFunc(rows, func(a, b outboxRow) int {
+		if c := a.rec.DueAt.Compare(b.rec.DueAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	claims := make([]turnframe.Claim, 0, len(rows))
+	for _, got := range rows {
+		claim, err := claimOf(got.rec, worker, now)
+		if err != nil {
+			return nil, fail(ctx, "claim", err)
+		}
+		claims = append(claims, claim)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fail(ctx, "claim: commit", err)
+	}
+	return claims, nil
+}
+
+// claimOf rebuilds the row as it was before the claim statement and runs
+// turnframe.ClaimRow on it: the claim handed out is the rule's, and a
+// statement that stored anything else is an error (the claim rolls back).
+func claimOf(got turnframe.OutboxRecord, worker string, now time.Time) (turnframe.Claim, error) {
+	before := got
+	before.Status = turnframe.OutboxPending
+	before.Attempts--
+	want, claim := turnframe.ClaimRow(before, worker, now)
+	if !reflect.DeepEqual(want, got) {
+		return turnframe.Claim{}, fmt.Errorf("claimed row %v stored as %+v, but turnframe.ClaimRow makes %+v", got.ID, got, want)
+	}
+	return claim, nil
+}

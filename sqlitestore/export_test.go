@@ -1,0 +1,7 @@
+package sqlitestore
+
+// Exported for the external tests, which read the hot queries' plans.
+const (
+	ClaimSQL      = claimSQL
+	UnfinishedSQL = unfinishedSQL
+)

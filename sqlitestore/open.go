@@ -1,0 +1,220 @@
+package sqlitestore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/schema"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// readPoolSize bounds the read pool's connections.
+const readPoolSize = 4
+
+// migrateAttempts bounds how often Open runs the migrations. goose takes no
+// lock on SQLite, so when two processes open one new file at once, one of
+// them fails a migration the other has just committed; running Up again
+// finds it applied. One retry per migration another opener can be applying
+// is enough; a third attempt leaves room for one more migration file.
+const migrateAttempts = 3
+
+// sqliteHeader is how every SQLite database file begins.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// Open opens the store in the SQLite file at path, creating the file and
+// applying the migrations if needed (unless WithExisting), and returns it
+// ready: WAL mode verified, schema current. Errors: ErrInvalid for an empty
+// path; with WithExisting, ErrNotFound for a missing file and ErrInvalid for
+// a file that is not a turnframe store; otherwise the error of the file
+// system, the driver or a migration. Two processes may open one new file at
+// the same time: both succeed, and the schema is applied once.
+//
+// The writer pool is one connection with busy_timeout, foreign_keys,
+// synchronous=FULL (NORMAL with WithSynchronousNormal) and BEGIN IMMEDIATE
+// for every transaction; the read pool has query_only set. Open starts no
+// goroutine.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := newConfig(opts)
+	if path == "" {
+		return nil, &turnframe.InvalidError{Field: "path", Reason: "empty"}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open: %w", err)
+	}
+	if cfg.existing {
+		if err := checkExisting(ctx, abs, cfg); err != nil {
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
+		}
+	}
+	write, err := openWriter(ctx, abs, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
+	}
+	read, err := openReader(ctx, abs, cfg)
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
+	}
+	return &Store{path: abs, write: write, read: read, ids: cfg.ids, busyTimeout: cfg.busyTimeout}, nil
+}
+
+// dsn builds a file: URI for modernc.org/sqlite. The path is escaped, so a
+// path with '?', '#' or '%' in it names the file it says.
+func dsn(path string, params url.Values) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
+	return "file:" + esc + "?" + params.Encode()
+}
+
+func busyPragma(cfg config) string {
+	return "busy_timeout(" + strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10) + ")"
+}
+
+func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
+	sync := "FULL" // an outbox exists not to lose things: a commit survives a power loss
+	if cfg.syncNormal {
+		sync = "NORMAL"
+	}
+	params := url.Values{
+		// Every BeginTx sends BEGIN IMMEDIATE: a transaction that read first
+		// and then wrote would get SQLITE_BUSY at once, whatever the busy
+		// timeout, when another connection wrote meanwhile.
+		"_txlock": {"immediate"},
+		"_pragma": {
+			busyPragma(cfg),                // wait for another writer instead of failing at once
+			"foreign_keys(1)",              // journal, events and outbox rows need their turn
+			"synchronous(" + sync + ")",    // durability of a commit, see WithSynchronousNormal
+			"journal_size_limit(67108864)", // truncate the WAL to 64 MiB after a checkpoint
+		},
+	}
+	db, err := sql.Open("sqlite", dsn(path, params))
+	if err != nil {
+		return nil, err
+	}
+	// One connection: writes queue here instead of contending for the file
+	// lock. Never call this pool while holding one of its transactions.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := setWAL(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// setWAL switches the file to WAL (readers never wait for the writer, and a
+// commit appends instead of rewriting pages), then reads the mode back: a
+// file system that cannot do WAL would otherwise leave it silently in
+// another mode.
+func setWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("set journal_mode: %w", translate(ctx, err))
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal_mode: %w", translate(ctx, err))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, not wal", mode)
+	}
+	return nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	var err error
+	for range migrateAttempts {
+		if err = schema.Up(ctx, db); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: %w", translate(ctx, err))
+	}
+	return nil
+}
+
+func openReader(ctx context.Context, path string, cfg config) (*sql.DB, error) {
+	params := url.Values{"_pragma": {
+		busyPragma(cfg), // a read waits only while a checkpoint resets the WAL
+		"query_only(1)", // this pool never writes
+	}}
+	db, err := sql.Open("sqlite", dsn(path, params))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(readPoolSize)
+	db.SetMaxIdleConns(readPoolSize)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, translate(ctx, err)
+	}
+	return db, nil
+}
+
+// checkExisting refuses, without changing a byte of it, a path that is not
+// an existing turnframe store: it reads the header itself before the driver
+// touches the file, and then looks for the schema through a read-only
+// connection.
+func checkExisting(ctx context.Context, path string, cfg config) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: no such file", turnframe.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	head := make([]byte, len(sqliteHeader))
+	_, err = io.ReadFull(f, head)
+	info, statErr := f.Stat()
+	f.Close()
+	if statErr == nil && info.IsDir() {
+		return fmt.Errorf("%w: a directory, not a SQLite file", turnframe.ErrInvalid)
+	}
+	if err != nil || !bytes.Equal(head, sqliteHeader) {
+		return fmt.Errorf("%w: not a SQLite database", turnframe.ErrInvalid)
+	}
+
+	params := url.Values{"_pragma": {busyPragma(cfg), "query_only(1)"}}
+	db, err := sql.Open("sqlite", dsn(path, params))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var n int
+	err = db.QueryRowContext(ctx,
+		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", schema.VersionTable).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("%w: not a readable SQLite database: %w", turnframe.ErrInvalid, translate(ctx, err))
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: a SQLite database without the turnframe schema", turnframe.ErrInvalid)
+	}
+	err = db.QueryRowContext(ctx,
+		"SELECT count(*) FROM "+schema.VersionTable+" WHERE version_id = 1 AND is_applied").Scan(&n)
+	if err != nil {
+		return fmt.Errorf("%w: unreadable migration table: %w", turnframe.ErrInvalid, translate(ctx, err))
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: a SQLite database without the turnframe schema", turnframe.ErrInvalid)
+	}
+	return nil
+}

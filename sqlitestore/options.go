@@ -1,0 +1,67 @@
+package sqlitestore
+
+import (
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+// Option configures Open. Each option's zero value keeps the default.
+type Option func(*config)
+
+type config struct {
+	syncNormal  bool
+	busyTimeout time.Duration
+	ids         *turnframe.IDGenerator
+	existing    bool
+}
+
+// DefaultBusyTimeout is how long a write waits for a file that another
+// connection holds locked for writing before it fails with ErrBusy.
+const DefaultBusyTimeout = 5 * time.Second
+
+func newConfig(opts []Option) config {
+	c := config{busyTimeout: DefaultBusyTimeout}
+	for _, opt := range opts {
+		opt(&c)
+	}
+	if c.ids == nil {
+		c.ids = turnframe.NewIDGenerator()
+	}
+	return c
+}
+
+// WithSynchronousNormal sets synchronous=NORMAL instead of the default FULL.
+// In WAL mode a commit then no longer waits for the disk: several times the
+// write throughput, but a power loss (not a process crash) may undo the last
+// commits — an outbox row, or the settlement of one that was sent.
+func WithSynchronousNormal() Option {
+	return func(c *config) { c.syncNormal = true }
+}
+
+// WithBusyTimeout sets how long a write waits for the file's write lock
+// while another connection holds it (default DefaultBusyTimeout). It is
+// rounded down to the millisecond; a d under one millisecond keeps the
+// default.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d >= time.Millisecond {
+			c.busyTimeout = d
+		}
+	}
+}
+
+// WithIDGenerator draws event and outbox ids from g, for tests that need
+// reproducible ids. A nil g keeps the default, turnframe.NewIDGenerator().
+func WithIDGenerator(g *turnframe.IDGenerator) Option {
+	return func(c *config) { c.ids = g }
+}
+
+// WithExisting makes Open refuse to create or migrate a file from scratch:
+// the file must exist (else an error wrapping turnframe.ErrNotFound) and be
+// a SQLite database that already holds the turnframe schema (else an error
+// wrapping turnframe.ErrInvalid). A refused file is not modified. Operator
+// tools use it, so that a mistyped path is an error, not a new empty store.
+func WithExisting() Option {
+	return func(c *config) { c.existing = true }
+}

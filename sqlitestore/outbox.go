@@ -1,0 +1,193 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+func zeroTime(field string) error {
+	return &turnframe.InvalidError{Field: field, Reason: "zero time"}
+}
+
+// Resolve settles an OutcomeUnknown row by verdict (turnframe.ResolveRow):
+// Completed, Failed (with code) or Pending due at now (resend). ErrInvalid
+// for a zero id, VerdictUnresolved, a bad code or a zero now; ErrNotFound
+// for no such row; ErrConflict, changing nothing, for a row in any other
+// status.
+func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.Verdict, code string, now time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	switch v {
+	case turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend:
+	default:
+		return &turnframe.InvalidError{Field: "verdict", Reason: fmt.Sprintf("%v settles nothing", v)}
+	}
+	if err := turnframe.CheckCode("code", code); err != nil {
+		return err
+	}
+	if now.IsZero() {
+		return zeroTime("now")
+	}
+	now = stamp(now)
+	return s.inTx(ctx, "resolve", func(tx *sql.Tx) error {
+		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+			return turnframe.ResolveRow(r, v, code, now)
+		})
+	})
+}
+
+// Requeue moves a Failed row back to Pending, due at at, for an operator
+// (turnframe.RequeueRow). ErrInvalid for a zero id or a zero at;
+// ErrNotFound for no such row; ErrConflict, changing nothing, for a row in
+// any other status.
+func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if at.IsZero() {
+		return zeroTime("at")
+	}
+	at = stamp(at)
+	return s.inTx(ctx, "requeue", func(tx *sql.Tx) error {
+		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+			return turnframe.RequeueRow(r, at)
+		})
+	})
+}
+
+// moveOutbox loads row id, applies rule to it and stores the result.
+func moveOutbox(ctx context.Context, tx *sql.Tx, id turnframe.OutboxID, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
+	row, err := findOutbox(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	next, err := rule(row.rec)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...)
+	return translate(ctx, err)
+}
+
+// ReleaseExpiredClaims moves every Dispatching row claimed before
+// claimedBefore back to Pending, attempts kept (turnframe.ReleaseRow), and
+// returns their ids in enqueue order. It reads only Dispatching rows.
+// ErrInvalid for a zero claimedBefore. A worker that still holds a released
+// claim loses it: its settlement is ErrClaimLost.
+func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turnframe.OutboxID, error) {
+	if claimedBefore.IsZero() {
+		return nil, zeroTime("claimed_before")
+	}
+	claimedBefore = stamp(claimedBefore)
+	var ids []turnframe.OutboxID
+	err := s.inTx(ctx, "release expired claims", func(tx *sql.Tx) error {
+		rows, err := scanOutboxRows(tx.QueryContext(ctx, `SELECT `+outboxCols+` FROM outbox
+			WHERE status = 'dispatching' AND claimed_at < ? ORDER BY seq`, micros(claimedBefore)))
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if !turnframe.ClaimExpired(row.rec, claimedBefore) {
+				continue
+			}
+			next := turnframe.ReleaseRow(row.rec, claimedBefore)
+			if _, err := tx.ExecContext(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...); err != nil {
+				return translate(ctx, err)
+			}
+			ids = append(ids, row.rec.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Prune deletes Completed and Failed rows finished before finishedBefore
+// and returns how many. It reads only finished rows and never touches the
+// journal: a key keeps deduplicating after its rows are gone. ErrInvalid for
+// a zero finishedBefore.
+func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
+	if finishedBefore.IsZero() {
+		return 0, zeroTime("finished_before")
+	}
+	finishedBefore = stamp(finishedBefore)
+	n := 0
+	err := s.inTx(ctx, "prune", func(tx *sql.Tx) error {
+		rows, err := scanOutboxRows(tx.QueryContext(ctx, `DELETE FROM outbox
+			WHERE status IN ('completed', 'failed') AND finished_at < ? RETURNING `+outboxCols, micros(finishedBefore)))
+		if err != nil {
+			return err
+		}
+		// The statement restates turnframe.Prunable; a row it deleted that
+		// the rule keeps rolls the prune back.
+		for _, row := range rows {
+			if !turnframe.Prunable(row.rec, finishedBefore) {
+				return fmt.Errorf("row %v deleted, but turnframe.Prunable keeps it", row.rec.ID)
+			}
+		}
+		n = len(rows)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// GetOutbox returns one row, whatever its account. ErrInvalid for a zero
+// id; ErrNotFound if it does not exist (or was pruned).
+func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return turnframe.OutboxRecord{}, err
+	}
+	done, err := s.enter("get outbox")
+	if err != nil {
+		return turnframe.OutboxRecord{}, err
+	}
+	defer done()
+	row, err := findOutbox(ctx, s.read, id)
+	if err != nil {
+		return turnframe.OutboxRecord{}, fail(ctx, "get outbox", err)
+	}
+	return row.rec, nil
+}
+
+// ListOutbox returns at most filter.Limit rows matching filter, in enqueue
+// order. ErrInvalid for a bad filter.
+func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
+	if err := filter.Validate(); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("list outbox")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	query, args := `SELECT `+outboxCols+` FROM outbox WHERE 1`, []any{}
+	if filter.Status != 0 {
+		query += ` AND status = ?`
+		args = append(args, filter.Status.String())
+	}
+	if filter.Account != "" {
+		query += ` AND account = ?`
+		args = append(args, string(filter.Account))
+	}
+	query += ` ORDER BY seq LIMIT ?`
+	args = append(args, filter.Limit)
+	rows, err := scanOutboxRows(s.read.QueryContext(ctx, query, args...))
+	if err != nil {
+		return nil, fail(ctx, "list outbox", err)
+	}
+	var out []turnframe.OutboxRecord
+	for _, r := range rows {
+		out = append(out, r.rec)
+	}
+	return out, nil
+}

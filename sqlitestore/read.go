@@ -1,0 +1,314 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/turnframe/turnframe"
+)
+
+// Every read goes through the read pool: it sees the last commit and never
+// waits for a writer.
+
+func checkTurn(account turnframe.AccountID, turn turnframe.TurnID) error {
+	if err := account.Validate(); err != nil {
+		return err
+	}
+	return turnframe.CheckID("turn", turn)
+}
+
+// TurnPhase returns the turn's phase marker. ErrInvalid for a bad account or
+// a zero id; ErrNotFound if the turn does not exist for account.
+func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.TurnPhaseMarker, error) {
+	t, err := s.LoadTurn(ctx, account, turn)
+	if err != nil {
+		return turnframe.TurnPhaseMarker{}, err
+	}
+	return marker(t), nil
+}
+
+// LoadTurn returns the stored turn. ErrInvalid for a bad account or a zero
+// id; ErrNotFound if the turn does not exist for account.
+func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
+	if err := checkTurn(account, turn); err != nil {
+		return turnframe.StoredTurn{}, err
+	}
+	done, err := s.enter("load turn")
+	if err != nil {
+		return turnframe.StoredTurn{}, err
+	}
+	defer done()
+	t, err := findTurn(ctx, s.read, account, turn)
+	if err != nil {
+		return t, fail(ctx, "load turn", err)
+	}
+	return t, nil
+}
+
+func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
+	t, err := scanTurn(q.QueryRowContext(ctx,
+		`SELECT `+turnCols+` FROM turns WHERE id = ? AND account = ?`, turn.String(), string(account)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("turn %v: %w", turn, turnframe.ErrNotFound)
+	}
+	return t, translate(ctx, err)
+}
+
+// unfinishedSQL lists the turns recovery must look at: non-terminal, or
+// holding an outcome_unknown entry. Both halves read a partial index only,
+// so the listing's cost follows the unfinished turns, not the history. The
+// scope's filters are appended.
+const unfinishedSQL = `SELECT ` + turnCols + ` FROM turns
+	WHERE id IN (
+		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned')
+		UNION
+		SELECT turn FROM journal WHERE status = 'outcome_unknown')`
+
+// ListUnfinishedTurns returns, oldest first (by turn id), at most limit
+// turns in scope that are non-terminal or hold an OutcomeUnknown journal
+// entry. ErrInvalid for a bad scope or a limit outside 1–MaxLimit.
+func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := turnframe.CheckLimit("limit", limit); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("list unfinished turns")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	query, args := unfinishedSQL, []any{}
+	if scope.Account != "" {
+		query += ` AND account = ?`
+		args = append(args, string(scope.Account))
+	}
+	if before := stamp(scope.UpdatedBefore); !before.IsZero() {
+		query += ` AND updated_at < ?`
+		args = append(args, micros(before))
+	}
+	query += ` ORDER BY id LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fail(ctx, "list unfinished turns", err)
+	}
+	defer rows.Close()
+	var out []turnframe.TurnPhaseMarker
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, fail(ctx, "list unfinished turns", err)
+		}
+		out = append(out, marker(t))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "list unfinished turns", err)
+	}
+	return out, nil
+}
+
+// ForTurn returns the entries the turn admitted, in admission order; none
+// (and no error) for a turn with none or of another account. ErrInvalid for
+// a bad account or a zero id.
+func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) ([]turnframe.JournalEntry, error) {
+	if err := checkTurn(account, turn); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("for turn")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT `+entryCols+` FROM journal WHERE turn = ? AND account = ? ORDER BY seq`, turn.String(), string(account))
+	if err != nil {
+		return nil, fail(ctx, "for turn", err)
+	}
+	defer rows.Close()
+	var out []turnframe.JournalEntry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, fail(ctx, "for turn", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "for turn", err)
+	}
+	return out, nil
+}
+
+// ByKey returns the entry admitted under key. ErrInvalid for a bad account
+// or key; ErrNotFound if account never used key.
+func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
+	if err := account.Validate(); err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	if err := key.Validate(); err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	done, err := s.enter("by key")
+	if err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	defer done()
+	e, err := findEntry(ctx, s.read, account, key)
+	if err != nil {
+		return e, fail(ctx, "by key", err)
+	}
+	return e, nil
+}
+
+func findEntry(ctx context.Context, q querier, account turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
+	e, err := scanEntry(q.QueryRowContext(ctx,
+		`SELECT `+entryCols+` FROM journal WHERE account = ? AND key = ?`, string(account), string(key)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, fmt.Errorf("key %q: %w", key, turnframe.ErrNotFound)
+	}
+	return e, translate(ctx, err)
+}
+
+// EventsByID returns the events with these ids, in append order, each once.
+// Ids that do not exist for account are simply absent. ErrInvalid for a bad
+// account or a zero id.
+func (s *Store) EventsByID(ctx context.Context, account turnframe.AccountID, ids []turnframe.EventID) ([]turnframe.StoredEvent, error) {
+	if err := account.Validate(); err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(ids))
+	for i, id := range ids {
+		if err := turnframe.CheckID(fmt.Sprintf("ids[%d]", i), id); err != nil {
+			return nil, err
+		}
+		texts[i] = id.String()
+	}
+	done, err := s.enter("events by id")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := []turnframe.StoredEvent{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(texts)
+	if err != nil {
+		return nil, fail(ctx, "events by id", err)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+eventCols+` FROM events
+		WHERE id IN (SELECT value FROM json_each(?)) AND account = ? ORDER BY seq`, string(list), string(account))
+	return scanEvents(ctx, "events by id", out, rows, err)
+}
+
+// EventsSince returns at most limit events of the case with a revision
+// above since, in revision order. ErrInvalid for a bad account or case, or
+// a limit outside 1–MaxLimit.
+func (s *Store) EventsSince(ctx context.Context, account turnframe.AccountID, c turnframe.CaseKey, since turnframe.CaseRevision, limit int) ([]turnframe.StoredEvent, error) {
+	if err := account.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := turnframe.CheckLimit("limit", limit); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("events since")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if since >= math.MaxInt64 {
+		return nil, nil // no stored revision is above it
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+eventCols+` FROM events
+		WHERE account = ? AND case_key = ? AND revision > ? ORDER BY revision LIMIT ?`,
+		string(account), string(c), int64(since), limit)
+	return scanEvents(ctx, "events since", nil, rows, err)
+}
+
+func scanEvents(ctx context.Context, op string, out []turnframe.StoredEvent, rows *sql.Rows, err error) ([]turnframe.StoredEvent, error) {
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, fail(ctx, op, err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	return out, nil
+}
+
+// CaseRevision returns the case's revision: 0 for a case with no event.
+// ErrInvalid for a bad account or case.
+func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c turnframe.CaseKey) (turnframe.CaseRevision, error) {
+	if err := account.Validate(); err != nil {
+		return 0, err
+	}
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	done, err := s.enter("case revision")
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	rev, err := caseRevision(ctx, s.read, account, c)
+	if err != nil {
+		return 0, fail(ctx, "case revision", err)
+	}
+	return rev, nil
+}
+
+func caseRevision(ctx context.Context, q querier, account turnframe.AccountID, c turnframe.CaseKey) (turnframe.CaseRevision, error) {
+	var rev int64
+	err := q.QueryRowContext(ctx,
+		`SELECT coalesce(max(revision), 0) FROM events WHERE account = ? AND case_key = ?`,
+		string(account), string(c)).Scan(&rev)
+	if err != nil {
+		return 0, fmt.Errorf("revision of case %q: %w", c, translate(ctx, err))
+	}
+	return turnframe.CaseRevision(rev), nil
+}
+
+// Replay returns the turn's replay record. ErrInvalid for a bad account or
+// a zero id; ErrNotFound if the turn has none or does not exist for account.
+func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.ReplayRecord, error) {
+	var r turnframe.ReplayRecord
+	if err := checkTurn(account, turn); err != nil {
+		return r, err
+	}
+	done, err := s.enter("replay")
+	if err != nil {
+		return r, err
+	}
+	defer done()
+	var text sql.NullString
+	err = s.read.QueryRowContext(ctx,
+		`SELECT replay FROM turns WHERE id = ? AND account = ?`, turn.String(), string(account)).Scan(&text)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return r, fmt.Errorf("sqlitestore: replay: turn %v: %w", turn, turnframe.ErrNotFound)
+	case err != nil:
+		return r, fail(ctx, "replay", err)
+	case !text.Valid:
+		return r, fmt.Errorf("sqlitestore: replay: turn %v has no replay record: %w", turn, turnframe.ErrNotFound)
+	}
+	if err := json.Unmarshal([]byte(text.String), &r); err != nil {
+		return turnframe.ReplayRecord{}, fail(ctx, "replay", fmt.Errorf("stored replay record: %w", err))
+	}
+	return r, nil
+}
