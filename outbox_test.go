@@ -1,0 +1,738 @@
+package turnframe_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+var dispNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// dispEnqueue commits one command of a new turn of account, admitted under
+// key, with msgs as its outbox rows, and returns the rows as enqueued.
+func dispEnqueue(t *testing.T, store turnframe.Store, account turnframe.AccountID, key turnframe.IdempotencyKey, msgs ...turnframe.OutboxMessage) []turnframe.OutboxEntry {
+	t.Helper()
+	ctx := context.Background()
+	ids := turnframe.NewIDGenerator()
+	turn, attempt := ids.TurnID(dispNow), ids.AttemptID(dispNow)
+	_, err := store.Apply(ctx, turnframe.Write{Account: account, Turn: turn, Now: dispNow,
+		Begin:  &turnframe.StoredTurn{Account: account, ID: turn, Conversation: ids.ConversationID(dispNow), Text: "pay"},
+		Admit:  []turnframe.Command{{Key: key, Case: turnframe.CaseKey("case/" + key), Name: "pay"}},
+		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}},
+	})
+	if err != nil {
+		t.Fatalf("begin and execute %q: %v", key, err)
+	}
+	applied, err := store.Apply(ctx, turnframe.Write{Account: account, Turn: turn, Now: dispNow,
+		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, Attempt: attempt}},
+		Outbox: msgs,
+	})
+	if err != nil {
+		t.Fatalf("commit %q: %v", key, err)
+	}
+	return applied.Outbox
+}
+
+// dispMessages returns n messages to destination, payloads "0", "1", ….
+func dispMessages(n int, destination, orderKey string) []turnframe.OutboxMessage {
+	msgs := make([]turnframe.OutboxMessage, n)
+	for i := range msgs {
+		msgs[i] = turnframe.OutboxMessage{Destination: destination, Payload: []byte(fmt.Sprint(i)), OrderKey: orderKey}
+	}
+	return msgs
+}
+
+func dispGet(t *testing.T, store turnframe.Store, id turnframe.OutboxID) turnframe.OutboxRecord {
+	t.Helper()
+	rec, err := store.GetOutbox(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get outbox row %v: %v", id, err)
+	}
+	return rec
+}
+
+// dispAnswer is a sender that answers out to every send and counts sends per
+// row.
+type dispAnswer struct {
+	out   turnframe.Dispatched
+	mu    sync.Mutex
+	sends map[turnframe.OutboxID]int
+	order []turnframe.IdempotencyKey
+}
+
+func (s *dispAnswer) Send(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sends == nil {
+		s.sends = make(map[turnframe.OutboxID]int)
+	}
+	s.sends[e.ID]++
+	s.order = append(s.order, e.Key)
+	return s.out
+}
+
+func (s *dispAnswer) count(id turnframe.OutboxID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sends[id]
+}
+
+// dispSignals records every signal observed.
+type dispSignals struct {
+	mu     sync.Mutex
+	counts map[turnframe.Signal]int
+	labels map[turnframe.Signal][]turnframe.Labels
+}
+
+func (o *dispSignals) Observe(s turnframe.Signal, l turnframe.Labels, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.counts == nil {
+		o.counts = make(map[turnframe.Signal]int)
+		o.labels = make(map[turnframe.Signal][]turnframe.Labels)
+	}
+	o.counts[s]++
+	o.labels[s] = append(o.labels[s], l)
+}
+
+func (o *dispSignals) count(s turnframe.Signal) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.counts[s]
+}
+
+// dispLog is a buffer a logger may write to from several goroutines.
+type dispLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *dispLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *dispLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func dispLogger(l *dispLog) *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func TestDispatcherSettlesEachOutcome(t *testing.T) {
+	tests := []struct {
+		name       string
+		out        turnframe.Dispatched
+		status     turnframe.OutboxStatus
+		listed     func(turnframe.DispatchReport) []turnframe.OutboxID
+		signal     turnframe.Signal
+		lastCode   string
+		remoteRef  string
+		dueInitial bool // due again after the initial backoff
+	}{
+		{"completed rows are completed with the remote's reference",
+			turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200", RemoteRef: "ch_1"},
+			turnframe.OutboxCompleted, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Completed },
+			turnframe.SignalOutboxCompleted, "", "ch_1", false},
+		{"retryable rows are pending again after the backoff, keeping the code",
+			turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "http.503"},
+			turnframe.OutboxPending, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Retried },
+			turnframe.SignalOutboxRetried, "http.503", "", true},
+		{"permanent rows are failed with the code",
+			turnframe.Dispatched{Kind: turnframe.DispatchPermanent, Code: "http.422"},
+			turnframe.OutboxFailed, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Failed },
+			turnframe.SignalOutboxFailed, "http.422", "", false},
+		{"unknown rows are outcome unknown with the remote's reference",
+			turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: "http.504", RemoteRef: "req-9"},
+			turnframe.OutboxOutcomeUnknown, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Unknown },
+			turnframe.SignalExternalOutcomeUnknown, "", "req-9", false},
+		{"a sender that answers nothing is unknown",
+			turnframe.Dispatched{},
+			turnframe.OutboxOutcomeUnknown, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Unknown },
+			turnframe.SignalExternalOutcomeUnknown, "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments", Payload: []byte("p")})
+				sender := &dispAnswer{out: tt.out}
+				signals := &dispSignals{}
+				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
+
+				report, err := d.RunOnce(ctx, dispNow)
+				is.NoErr(err)                                                 // run
+				is.Equal(report.Claimed(), 1)                                 // one row claimed
+				is.Equal(tt.listed(report), []turnframe.OutboxID{rows[0].ID}) // listed under its outcome
+				rec := dispGet(t, store, rows[0].ID)
+				is.Equal(rec.Status, tt.status)       // settled as classified
+				is.Equal(rec.LastCode, tt.lastCode)   // code kept
+				is.Equal(rec.RemoteRef, tt.remoteRef) // reference kept
+				is.Equal(rec.Attempts, 1)             // one attempt
+				if tt.dueInitial {
+					is.Equal(rec.DueAt, dispNow.Add(time.Second)) // due after the initial backoff
+				}
+				is.Equal(signals.count(turnframe.SignalOutboxClaimed), 1)   // claim observed
+				is.Equal(signals.count(turnframe.SignalExternalLatency), 1) // send timed
+				is.Equal(signals.labels[turnframe.SignalExternalLatency][0],
+					turnframe.Labels{Destination: "payments", Outcome: tt.out.Kind.String()}) // latency labelled by outcome
+				is.Equal(signals.count(tt.signal), 1) // settlement observed
+
+				// Much later, only a retryable row is sent again: an
+				// unknown one waits for reconciliation (I15).
+				later, err := d.RunOnce(ctx, dispNow.Add(time.Hour))
+				is.NoErr(err) // later run
+				if tt.status == turnframe.OutboxPending {
+					is.Equal(sender.count(rows[0].ID), 2) // retried
+				} else {
+					is.True(later.IsEmpty())              // nothing more to send
+					is.Equal(sender.count(rows[0].ID), 1) // sent once, ever
+				}
+			})
+		})
+	}
+}
+
+func TestDispatcherRecordsASendPastItsTimeoutAsUnknown(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		// It ignores its context and would answer Completed, too late.
+		stuck := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+			<-release
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+		})
+		cfg := turnframe.DefaultDispatchConfig("w1")
+		cfg.SendTimeout = 10 * time.Millisecond
+		signals := &dispSignals{}
+		d := turnframe.NewDispatcher(store, stuck, cfg, turnframe.WithObserver(signals))
+
+		report, err := d.RunOnce(context.Background(), dispNow)
+		is.NoErr(err)                                                                   // run returns
+		is.Equal(report.Unknown, []turnframe.OutboxID{rows[0].ID})                      // unknown, not retried
+		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown)  // stored unknown
+		is.Equal(signals.labels[turnframe.SignalExternalLatency][0].Outcome, "unknown") // a timed-out send is timed too
+	})
+}
+
+func TestDispatcherFailsARowWhoseAttemptsAreSpent(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "remote.busy"}}
+		cfg := turnframe.DefaultDispatchConfig("w1")
+		cfg.MaxAttempts = 3
+		d := turnframe.NewDispatcher(store, sender, cfg)
+
+		now := dispNow
+		for attempt := 1; attempt <= 2; attempt++ {
+			report, err := d.RunOnce(ctx, now)
+			is.NoErr(err)                                              // run
+			is.Equal(report.Retried, []turnframe.OutboxID{rows[0].ID}) // retried while attempts remain
+			rec := dispGet(t, store, rows[0].ID)
+			is.Equal(rec.DueAt, now.Add(cfg.BackoffFor(attempt))) // due after the backoff of this attempt
+			now = rec.DueAt
+		}
+		report, err := d.RunOnce(ctx, now)
+		is.NoErr(err)                                             // last run
+		is.Equal(report.Failed, []turnframe.OutboxID{rows[0].ID}) // failed
+		rec := dispGet(t, store, rows[0].ID)
+		is.Equal(rec.Status, turnframe.OutboxFailed)                    // stored failed
+		is.Equal(rec.LastCode, turnframe.CodeAttemptsExhausted)         // with the dispatcher's code
+		is.Equal(rec.LastCode, "turnframe.dispatch.attempts_exhausted") // which is stable
+		is.Equal(sender.count(rows[0].ID), 3)                           // three attempts
+	})
+}
+
+func TestBackoffFor(t *testing.T) {
+	defaults := turnframe.DefaultDispatchConfig("w")
+	huge := turnframe.DispatchConfig{InitialBackoff: 1 << 40, MaxBackoff: math.MaxInt64, BackoffMultiplier: 1 << 20}
+	tests := []struct {
+		name    string
+		cfg     turnframe.DispatchConfig
+		attempt int
+		want    time.Duration
+	}{
+		{"attempt 0 waits the initial backoff", defaults, 0, time.Second},
+		{"attempt 1 waits the initial backoff", defaults, 1, time.Second},
+		{"attempt 2 waits initial × 4", defaults, 2, 4 * time.Second},
+		{"attempt 3 waits initial × 16", defaults, 3, 16 * time.Second},
+		{"attempt 4 is capped", defaults, 4, time.Minute},
+		{"attempt 9 is capped", defaults, 9, time.Minute},
+		{"attempt MaxInt32 is capped", defaults, math.MaxInt32, time.Minute},
+		{"attempt MaxInt is capped", defaults, math.MaxInt, time.Minute},
+		{"a negative attempt waits the initial backoff", defaults, -3, time.Second},
+		{"zero fields take the defaults", turnframe.DispatchConfig{}, 3, 16 * time.Second},
+		{"a multiplier of 1 keeps the initial backoff", turnframe.DispatchConfig{BackoffMultiplier: 1}, 7, time.Second},
+		{"an initial backoff above the cap is capped from attempt 2",
+			turnframe.DispatchConfig{InitialBackoff: time.Hour, MaxBackoff: time.Minute}, 2, time.Minute},
+		{"overflow saturates at the cap", huge, 5, math.MaxInt64},
+		{"overflow saturates at the cap for a huge attempt", huge, math.MaxInt, math.MaxInt64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(tt.cfg.BackoffFor(tt.attempt), tt.want) // backoff
+		})
+	}
+}
+
+func TestDispatcherRecordsAPanickingSenderAsUnknown(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		var log dispLog
+		panicky := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+			panic("card network exploded")
+		})
+		d := turnframe.NewDispatcher(store, panicky, turnframe.DefaultDispatchConfig("w1"), turnframe.WithLogger(dispLogger(&log)))
+
+		report, err := d.RunOnce(context.Background(), dispNow)
+		is.NoErr(err)                                                                  // the panic does not escape
+		is.Equal(report.Unknown, []turnframe.OutboxID{rows[0].ID})                     // unknown: it may have left
+		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // stored unknown
+		is.True(strings.Contains(log.String(), "card network exploded"))               // the panic is logged
+		is.True(strings.Contains(log.String(), rows[0].ID.String()))                   // with the row
+	})
+}
+
+func TestDispatcherReportsAClaimLostMidSendAsUnsettled(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		started, proceed := make(chan struct{}), make(chan struct{})
+		slow := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+			close(started)
+			<-proceed
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, RemoteRef: "from-a"}
+		})
+		d := turnframe.NewDispatcher(store, slow, turnframe.DefaultDispatchConfig("a"))
+		type result struct {
+			report turnframe.DispatchReport
+			err    error
+		}
+		done := make(chan result, 1)
+		go func() {
+			report, err := d.RunOnce(ctx, dispNow)
+			done <- result{report, err}
+		}()
+
+		<-started
+		released, err := store.ReleaseExpiredClaims(ctx, dispNow.Add(time.Minute))
+		is.NoErr(err)                                        // release
+		is.Equal(released, []turnframe.OutboxID{rows[0].ID}) // a's claim released
+		claims, err := store.ClaimDue(ctx, dispNow.Add(time.Minute), 10, "b")
+		is.NoErr(err)            // b claims
+		is.Equal(len(claims), 1) // the row
+		close(proceed)
+		got := <-done
+
+		is.NoErr(got.err)                                                // not an error of RunOnce
+		is.Equal(got.report.Unsettled, []turnframe.OutboxID{rows[0].ID}) // unsettled
+		is.Equal(got.report.Claimed(), 1)                                // and nothing else
+		rec := dispGet(t, store, rows[0].ID)
+		is.Equal(rec.Status, turnframe.OutboxDispatching)                            // b's claim untouched
+		is.Equal(rec.ClaimedBy, "b")                                                 // still b's
+		is.Equal(rec.Attempts, 2)                                                    // at b's attempt
+		is.NoErr(store.Complete(ctx, claims[0], "from-b", dispNow.Add(time.Minute))) // b settles
+		is.Equal(dispGet(t, store, rows[0].ID).RemoteRef, "from-b")                  // with its own reference
+	})
+}
+
+func TestDispatchersNeverSendTheSameRow(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		const n = 240
+		var rows []turnframe.OutboxEntry
+		for i := range 3 {
+			rows = append(rows, dispEnqueue(t, store, "acme", turnframe.IdempotencyKey(fmt.Sprint("k", i)), dispMessages(n/3, "payments", "")...)...)
+		}
+		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}
+		var wg sync.WaitGroup
+		claimed := make([]int, 2)
+		errs := make([]error, 2)
+		for w := range 2 {
+			cfg := turnframe.DefaultDispatchConfig(fmt.Sprint("w", w))
+			cfg.BatchSize, cfg.Concurrency = 7, 8
+			d := turnframe.NewDispatcher(store, sender, cfg)
+			wg.Go(func() {
+				for {
+					report, err := d.RunOnce(ctx, dispNow)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					if report.IsEmpty() {
+						return
+					}
+					claimed[w] += len(report.Completed)
+				}
+			})
+		}
+		wg.Wait()
+		is.NoErr(errors.Join(errs...))     // every run
+		is.Equal(claimed[0]+claimed[1], n) // every row completed once between them
+		for _, r := range rows {
+			is.Equal(sender.count(r.ID), 1) // sent exactly once
+		}
+		done, err := store.ListOutbox(ctx, turnframe.OutboxFilter{Status: turnframe.OutboxCompleted, Limit: 1000})
+		is.NoErr(err)          // list
+		is.Equal(len(done), n) // all completed
+	})
+}
+
+func TestOrderedDeliveryHoldsAcrossSweeps(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, store, "acme", "k1", dispMessages(3, "payments", "order-1")...)
+		var mu sync.Mutex
+		var sent []turnframe.IdempotencyKey
+		sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+			mu.Lock()
+			defer mu.Unlock()
+			sent = append(sent, e.Key)
+			if e.ID == rows[0].ID && e.Attempts == 1 {
+				return turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "remote.busy"}
+			}
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+		})
+		cfg := turnframe.DefaultDispatchConfig("w1")
+		cfg.Concurrency = 8
+		d := turnframe.NewDispatcher(store, sender, cfg)
+
+		now := dispNow
+		for sweep := 0; sweep < 10; sweep++ {
+			report, err := d.RunOnce(ctx, now)
+			is.NoErr(err)                  // sweep
+			is.True(report.Claimed() <= 1) // one row of the key at a time
+			now = now.Add(time.Second)
+		}
+		is.Equal(sent, []turnframe.IdempotencyKey{"k1/1", "k1/1", "k1/2", "k1/3"}) // enqueue order, the retry first
+		for _, r := range rows {
+			is.Equal(dispGet(t, store, r.ID).Status, turnframe.OutboxCompleted) // all delivered
+		}
+	})
+}
+
+func TestDispatcherReconcile(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer turnframe.Reconciled
+		status turnframe.OutboxStatus
+		code   string
+		signal int
+	}{
+		{"completed completes the row", turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}, turnframe.OutboxCompleted, "", 1},
+		{"failed fails the row with the code", turnframe.Reconciled{Verdict: turnframe.VerdictFailed, Code: "remote.declined"}, turnframe.OutboxFailed, "remote.declined", 1},
+		{"resend queues the row again at once", turnframe.Reconciled{Verdict: turnframe.VerdictResend}, turnframe.OutboxPending, "", 1},
+		{"unresolved leaves the row unknown", turnframe.Reconciled{Verdict: turnframe.VerdictUnresolved}, turnframe.OutboxOutcomeUnknown, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
+				signals := &dispSignals{}
+				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
+				_, err := d.RunOnce(ctx, dispNow)
+				is.NoErr(err) // send, unknown
+
+				later := dispNow.Add(time.Hour)
+				var asked turnframe.OutboxRecord
+				answer, err := d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(_ context.Context, r turnframe.OutboxRecord) turnframe.Reconciled {
+					asked = r
+					return tt.answer
+				}), later)
+				is.NoErr(err)                                          // reconcile
+				is.Equal(answer, tt.answer)                            // the reconciler's answer
+				is.Equal(asked.ID, rows[0].ID)                         // asked about the row
+				is.Equal(asked.Status, turnframe.OutboxOutcomeUnknown) // as stored
+				rec := dispGet(t, store, rows[0].ID)
+				is.Equal(rec.Status, tt.status) // settled by verdict
+				if tt.code != "" {
+					is.Equal(rec.LastCode, tt.code) // code kept
+				}
+				is.Equal(signals.count(turnframe.SignalExternalReconciled), tt.signal) // reconciled only when known
+				if tt.signal == 1 {
+					is.Equal(signals.labels[turnframe.SignalExternalReconciled][0].Outcome, tt.answer.Verdict.String()) // labelled by verdict
+				}
+
+				// Only a resend is sent again, and only once it is due.
+				report, err := d.RunOnce(ctx, later)
+				is.NoErr(err) // sweep after reconciliation
+				want := 1
+				if tt.status == turnframe.OutboxPending {
+					want = 2
+					is.Equal(report.Claimed(), 1) // the resend
+				}
+				is.Equal(sender.count(rows[0].ID), want) // sends
+			})
+		})
+	}
+}
+
+func TestDispatcherReconcileLeavesKnownRowsAlone(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, RemoteRef: "ch_1"}}
+		signals := &dispSignals{}
+		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
+		_, err := d.RunOnce(ctx, dispNow)
+		is.NoErr(err) // send, completed
+		before := dispGet(t, store, rows[0].ID)
+
+		called := false
+		answer, err := d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
+			called = true
+			return turnframe.Reconciled{Verdict: turnframe.VerdictResend}
+		}), dispNow.Add(time.Hour))
+		is.NoErr(err)                                                  // no error
+		is.Equal(answer.Verdict, turnframe.VerdictUnresolved)          // answered unresolved
+		is.True(!called)                                               // the reconciler was not asked
+		is.Equal(dispGet(t, store, rows[0].ID), before)                // the row is untouched
+		is.Equal(signals.count(turnframe.SignalExternalReconciled), 0) // nothing reconciled
+
+		_, err = d.Reconcile(ctx, turnframe.NewIDGenerator().OutboxID(dispNow), turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
+			return turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}
+		}), dispNow)
+		is.True(errors.Is(err, turnframe.ErrNotFound)) // a missing row is ErrNotFound
+	})
+}
+
+func TestDispatcherReconcileCountsAPanicAsUnresolved(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		d := turnframe.NewDispatcher(store, &dispAnswer{}, turnframe.DefaultDispatchConfig("w1"))
+		_, err := d.RunOnce(ctx, dispNow)
+		is.NoErr(err) // send, unknown
+		answer, err := d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
+			panic("ledger offline")
+		}), dispNow)
+		is.NoErr(err)                                                                  // the panic does not escape
+		is.Equal(answer.Verdict, turnframe.VerdictUnresolved)                          // unresolved
+		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // untouched
+	})
+}
+
+// dispSpyStore records the batches the dispatcher settles, and can hold the
+// first Settle call until gate is closed.
+type dispSpyStore struct {
+	turnframe.Store
+	gate    chan struct{} // nil: never hold
+	mu      sync.Mutex
+	calls   int
+	batches [][]turnframe.OutboxID
+	settled chan turnframe.OutboxID // every id settled, after its Settle returned
+}
+
+func (s *dispSpyStore) Settle(ctx context.Context, settlements []turnframe.OutboxSettlement) ([]error, error) {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	var ids []turnframe.OutboxID
+	for _, st := range settlements {
+		ids = append(ids, st.Claim.ID)
+	}
+	s.batches = append(s.batches, ids)
+	s.mu.Unlock()
+	if first && s.gate != nil {
+		<-s.gate
+	}
+	results, err := s.Store.Settle(ctx, settlements)
+	for _, id := range ids {
+		if s.settled != nil {
+			s.settled <- id
+		}
+	}
+	return results, err
+}
+
+func TestGroupCommitKeepsEachRowsResult(t *testing.T) {
+	eachStore(t, func(t *testing.T, inner turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, inner, "acme", "k1", dispMessages(4, "payments", "")...)
+		store := &dispSpyStore{Store: inner, gate: make(chan struct{})}
+		sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+			switch e.ID {
+			case rows[1].ID:
+				// Someone settles the row under our claim first: our own
+				// settlement of it will find the claim gone.
+				claim := turnframe.Claim{OutboxEntry: e, Worker: "w1", ClaimedAt: dispNow}
+				if err := inner.Fail(ctx, claim, "operator.cancelled", dispNow); err != nil {
+					t.Errorf("settle under the dispatcher's claim: %v", err)
+				}
+			case rows[3].ID:
+				// Rows 2 and 3 are queued by now: let the first settlement through.
+				close(store.gate)
+			}
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+		})
+		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
+
+		report, err := d.RunOnce(ctx, dispNow)
+		is.NoErr(err)                                                                        // run
+		is.Equal(report.Unsettled, []turnframe.OutboxID{rows[1].ID})                         // only the lost claim is refused
+		is.Equal(report.Completed, []turnframe.OutboxID{rows[0].ID, rows[2].ID, rows[3].ID}) // the others settle, in claim order
+		shared := false
+		for _, b := range store.batches {
+			if slices.Contains(b, rows[1].ID) && len(b) > 1 {
+				shared = true
+			}
+		}
+		is.True(shared)                                                        // the lost claim shared a transaction with another row
+		is.True(len(store.batches) < len(rows))                                // fewer transactions than rows
+		is.Equal(dispGet(t, inner, rows[1].ID).LastCode, "operator.cancelled") // the other settlement stands
+	})
+}
+
+func TestDispatcherWritesALoneSettlementAtOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, inner turnframe.Store) {
+		is := is.New(t)
+		rows := dispEnqueue(t, inner, "acme", "k1", dispMessages(2, "payments", "")...)
+		store := &dispSpyStore{Store: inner, settled: make(chan turnframe.OutboxID, 2)}
+		sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+			if e.ID == rows[1].ID {
+				// The second send waits until the first row is written:
+				// a settler that waited for company would never get there.
+				if got := <-store.settled; got != rows[0].ID {
+					t.Errorf("settled %v first, want %v", got, rows[0].ID)
+				}
+			}
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+		})
+		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
+		report, err := d.RunOnce(context.Background(), dispNow)
+		is.NoErr(err)                      // run
+		is.Equal(len(report.Completed), 2) // both completed
+		is.Equal(len(store.batches), 2)    // one transaction each
+	})
+}
+
+func TestDispatcherDoesNotSendOnceItsContextEnds(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		rows := dispEnqueue(t, store, "acme", "k1", dispMessages(2, "payments", "")...)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sends := 0
+		sender := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+			sends++
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+		})
+		// The application shuts down right after the first send answered.
+		shutdown := turnframe.ObserverFunc(func(s turnframe.Signal, _ turnframe.Labels, _ time.Duration) {
+			if s == turnframe.SignalExternalLatency {
+				cancel()
+			}
+		})
+		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(shutdown))
+		report, err := d.RunOnce(ctx, dispNow)
+		is.NoErr(err)                                                // run
+		is.Equal(sends, 1)                                           // the second row is not sent
+		is.Equal(report.Completed, []turnframe.OutboxID{rows[0].ID}) // the first is still recorded
+		is.Equal(report.Retried, []turnframe.OutboxID{rows[1].ID})   // the second is put back
+		rec := dispGet(t, store, rows[1].ID)
+		is.Equal(rec.Status, turnframe.OutboxPending) // pending
+		is.Equal(rec.DueAt, dispNow)                  // due at once
+		is.Equal(rec.LastCode, turnframe.CodeNotSent) // saying why
+	})
+}
+
+func TestDispatcherReplacesCodesNoStoreKeeps(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchPermanent, Code: strings.Repeat("x", 300)}}
+		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
+		report, err := d.RunOnce(context.Background(), dispNow)
+		is.NoErr(err)                                                               // run
+		is.Equal(report.Failed, []turnframe.OutboxID{rows[0].ID})                   // still settled as classified
+		is.Equal(dispGet(t, store, rows[0].ID).LastCode, turnframe.CodeInvalidCode) // with the replacement code
+	})
+}
+
+func TestNewDispatcherPanicsOnProgrammerErrors(t *testing.T) {
+	sender := &dispAnswer{}
+	tests := []struct {
+		name   string
+		store  turnframe.OutboxStore
+		sender turnframe.Sender
+		cfg    turnframe.DispatchConfig
+	}{
+		{"a nil store", nil, sender, turnframe.DefaultDispatchConfig("w")},
+		{"a nil sender", dispNoStore{}, nil, turnframe.DefaultDispatchConfig("w")},
+		{"an empty worker id", dispNoStore{}, sender, turnframe.DispatchConfig{}},
+		{"a worker id over 200 bytes", dispNoStore{}, sender, turnframe.DefaultDispatchConfig(strings.Repeat("w", 201))},
+		{"a batch over MaxLimit", dispNoStore{}, sender, turnframe.DispatchConfig{WorkerID: "w", BatchSize: turnframe.MaxLimit + 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			defer func() {
+				is.True(recover() != nil) // panicked
+			}()
+			turnframe.NewDispatcher(tt.store, tt.sender, tt.cfg)
+		})
+	}
+}
+
+// dispNoStore is an OutboxStore that is never called.
+type dispNoStore struct{ turnframe.OutboxStore }
+
+func TestDispatcherConfigFillsDefaults(t *testing.T) {
+	is := is.New(t)
+	d := turnframe.NewDispatcher(dispNoStore{}, &dispAnswer{}, turnframe.DispatchConfig{WorkerID: "w", Concurrency: 4})
+	want := turnframe.DefaultDispatchConfig("w")
+	want.Concurrency = 4
+	is.Equal(d.Config(), want)                                                                                 // zero fields defaulted, set ones kept
+	is.Equal(want.BatchSize, 16)                                                                               // batch
+	is.Equal(want.SendTimeout, 30*time.Second)                                                                 // send timeout
+	is.Equal([]time.Duration{want.InitialBackoff, want.MaxBackoff}, []time.Duration{time.Second, time.Minute}) // backoff
+	is.Equal([]int{want.BackoffMultiplier, want.MaxAttempts}, []int{4, 5})                                     // growth and attempts
+}
+
+func TestDispatchReportAndKinds(t *testing.T) {
+	is := is.New(t)
+	var report turnframe.DispatchReport
+	is.True(report.IsEmpty()) // empty
+	id := turnframe.NewIDGenerator().OutboxID(dispNow)
+	report.Completed = append(report.Completed, id)
+	report.Unsettled = append(report.Unsettled, id)
+	is.Equal(report.Claimed(), 2) // counts every list
+	is.True(!report.IsEmpty())    // not empty
+	names := []string{}
+	for _, k := range []turnframe.DispatchKind{turnframe.DispatchCompleted, turnframe.DispatchRetryable, turnframe.DispatchPermanent, turnframe.DispatchUnknown} {
+		names = append(names, k.String())
+	}
+	is.Equal(names, []string{"completed", "retryable", "permanent", "unknown"}) // snake case
+	is.Equal(turnframe.Dispatched{}.Kind, turnframe.DispatchUnknown)            // the zero value is the cautious one
+}
