@@ -17,21 +17,24 @@ import (
 // is not after now, and no earlier row of its account and non-empty order
 // key HoldsOrder (Pending, Dispatching or OutcomeUnknown). The inner SELECT
 // reads only the partial index outbox_due; the probe reads only
-// outbox_ordered, whose condition it repeats literally (order_key <> '' and
-// the status list) or SQLite will not use it. The probe sees the table as it
+// outbox_ordered, whose condition it repeats literally (the non-empty order
+// key and the status list) or SQLite will not use it. The probe sees the table as it
 // was before this statement, so an earlier Pending row of the same batch
 // holds back a later row of its key. storetest checks this query against the
 // Go rule.
+//
+// INDEXED BY turns a schema without those indexes into an error at once,
+// instead of a claim that silently reads the whole table.
 //
 // The SET clause must produce what turnframe.ClaimRow produces; ClaimDue
 // checks that it does for every row.
 const claimSQL = `UPDATE outbox
 	SET status = 'dispatching', attempts = attempts + 1, claimed_by = ?1, claimed_at = ?2, updated_at = ?2
 	WHERE seq IN (
-		SELECT o.seq FROM outbox AS o
+		SELECT o.seq FROM outbox AS o INDEXED BY outbox_due
 		WHERE o.status = 'pending' AND o.due_at <= ?2
 		  AND NOT (o.order_key <> '' AND EXISTS (
-			SELECT 1 FROM outbox AS p
+			SELECT 1 FROM outbox AS p INDEXED BY outbox_ordered
 			WHERE p.account = o.account AND p.order_key = o.order_key AND p.order_key <> ''
 			  AND p.seq < o.seq AND p.status IN ('pending', 'dispatching', 'outcome_unknown')))
 		ORDER BY o.due_at, o.seq

@@ -4,4 +4,6 @@ package sqlitestore
 const (
 	ClaimSQL      = claimSQL
 	UnfinishedSQL = unfinishedSQL
+	ReleaseSQL    = releaseSQL
+	PruneSQL      = pruneSQL
 )

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
@@ -24,10 +25,13 @@ import (
 const readPoolSize = 4
 
 // migrateAttempts bounds how often Open runs the migrations. goose takes no
-// lock on SQLite, so when two processes open one new file at once, one of
-// them fails a migration the other has just committed; running Up again
-// finds it applied. One retry per migration another opener can be applying
-// is enough; a third attempt leaves room for one more migration file.
+// lock on SQLite. When two processes open one new file at once, goose
+// itself retries creating its version table (after a constant 1 s
+// backoff, so the loser of that race opens about a second late); and the
+// loser of a migration fails it ("table already exists") once the winner
+// has committed it, so Open runs Up again, which finds it applied. One
+// retry per migration another opener may be applying is enough; three
+// attempts leave room for a second migration file.
 const migrateAttempts = 3
 
 // sqliteHeader is how every SQLite database file begins.
@@ -109,7 +113,7 @@ func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := setWAL(ctx, db); err != nil {
+	if err := setWAL(ctx, db, cfg.busyTimeout); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -124,13 +128,42 @@ func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 // commit appends instead of rewriting pages), then reads the mode back: a
 // file system that cannot do WAL would otherwise leave it silently in
 // another mode.
-func setWAL(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("set journal_mode: %w", translate(ctx, err))
+//
+// Switching needs an exclusive lock. When two connections open a new file at
+// once, both hold a shared lock while they switch, and SQLite refuses one of
+// them at once with SQLITE_BUSY instead of calling the busy handler (waiting
+// would deadlock). The loser tries again, a few milliseconds later, until
+// the busy timeout: by then the winner has switched the file, and the loser
+// finds it in WAL already.
+func setWAL(ctx context.Context, db *sql.DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := trySetWAL(ctx, db)
+		if err == nil || !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("set journal_mode: %w", ctx.Err())
+		case <-t.C:
+		}
 	}
+}
+
+func trySetWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
 	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return fmt.Errorf("read journal_mode: %w", translate(ctx, err))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+			return fmt.Errorf("set journal_mode: %w", translate(ctx, err))
+		}
+		if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return fmt.Errorf("read journal_mode: %w", translate(ctx, err))
+		}
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("journal_mode is %q, not wal", mode)

@@ -1,9 +1,11 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/turnframe/turnframe"
@@ -74,6 +76,14 @@ func moveOutbox(ctx context.Context, tx *sql.Tx, id turnframe.OutboxID, rule fun
 	return translate(ctx, err)
 }
 
+// releaseSQL reads the expired claims through the partial index of
+// Dispatching rows. It has no ORDER BY: with one, SQLite prefers to walk the
+// whole table in seq order.
+const releaseSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND claimed_at < ?`
+
+// pruneSQL deletes through the partial index of finished rows.
+const pruneSQL = `DELETE FROM outbox WHERE status IN ('completed', 'failed') AND finished_at < ? RETURNING ` + outboxCols
+
 // ReleaseExpiredClaims moves every Dispatching row claimed before
 // claimedBefore back to Pending, attempts kept (turnframe.ReleaseRow), and
 // returns their ids in enqueue order. It reads only Dispatching rows.
@@ -86,11 +96,11 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 	claimedBefore = stamp(claimedBefore)
 	var ids []turnframe.OutboxID
 	err := s.inTx(ctx, "release expired claims", func(tx *sql.Tx) error {
-		rows, err := scanOutboxRows(tx.QueryContext(ctx, `SELECT `+outboxCols+` FROM outbox
-			WHERE status = 'dispatching' AND claimed_at < ? ORDER BY seq`, micros(claimedBefore)))
+		rows, err := scanOutboxRows(tx.QueryContext(ctx, releaseSQL, micros(claimedBefore)))
 		if err != nil {
 			return err
 		}
+		slices.SortFunc(rows, func(a, b outboxRow) int { return cmp.Compare(a.seq, b.seq) })
 		for _, row := range rows {
 			if !turnframe.ClaimExpired(row.rec, claimedBefore) {
 				continue
@@ -120,8 +130,7 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 	finishedBefore = stamp(finishedBefore)
 	n := 0
 	err := s.inTx(ctx, "prune", func(tx *sql.Tx) error {
-		rows, err := scanOutboxRows(tx.QueryContext(ctx, `DELETE FROM outbox
-			WHERE status IN ('completed', 'failed') AND finished_at < ? RETURNING `+outboxCols, micros(finishedBefore)))
+		rows, err := scanOutboxRows(tx.QueryContext(ctx, pruneSQL, micros(finishedBefore)))
 		if err != nil {
 			return err
 		}

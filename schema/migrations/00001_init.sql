@@ -109,9 +109,6 @@ CREATE INDEX outbox_dispatching ON outbox (claimed_at)
 CREATE INDEX outbox_finished ON outbox (finished_at)
     WHERE status IN ('completed', 'failed');
 
--- Operators list rows by status (failed, outcome_unknown) in enqueue order.
-CREATE INDEX outbox_status ON outbox (status, seq);
-
 -- +goose Down
 DROP TABLE outbox;
 DROP TABLE events;

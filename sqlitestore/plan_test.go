@@ -1,0 +1,150 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
+)
+
+// queryPlan returns the EXPLAIN QUERY PLAN lines of query, one per step.
+func queryPlan(t *testing.T, s *sqlitestore.Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.ReadDB().QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// The hot queries read partial indexes only: their cost follows the rows
+// that are due, dispatching, finished or unfinished, never the history.
+func TestQueryPlans(t *testing.T) {
+	s := mustOpen(t)
+	// Some history, so the planner has statistics-free but real tables.
+	for i := range 20 {
+		mustCommit(t, s, "acme", turnframe.IdempotencyKey(fmt.Sprintf("k%d", i)),
+			turnframe.OutboxMessage{Destination: "payments", OrderKey: "card"})
+	}
+	tests := []struct {
+		name    string
+		query   string
+		args    []any
+		uses    []string // index names the plan must use
+		noScans []string // tables the plan must not scan
+	}{
+		{
+			name: "ClaimReadsDueAndOrderedIndexes", query: sqlitestore.ClaimSQL,
+			args: []any{"w", int64(1), 16},
+			uses: []string{"outbox_due", "outbox_ordered"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "ReleaseReadsDispatchingIndex",
+			query: sqlitestore.ReleaseSQL, args: []any{int64(1)},
+			uses: []string{"outbox_dispatching"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "PruneReadsFinishedIndex",
+			query: sqlitestore.PruneSQL, args: []any{int64(1)},
+			uses: []string{"outbox_finished"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "UnfinishedReadsUnfinishedAndUnknownIndexes",
+			query: sqlitestore.UnfinishedSQL + ` AND account = ? ORDER BY id LIMIT ?`, args: []any{"acme", 10},
+			uses: []string{"turns_unfinished", "journal_unknown"}, noScans: []string{"turns", "journal"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			plan := queryPlan(t, s, tc.query, tc.args...)
+			t.Logf("plan:\n  %s", strings.Join(plan, "\n  "))
+			all := strings.Join(plan, "\n")
+			for _, idx := range tc.uses {
+				is.True(strings.Contains(all, idx)) // the plan uses the index
+			}
+			for _, line := range plan {
+				for _, table := range tc.noScans {
+					scan := strings.HasPrefix(line, "SCAN "+table) &&
+						!strings.Contains(line, "USING INDEX") && !strings.Contains(line, "USING COVERING INDEX")
+					is.True(!scan) // no full scan of the table
+				}
+			}
+		})
+	}
+}
+
+// Times are stored as INTEGER microseconds: a time.Time bound by mistake
+// would be TEXT, and compare after every integer.
+func TestTimesAreIntegers(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := mustOpen(t)
+	applied := mustCommit(t, s, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+	claims, err := s.ClaimDue(ctx, t0.Add(time.Hour), 1, "w")
+	is.NoErr(err)
+	is.NoErr(s.Complete(ctx, claims[0], "ref", t0.Add(time.Hour)))
+
+	columns := map[string][]string{
+		"turns":   {"received_at", "updated_at"},
+		"journal": {"admitted_at", "updated_at"},
+		"events":  {"at"},
+		"outbox":  {"due_at", "claimed_at", "created_at", "updated_at", "finished_at"},
+	}
+	for table, cols := range columns {
+		for _, col := range cols {
+			var typ string
+			is.NoErr(s.ReadDB().QueryRowContext(ctx,
+				fmt.Sprintf("SELECT DISTINCT typeof(%s) FROM %s", col, table)).Scan(&typ))
+			is.Equal(typ, "integer") // table.col
+		}
+	}
+	var due int64
+	is.NoErr(s.ReadDB().QueryRowContext(ctx, "SELECT due_at FROM outbox").Scan(&due))
+	is.Equal(due, applied.Outbox[0].CreatedAt.UnixMicro()) // microseconds since the epoch
+}
+
+// Bytes read back as they went in: nil as nil, empty as empty.
+func TestPayloadsRoundTrip(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload []byte
+	}{
+		{name: "Nil", payload: nil},
+		{name: "Empty", payload: []byte{}},
+		{name: "Binary", payload: []byte{0, 1, 0xff}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			s := mustOpen(t)
+			w := begin("acme")
+			w.Admit = []turnframe.Command{{Key: "k", Case: "c", Name: "n", Payload: tc.payload}}
+			applied, err := s.Apply(ctx, w)
+			is.NoErr(err)
+			got, err := s.ByKey(ctx, "acme", "k")
+			is.NoErr(err)
+			is.Equal(got, applied.Admitted[0])              // what Apply returned is what is stored
+			is.Equal(got.Payload == nil, tc.payload == nil) // nil stays nil
+		})
+	}
+}

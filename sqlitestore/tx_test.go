@@ -1,0 +1,152 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
+)
+
+// An application that keeps its own tables in the store's file commits its
+// rows, its events and its outbox rows together, or none of them.
+func TestApplyTx(t *testing.T) {
+	tests := []struct {
+		name   string
+		commit bool
+		rows   int // rows of each kind after the transaction ends
+	}{
+		{name: "CommitWritesAppRowEventsAndOutbox", commit: true, rows: 1},
+		{name: "RollbackWritesNone", commit: false, rows: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			s := mustOpen(t)
+			tx, err := s.BeginTx(ctx)
+			is.NoErr(err)
+			_, err = tx.ExecContext(ctx, `CREATE TABLE bookings (seat TEXT PRIMARY KEY) STRICT`)
+			is.NoErr(err)
+			is.NoErr(tx.Commit())
+
+			prepare, commit := commitWrites("acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+			_, err = s.Apply(ctx, prepare)
+			is.NoErr(err)
+
+			tx, err = s.BeginTx(ctx)
+			is.NoErr(err)
+			defer tx.Rollback()
+			_, err = tx.ExecContext(ctx, `INSERT INTO bookings (seat) VALUES ('1A')`)
+			is.NoErr(err)
+			applied, err := s.ApplyTx(ctx, tx, commit)
+			is.NoErr(err)
+			is.Equal(len(applied.Outbox), 1)
+
+			// Nothing is visible to readers before the end of the transaction.
+			is.Equal(count(t, s, "bookings"), 0)
+			is.Equal(count(t, s, "outbox"), 0)
+			if tc.commit {
+				is.NoErr(tx.Commit())
+			} else {
+				is.NoErr(tx.Rollback())
+			}
+			is.Equal(count(t, s, "bookings"), tc.rows)
+			is.Equal(count(t, s, "events"), tc.rows)
+			is.Equal(count(t, s, "outbox"), tc.rows)
+			entry, err := s.ByKey(ctx, "acme", "k1")
+			is.NoErr(err)
+			want := turnframe.JournalExecuting
+			if tc.commit {
+				want = turnframe.JournalCommitted
+			}
+			is.Equal(entry.Status, want) // the journal moved with the rest, or not at all
+		})
+	}
+
+	t.Run("InvalidWriteIsRefusedBeforeWriting", func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		s := mustOpen(t)
+		tx, err := s.BeginTx(ctx)
+		is.NoErr(err)
+		defer tx.Rollback()
+		_, err = s.ApplyTx(ctx, tx, turnframe.Write{Account: "acme"})
+		is.True(errors.Is(err, turnframe.ErrInvalid))
+	})
+}
+
+func count(t *testing.T, s *sqlitestore.Store, table string) int {
+	t.Helper()
+	var n int
+	if err := s.ReadDB().QueryRowContext(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// A second Store on the file (another process, say the CLI) reads while
+// the first holds a write transaction, and its writes wait for the busy
+// timeout and then fail with ErrBusy, writing nothing.
+func TestSecondStoreWhileWriteTxHeld(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	first := mustOpenPath(t, path)
+	applied := mustCommit(t, first, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+	second := mustOpenPath(t, path, sqlitestore.WithBusyTimeout(20*time.Millisecond))
+
+	tx, err := first.BeginTx(ctx)
+	is.NoErr(err)
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `UPDATE turns SET text = 'changed'`)
+	is.NoErr(err)
+
+	turn, err := second.LoadTurn(ctx, "acme", applied.Outbox[0].Turn)
+	is.NoErr(err)                      // reads do not wait for the writer
+	is.Equal(turn.Text, "book a seat") // and see the last commit
+
+	_, err = second.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2")
+	is.True(errors.Is(err, sqlitestore.ErrBusy)) // a claim waits for the busy timeout, then fails
+	t.Log(err)
+	_, err = second.Apply(ctx, begin("acme"))
+	is.True(errors.Is(err, sqlitestore.ErrBusy)) // so does an Apply
+
+	is.NoErr(tx.Rollback())
+	claims, err := second.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2")
+	is.NoErr(err)
+	is.Equal(len(claims), 1) // the refused claim took nothing
+}
+
+// A cancelled context stays a context error.
+func TestCancelledContext(t *testing.T) {
+	is := is.New(t)
+	s := mustOpen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Apply(ctx, begin("acme"))
+	is.True(errors.Is(err, context.Canceled))
+	_, err = s.ClaimDue(ctx, t0, 1, "w")
+	is.True(errors.Is(err, context.Canceled))
+	_, err = s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 1})
+	is.True(errors.Is(err, context.Canceled))
+}
+
+// A UNIQUE violation is ErrConflict: a Begin of a turn that exists.
+func TestBeginExistingTurnIsConflict(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := mustOpen(t)
+	w := begin("acme")
+	_, err := s.Apply(ctx, w)
+	is.NoErr(err)
+	_, err = s.Apply(ctx, w)
+	is.True(errors.Is(err, turnframe.ErrConflict))
+	w.Account, w.Begin.Account = "globex", "globex"
+	_, err = s.Apply(ctx, w)
+	is.True(errors.Is(err, turnframe.ErrConflict)) // turn ids are unique across accounts
+}
