@@ -321,7 +321,16 @@ func (x *execution) run(ctx context.Context, e JournalEntry, last bool) (Command
 			return resultOf(running), fmt.Errorf("settle %v: %w", out.kind, err)
 		}
 		// A conflict on a commit: re-run only if it is the case that moved,
-		// not a refused transition (another Runtime took the entry over).
+		// not a refused transition. If another Runtime took the entry over
+		// (its own attempt, or already settled), the command is its business.
+		now, rerr := rt.store.ByKey(ctx, x.account, running.Key)
+		if rerr != nil {
+			return resultOf(running), fmt.Errorf("settle commit: %w (reading the entry again: %v)", err, rerr)
+		}
+		if now.Status != JournalExecuting || now.Attempt != attempt {
+			return resultOf(now), fmt.Errorf("settle commit: %w (attempt %v was superseded: the entry is %v under attempt %v)",
+				err, attempt, now.Status, now.Attempt)
+		}
 		moved, rerr := rt.store.CaseRevision(ctx, x.account, running.Case)
 		if rerr != nil {
 			return resultOf(running), fmt.Errorf("settle commit: %w (reading the case's revision again: %v)", err, rerr)

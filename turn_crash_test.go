@@ -352,3 +352,41 @@ func TestRuntimeLeavesTheEntryExecutingWhenTheCallersContextEnds(t *testing.T) {
 		is.Equal(report.Results[0].Kind, turnframe.ResultCommitted) // resumed by key
 	})
 }
+
+func TestRuntimeCommitsOnceWhenTwoRuntimesExecuteOneTurn(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		started := make(chan struct{})
+		proceed := make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(proceed) }) })
+		slow := rtNewHandler(func(ctx context.Context, call turnframe.Call, n int) turnframe.Outcome {
+			close(started)
+			<-proceed
+			return rtScript(ctx, call, n)
+		})
+		a, b := turnframe.New(store), turnframe.New(store)
+		turn := rtPlanned(t, a, rtAccount, rtCmd("k-book", "flight/7", "book"))
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Execute(ctx, rtAccount, turn, slow)
+			done <- err
+		}()
+		select {
+		case <-started:
+		case err := <-done:
+			t.Fatalf("runtime A returned before its handler started: %v", err)
+		}
+		fast := rtNewHandler(rtScript)
+		report, err := b.Execute(ctx, rtAccount, turn, fast)
+		is.NoErr(err)                                               // B takes the entry over under its own attempt
+		is.Equal(report.Results[0].Kind, turnframe.ResultCommitted) // and commits it
+		once.Do(func() { close(proceed) })
+		err = <-done
+		is.True(errors.Is(err, turnframe.ErrConflict))                                                          // A's attempt was superseded
+		is.Equal(slow.callsOf("k-book"), 1)                                                                     // A did not re-run it
+		is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7"), map[turnframe.IdempotencyKey]int{"k-book": 1}) // one commit
+		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book"})                                         // one row
+	})
+}
