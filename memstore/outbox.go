@@ -103,7 +103,10 @@ func (s *Store) settle(st turnframe.OutboxSettlement) error {
 	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
 	r, ok := s.outbox[st.Claim.ID]
 	if !ok {
-		return fmt.Errorf("memstore: outbox row %v: %w", st.Claim.ID, turnframe.ErrNotFound)
+		// A row that is gone (pruned after it was settled) is not held by
+		// any claim: the OutboxStore contract refuses every settlement
+		// without the claim with ErrClaimLost.
+		return fmt.Errorf("memstore: settle: outbox row %v does not exist: %w", st.Claim.ID, turnframe.ErrClaimLost)
 	}
 	next, err := turnframe.SettleRow(r.rec, st)
 	if err != nil {

@@ -1,0 +1,264 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+func journalTests() []test {
+	return []test{
+		{"AdmitCreatesPendingEntriesInAdmissionOrder", testAdmitPending},
+		{"JournalEntryMakesEveryDocumentedMove", testEntryAllowed},
+		{"JournalEntryRefusesEveryOtherMoveAndChangesNothing", testEntryRefused},
+		{"ASupersededAttemptCannotSettleItsEntry", testEntrySupersededAttempt},
+		{"SettlingAKeyOfAnotherTurnOrNoKeyIsNotFound", testSettleOtherTurn},
+		{"ReadmittingTheSameCommandReturnsTheExistingEntryAndRunsNothing", testReadmitSame},
+		{"ReusingAKeyForAnotherCommandIsConflictAndWritesNothing", testReadmitDifferent},
+		{"ACommittedEntryRecordsTheEventsItAppended", testCommittedEventIDs},
+		{"ByKeyOfAKeyNeverUsedIsNotFound", testByKeyMissing},
+	}
+}
+
+var allEntryStatuses = []turnframe.JournalStatus{
+	turnframe.JournalPending, turnframe.JournalExecuting, turnframe.JournalCommitted,
+	turnframe.JournalRejected, turnframe.JournalOutcomeUnknown,
+}
+
+// entryAllowed is the journal machine of DESIGN §5, written out.
+func entryAllowed(from, to turnframe.JournalStatus) bool {
+	switch from {
+	case turnframe.JournalPending:
+		return to == turnframe.JournalExecuting
+	case turnframe.JournalExecuting:
+		return to != turnframe.JournalPending
+	case turnframe.JournalOutcomeUnknown:
+		return to == turnframe.JournalCommitted || to == turnframe.JournalRejected || to == turnframe.JournalPending
+	}
+	return false
+}
+
+// entryIn admits a command in a new turn of account and moves its entry to
+// status: the turn, the key and the attempt that ran (zero if none).
+func (e *env) entryIn(account turnframe.AccountID, status turnframe.JournalStatus, now time.Time) (turnframe.TurnID, turnframe.IdempotencyKey, turnframe.AttemptID) {
+	e.t.Helper()
+	if status == turnframe.JournalPending {
+		turn := e.begin(account, now)
+		key := e.freshKey()
+		e.admit(account, turn, now, command(key, "booking/1"))
+		return turn, key, turnframe.AttemptID{}
+	}
+	turn, key, attempt := e.running(account, "booking/1", now)
+	switch status {
+	case turnframe.JournalCommitted:
+		e.commit(account, turn, key, attempt, now, []turnframe.Event{{Case: "booking/1", Type: "booked"}}, nil)
+	case turnframe.JournalRejected:
+		e.settle(account, turn, now, turnframe.Settlement{Key: key, To: status, Attempt: attempt, Code: "sold_out"})
+	case turnframe.JournalOutcomeUnknown:
+		e.settle(account, turn, now, turnframe.Settlement{Key: key, To: status, Attempt: attempt, RemoteRef: "ref-1"})
+	}
+	return turn, key, attempt
+}
+
+// settlementTo returns a settlement of key to status with the fields that
+// status uses; a move to Executing starts newAttempt.
+func settlementTo(key turnframe.IdempotencyKey, to turnframe.JournalStatus, running, newAttempt turnframe.AttemptID) turnframe.Settlement {
+	s := turnframe.Settlement{Key: key, To: to, Attempt: running}
+	switch to {
+	case turnframe.JournalExecuting:
+		s.Attempt = newAttempt
+	case turnframe.JournalRejected:
+		s.Code = "no_seats"
+	case turnframe.JournalOutcomeUnknown:
+		s.RemoteRef = "ref-2"
+	}
+	return s
+}
+
+func testAdmitPending(t *testing.T, e *env) {
+	is := is.New(t)
+	turn := e.begin(acme, at(0))
+	cmds := []turnframe.Command{command("k3", "booking/3"), command("k1", "booking/1"), command("k2", "booking/2")}
+	a := e.admit(acme, turn, at(time.Second), cmds...)
+	is.Equal(len(a.Admitted), 3) // one per command
+	for i, got := range a.Admitted {
+		is.Equal(got.Key, cmds[i].Key)                 // applied in order
+		is.Equal(got.Status, turnframe.JournalPending) // admitted pending
+	}
+	es, err := e.s.ForTurn(e.ctx, acme, turn)
+	is.NoErr(err)        // for turn
+	is.Equal(len(es), 3) // every entry
+	for i, got := range es {
+		want := cmds[i]
+		is.Equal(got.Key, want.Key)                     // admission order
+		is.Equal(got.Case, want.Case)                   // case
+		is.Equal(got.Name, want.Name)                   // name
+		is.True(bytes.Equal(got.Payload, want.Payload)) // payload
+		is.Equal(got.Account, acme)                     // account
+		is.Equal(got.Turn, turn)                        // turn
+		is.Equal(got.Status, turnframe.JournalPending)  // pending
+		is.True(got.Attempt.IsZero())                   // never run
+		is.Equal(got.Attempts, 0)                       // no attempt
+		is.Equal(len(got.EventIDs), 0)                  // no events
+		is.True(got.AdmittedAt.Equal(at(time.Second)))  // admitted at
+		is.True(got.UpdatedAt.Equal(at(time.Second)))   // updated at
+	}
+	byKey := e.entry(acme, "k1")
+	is.Equal(byKey.Case, turnframe.CaseKey("booking/1")) // by key
+}
+
+func testEntryAllowed(t *testing.T, e *env) {
+	for _, from := range allEntryStatuses {
+		for _, to := range allEntryStatuses {
+			if !entryAllowed(from, to) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v_to_%v", from, to), func(t *testing.T) {
+				is := is.New(t)
+				turn, key, running := e.entryIn(acme, from, at(0))
+				before := e.entry(acme, key)
+				next := e.ids.AttemptID(at(time.Second))
+				s := settlementTo(key, to, running, next)
+				got := e.settle(acme, turn, at(time.Second), s)
+				stored := e.entry(acme, key)
+				is.Equal(got, stored)                               // applied as stored
+				is.Equal(stored.Status, to)                         // moved
+				is.True(stored.UpdatedAt.Equal(at(time.Second)))    // stamped
+				is.True(stored.AdmittedAt.Equal(before.AdmittedAt)) // admission kept
+				switch to {
+				case turnframe.JournalExecuting:
+					is.Equal(stored.Attempt, next)               // the new attempt runs
+					is.Equal(stored.Attempts, before.Attempts+1) // counted
+				case turnframe.JournalRejected:
+					is.Equal(stored.Code, "no_seats")          // code kept
+					is.Equal(stored.Attempts, before.Attempts) // not an attempt
+				case turnframe.JournalOutcomeUnknown:
+					is.Equal(stored.RemoteRef, "ref-2") // remote ref kept
+					is.Equal(stored.Attempt, running)   // the attempt that ran
+				case turnframe.JournalCommitted, turnframe.JournalPending:
+					is.Equal(stored.Attempts, before.Attempts) // not an attempt
+				}
+			})
+		}
+	}
+}
+
+func testEntryRefused(t *testing.T, e *env) {
+	for _, from := range allEntryStatuses {
+		for _, to := range allEntryStatuses {
+			if entryAllowed(from, to) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v_to_%v", from, to), func(t *testing.T) {
+				is := is.New(t)
+				turn, key, running := e.entryIn(acme, from, at(0))
+				s := settlementTo(key, to, running, e.ids.AttemptID(at(time.Second)))
+				e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Settle: []turnframe.Settlement{s},
+					Admit: []turnframe.Command{command(e.freshKey(), "booking/9")}}, turnframe.ErrConflict, "refused entry move")
+				is.Equal(e.entry(acme, key).Status, from) // status kept
+			})
+		}
+	}
+}
+
+func testEntrySupersededAttempt(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, first := e.running(acme, "booking/1", at(0))
+	second := e.execute(acme, turn, key, at(time.Second)) // a resumed attempt
+	is.Equal(e.entry(acme, key).Attempts, 2)              // two attempts started
+	for _, to := range []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown} {
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(2 * time.Second),
+			Settle: []turnframe.Settlement{settlementTo(key, to, first, turnframe.AttemptID{})}}, turnframe.ErrConflict, "settle with the superseded attempt to "+to.String())
+	}
+	got := e.settle(acme, turn, at(3*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: second})
+	is.Equal(got.Status, turnframe.JournalCommitted) // the running attempt settles
+}
+
+func testSettleOtherTurn(t *testing.T, e *env) {
+	turn1, key, attempt := e.running(acme, "booking/1", at(0))
+	turn2 := e.begin(acme, at(time.Second))
+	_ = turn1
+	e.refused(turnframe.Write{Account: acme, Turn: turn2, Now: at(2 * time.Second),
+		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, Attempt: attempt}}}, turnframe.ErrNotFound, "settle another turn's entry")
+	e.refused(turnframe.Write{Account: acme, Turn: turn2, Now: at(2 * time.Second),
+		Settle: []turnframe.Settlement{{Key: "never-admitted", To: turnframe.JournalExecuting, Attempt: attempt}}}, turnframe.ErrNotFound, "settle a key never admitted")
+}
+
+func testReadmitSame(t *testing.T, e *env) {
+	is := is.New(t)
+	turn1, key, attempt := e.running(acme, "booking/1", at(0))
+	e.commit(acme, turn1, key, attempt, at(time.Second), []turnframe.Event{{Case: "booking/1", Type: "booked"}}, nil)
+	stored := e.entry(acme, key)
+
+	// The same turn admits it again.
+	a := e.admit(acme, turn1, at(2*time.Second), command(key, "booking/1"))
+	is.Equal(len(a.Admitted), 1)              // one per command
+	is.True(sameEntry(a.Admitted[0], stored)) // the existing entry, as stored
+	// Another turn admits it, beside a new command.
+	turn2 := e.begin(acme, at(3*time.Second))
+	other := e.freshKey()
+	a = e.admit(acme, turn2, at(4*time.Second), command(key, "booking/1"), command(other, "booking/2"))
+	is.Equal(len(a.Admitted), 2)                             // one per command
+	is.True(sameEntry(a.Admitted[0], stored))                // the existing entry, committed, of the first turn
+	is.Equal(a.Admitted[0].Turn, turn1)                      // whatever its turn
+	is.Equal(a.Admitted[1].Status, turnframe.JournalPending) // the new one admitted
+	is.True(sameEntry(e.entry(acme, key), stored))           // the entry did not change
+
+	es, err := e.s.ForTurn(e.ctx, acme, turn2)
+	is.NoErr(err)        // for turn
+	is.Equal(len(es), 1) // the second turn admitted only the new command
+	is.Equal(es[0].Key, other)
+	es, err = e.s.ForTurn(e.ctx, acme, turn1)
+	is.NoErr(err)        // for turn
+	is.Equal(len(es), 1) // the first turn holds its entry once
+	rev, err := e.s.CaseRevision(e.ctx, acme, "booking/1")
+	is.NoErr(err)                            // revision
+	is.Equal(rev, turnframe.CaseRevision(1)) // nothing ran again
+}
+
+func testReadmitDifferent(t *testing.T, e *env) {
+	turn, key, _ := e.running(acme, "booking/1", at(0))
+	original := command(key, "booking/1")
+	changed := map[string]turnframe.Command{
+		"name":    {Key: key, Case: original.Case, Name: "cancel", Payload: original.Payload},
+		"case":    {Key: key, Case: "booking/2", Name: original.Name, Payload: original.Payload},
+		"payload": {Key: key, Case: original.Case, Name: original.Name, Payload: []byte(`{"seats":3}`)},
+	}
+	for what, cmd := range changed {
+		// Alone, beside a new command, and from another turn.
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Admit: []turnframe.Command{cmd}},
+			turnframe.ErrConflict, "key reused with another "+what)
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second),
+			Admit: []turnframe.Command{command(e.freshKey(), "booking/3"), cmd}}, turnframe.ErrConflict, "key reused with another "+what+" after a new command")
+		w := e.beginWrite(acme, at(time.Second))
+		w.Admit = []turnframe.Command{cmd}
+		e.refused(w, turnframe.ErrConflict, "key reused with another "+what+" by a new turn")
+	}
+}
+
+func testCommittedEventIDs(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, attempt := e.running(acme, "booking/1", at(0))
+	a := e.commit(acme, turn, key, attempt, at(time.Second), []turnframe.Event{
+		{Case: "booking/1", Type: "booked", Data: []byte("1")},
+		{Case: "booking/1", Type: "paid", Data: []byte("2")},
+	}, nil)
+	is.Equal(len(a.Events), 2) // both appended
+	want := []turnframe.EventID{a.Events[0].ID, a.Events[1].ID}
+	is.Equal(a.Settled[0].EventIDs, want)       // applied entry
+	is.Equal(e.entry(acme, key).EventIDs, want) // stored entry, in order
+	evs, err := e.s.EventsByID(e.ctx, acme, want)
+	is.NoErr(err)           // events by id
+	is.Equal(evs, a.Events) // the same events
+}
+
+func testByKeyMissing(t *testing.T, e *env) {
+	is := is.New(t)
+	_, err := e.s.ByKey(e.ctx, acme, "never")
+	is.True(errors.Is(err, turnframe.ErrNotFound)) // never used
+}

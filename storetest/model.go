@@ -1,0 +1,364 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+// The reference model of the outbox: a list of rows in enqueue order and
+// the rules of DESIGN §5 written as plainly as they read, independent of any
+// store. testOrderedModel drives a store and the model with the same random
+// steps and fails at the first step where they disagree.
+
+type modelRow struct {
+	id        turnframe.OutboxID
+	account   turnframe.AccountID
+	orderKey  string
+	status    turnframe.OutboxStatus
+	due       time.Time
+	attempts  int
+	worker    string
+	claimedAt time.Time
+	finished  time.Time
+}
+
+type outboxModel struct {
+	rows []*modelRow // enqueue order
+}
+
+func (m *outboxModel) find(id turnframe.OutboxID) *modelRow {
+	for _, r := range m.rows {
+		if r.id == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// heldBack reports whether an earlier row of r's account and non-empty order
+// key is Pending, Dispatching or OutcomeUnknown.
+func (m *outboxModel) heldBack(i int) bool {
+	r := m.rows[i]
+	if r.orderKey == "" {
+		return false
+	}
+	for _, earlier := range m.rows[:i] {
+		if earlier.account != r.account || earlier.orderKey != r.orderKey {
+			continue
+		}
+		switch earlier.status {
+		case turnframe.OutboxPending, turnframe.OutboxDispatching, turnframe.OutboxOutcomeUnknown:
+			return true
+		}
+	}
+	return false
+}
+
+// claim returns the rows a claim at now takes, in claim order, and marks
+// them claimed.
+func (m *outboxModel) claim(now time.Time, limit int, worker string) []turnframe.OutboxID {
+	var due []*modelRow
+	for i, r := range m.rows {
+		if r.status == turnframe.OutboxPending && !r.due.After(now) && !m.heldBack(i) {
+			due = append(due, r)
+		}
+	}
+	// Stable: rows due at the same time stay in enqueue order.
+	sort.SliceStable(due, func(a, b int) bool { return due[a].due.Before(due[b].due) })
+	if len(due) > limit {
+		due = due[:limit]
+	}
+	ids := make([]turnframe.OutboxID, len(due))
+	for i, r := range due {
+		r.status, r.attempts, r.worker, r.claimedAt = turnframe.OutboxDispatching, r.attempts+1, worker, now
+		ids[i] = r.id
+	}
+	return ids
+}
+
+// holds reports whether c is still the claim on its row.
+func (m *outboxModel) holds(c turnframe.Claim) bool {
+	r := m.find(c.ID)
+	return r != nil && r.status == turnframe.OutboxDispatching && r.worker == c.Worker && r.attempts == c.Attempts
+}
+
+func (m *outboxModel) settle(c turnframe.Claim, to turnframe.OutboxStatus, retryAt, now time.Time) {
+	r := m.find(c.ID)
+	r.status = to
+	switch to {
+	case turnframe.OutboxPending:
+		r.due = retryAt
+	case turnframe.OutboxCompleted, turnframe.OutboxFailed:
+		r.finished = now
+	}
+}
+
+func (m *outboxModel) release(before time.Time) []turnframe.OutboxID {
+	var ids []turnframe.OutboxID
+	for _, r := range m.rows {
+		if r.status == turnframe.OutboxDispatching && r.claimedAt.Before(before) {
+			r.status = turnframe.OutboxPending
+			ids = append(ids, r.id)
+		}
+	}
+	return ids
+}
+
+func (m *outboxModel) prune(before time.Time) int {
+	n := len(m.rows)
+	m.rows = slices.DeleteFunc(m.rows, func(r *modelRow) bool {
+		return (r.status == turnframe.OutboxCompleted || r.status == turnframe.OutboxFailed) && r.finished.Before(before)
+	})
+	return n - len(m.rows)
+}
+
+func (m *outboxModel) withStatus(s turnframe.OutboxStatus) []*modelRow {
+	var rs []*modelRow
+	for _, r := range m.rows {
+		if r.status == s {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+func sortedIDs(ids []turnframe.OutboxID) []turnframe.OutboxID {
+	ids = slices.Clone(ids)
+	slices.SortFunc(ids, func(a, b turnframe.OutboxID) int { return a.Compare(b) })
+	return ids
+}
+
+func testOrderedModel(t *testing.T, e *env) {
+	seeds := []uint64{1, 2, 3, 4, 5}
+	steps := 500
+	if testing.Short() {
+		seeds, steps = seeds[:2], 200
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed_%d", seed), func(t *testing.T) {
+			runModel(t, newEnv(t, e.open), seed, steps)
+		})
+	}
+}
+
+func runModel(t *testing.T, e *env, seed uint64, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 0x7475726e))
+	m := &outboxModel{}
+	now := base
+	var held []turnframe.Claim  // claims not settled yet (some may be stale)
+	var every []turnframe.Claim // every claim ever made
+	accounts := []turnframe.AccountID{acme, globex}
+	orderKeys := []string{"", "x", "x", "y"}
+	workers := []string{"w1", "w2", "w3"}
+
+	step := 0
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d step %d: %s", seed, step, fmt.Sprintf(format, args...))
+	}
+	check := func(what string, err, want error) {
+		t.Helper()
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			fail("%s: got error %v, want %v", what, err, want)
+		}
+	}
+	settleTo := []turnframe.OutboxStatus{turnframe.OutboxCompleted, turnframe.OutboxPending, turnframe.OutboxFailed, turnframe.OutboxOutcomeUnknown}
+
+	for step = 0; step < steps; step++ {
+		now = now.Add(time.Duration(rng.IntN(3)) * time.Second)
+		switch p := rng.IntN(100); {
+		case p < 22: // enqueue one command's rows
+			account := accounts[rng.IntN(len(accounts))]
+			msgs := make([]turnframe.OutboxMessage, 1+rng.IntN(3))
+			for i := range msgs {
+				msgs[i] = message(orderKeys[rng.IntN(len(orderKeys))])
+				if rng.IntN(5) == 0 {
+					msgs[i].NotBefore = now.Add(time.Duration(1+rng.IntN(4)) * time.Second)
+				}
+			}
+			c := turnframe.CaseKey(e.fresh("case"))
+			key := e.freshKey()
+			attempt := e.ids.AttemptID(now)
+			w := e.beginWrite(account, now)
+			w.Admit = []turnframe.Command{command(key, c)}
+			w.Settle = []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}}
+			_, err := e.s.Apply(e.ctx, w)
+			check("begin", err, nil)
+			a, err := e.s.Apply(e.ctx, commitWrite(account, w.Turn, key, attempt, now, nil, msgs))
+			check("commit", err, nil)
+			for i, r := range a.Outbox {
+				due := now
+				if msgs[i].NotBefore.After(now) {
+					due = msgs[i].NotBefore
+				}
+				m.rows = append(m.rows, &modelRow{id: r.ID, account: account, orderKey: msgs[i].OrderKey, status: turnframe.OutboxPending, due: due})
+			}
+
+		case p < 47: // claim
+			limit, w := 1+rng.IntN(4), workers[rng.IntN(len(workers))]
+			cs, err := e.s.ClaimDue(e.ctx, now, limit, w)
+			check("claim", err, nil)
+			want := m.claim(now, limit, w)
+			if got := claimedIDs(cs); !slices.Equal(got, want) {
+				fail("claim(limit %d) at +%v: store claimed %v, model %v", limit, now.Sub(base), got, want)
+			}
+			held = append(held, cs...)
+			every = append(every, cs...)
+
+		case p < 75: // settle one claim, or a batch, sometimes a stale one
+			if len(every) == 0 {
+				continue
+			}
+			n := 1
+			if rng.IntN(4) == 0 {
+				n = 1 + rng.IntN(3)
+			}
+			var sts []turnframe.OutboxSettlement
+			var wants []error
+			chosen := make(map[turnframe.OutboxID]bool)
+			for range n {
+				var c turnframe.Claim
+				if len(held) > 0 && rng.IntN(8) != 0 {
+					i := rng.IntN(len(held))
+					c = held[i]
+					held = slices.Delete(held, i, i+1)
+				} else {
+					c = every[rng.IntN(len(every))]
+				}
+				if chosen[c.ID] {
+					continue // one settlement per row in a batch keeps the expectation simple
+				}
+				chosen[c.ID] = true
+				to := settleTo[rng.IntN(len(settleTo))]
+				st := turnframe.OutboxSettlement{Claim: c, To: to, Code: "code", RemoteRef: "ref", Now: now}
+				if to == turnframe.OutboxPending {
+					st.RetryAt = now.Add(time.Duration(rng.IntN(4)) * time.Second)
+				}
+				var want error
+				if !m.holds(c) {
+					want = turnframe.ErrClaimLost
+				} else {
+					m.settle(c, to, st.RetryAt, now)
+				}
+				sts, wants = append(sts, st), append(wants, want)
+			}
+			if len(sts) == 1 && rng.IntN(2) == 0 {
+				st := sts[0]
+				var err error
+				switch st.To {
+				case turnframe.OutboxCompleted:
+					err = e.s.Complete(e.ctx, st.Claim, st.RemoteRef, st.Now)
+				case turnframe.OutboxPending:
+					err = e.s.Retry(e.ctx, st.Claim, st.Code, st.RetryAt)
+				case turnframe.OutboxFailed:
+					err = e.s.Fail(e.ctx, st.Claim, st.Code, st.Now)
+				default:
+					err = e.s.MarkUnknown(e.ctx, st.Claim, st.RemoteRef, st.Now)
+				}
+				check(fmt.Sprintf("settle %v to %v", st.Claim.ID, st.To), err, wants[0])
+				break
+			}
+			results, err := e.s.Settle(e.ctx, sts)
+			check("settle batch", err, nil)
+			if len(results) != len(sts) {
+				fail("settle batch: %d results for %d settlements", len(results), len(sts))
+			}
+			for i := range sts {
+				check(fmt.Sprintf("settle batch[%d] %v to %v", i, sts[i].Claim.ID, sts[i].To), results[i], wants[i])
+			}
+
+		case p < 83: // release expired claims
+			before := now.Add(-time.Duration(rng.IntN(4)) * time.Second)
+			ids, err := e.s.ReleaseExpiredClaims(e.ctx, before)
+			check("release", err, nil)
+			if got, want := sortedIDs(ids), sortedIDs(m.release(before)); !slices.Equal(got, want) {
+				fail("release before +%v: store released %v, model %v", before.Sub(base), got, want)
+			}
+
+		case p < 92: // resolve an unknown row, or try one in another status
+			if len(m.rows) == 0 {
+				continue
+			}
+			r := m.rows[rng.IntN(len(m.rows))]
+			if unknown := m.withStatus(turnframe.OutboxOutcomeUnknown); len(unknown) > 0 && rng.IntN(4) != 0 {
+				r = unknown[rng.IntN(len(unknown))]
+			}
+			v := []turnframe.Verdict{turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend}[rng.IntN(3)]
+			err := e.s.Resolve(e.ctx, r.id, v, "verdict", now)
+			if r.status != turnframe.OutboxOutcomeUnknown {
+				check(fmt.Sprintf("resolve %v row %v", r.status, r.id), err, turnframe.ErrConflict)
+				break
+			}
+			check("resolve", err, nil)
+			switch v {
+			case turnframe.VerdictCompleted:
+				r.status, r.finished = turnframe.OutboxCompleted, now
+			case turnframe.VerdictFailed:
+				r.status, r.finished = turnframe.OutboxFailed, now
+			default:
+				r.status, r.due = turnframe.OutboxPending, now
+			}
+
+		case p < 97: // requeue a failed row, or try one in another status
+			if len(m.rows) == 0 {
+				continue
+			}
+			r := m.rows[rng.IntN(len(m.rows))]
+			if failed := m.withStatus(turnframe.OutboxFailed); len(failed) > 0 && rng.IntN(4) != 0 {
+				r = failed[rng.IntN(len(failed))]
+			}
+			at := now.Add(time.Duration(rng.IntN(3)) * time.Second)
+			err := e.s.Requeue(e.ctx, r.id, at)
+			if r.status != turnframe.OutboxFailed {
+				check(fmt.Sprintf("requeue %v row %v", r.status, r.id), err, turnframe.ErrConflict)
+				break
+			}
+			check("requeue", err, nil)
+			r.status, r.due = turnframe.OutboxPending, at
+
+		default: // prune
+			before := now.Add(-time.Duration(rng.IntN(10)) * time.Second)
+			n, err := e.s.Prune(e.ctx, before)
+			check("prune", err, nil)
+			if want := m.prune(before); n != want {
+				fail("prune before +%v: store pruned %d, model %d", before.Sub(base), n, want)
+			}
+		}
+		compareModel(t, e, m, fail)
+	}
+}
+
+// compareModel checks every row's status, attempts and claim holder against
+// the model.
+func compareModel(t *testing.T, e *env, m *outboxModel, fail func(string, ...any)) {
+	t.Helper()
+	rows, err := e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
+	if err != nil {
+		fail("list outbox: %v", err)
+	}
+	if len(rows) != len(m.rows) {
+		fail("store holds %d rows, model %d", len(rows), len(m.rows))
+	}
+	for _, r := range rows {
+		want := m.find(r.ID)
+		switch {
+		case want == nil:
+			fail("store holds row %v the model does not", r.ID)
+		case r.Status != want.status:
+			fail("row %v is %v in the store, %v in the model", r.ID, r.Status, want.status)
+		case r.Attempts != want.attempts:
+			fail("row %v has %d attempts in the store, %d in the model", r.ID, r.Attempts, want.attempts)
+		case r.Status == turnframe.OutboxPending && !r.DueAt.Equal(want.due):
+			fail("row %v is due at +%v in the store, +%v in the model", r.ID, r.DueAt.Sub(base), want.due.Sub(base))
+		case r.Status == turnframe.OutboxDispatching && r.ClaimedBy != want.worker:
+			fail("row %v is claimed by %q in the store, %q in the model", r.ID, r.ClaimedBy, want.worker)
+		}
+	}
+}

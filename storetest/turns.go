@@ -1,0 +1,280 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+func turnTests() []test {
+	return []test{
+		{"BeginCreatesTheTurnInPhaseReceived", testBeginCreatesTurn},
+		{"BeginOnAnExistingTurnIsConflictAndChangesNothing", testBeginExistingTurn},
+		{"ApplyToATurnThatDoesNotExistIsNotFound", testApplyMissingTurn},
+		{"TurnPhaseMovesForwardSkipsAheadAndAbandonsFromAnyNonTerminalPhase", testPhaseAllowed},
+		{"TurnPhaseRefusesGoingBackAndLeavingATerminalPhaseAndChangesNothing", testPhaseRefused},
+		{"CommittedAndDeliveredAreRefusedWhileAnEntryIsPending", testPhaseNeedsSettledEntries},
+		{"EveryApplyStampsTheTurnsUpdateTime", testApplyStampsTurn},
+		{"ReplayIsReplacedWholeByEachWriteThatCarriesOne", testReplayReplaced},
+		{"ReplayOfATurnWithoutOneIsNotFound", testReplayMissing},
+		{"ListUnfinishedTurnsIncludesADeliveredTurnHoldingAnUnknownEntry", testUnfinishedIncludesDeliveredUnknown},
+		{"ListUnfinishedTurnsRespectsScopeAndLimitOldestFirst", testUnfinishedScope},
+	}
+}
+
+var allPhases = []turnframe.TurnPhase{
+	turnframe.PhaseReceived, turnframe.PhaseInterpreted, turnframe.PhasePlanned, turnframe.PhaseExecuting,
+	turnframe.PhaseCommitted, turnframe.PhaseDelivered, turnframe.PhaseAbandoned,
+}
+
+// phaseAllowed is the turn phase machine of DESIGN §5, written out for a turn
+// with no pending entry.
+func phaseAllowed(from, to turnframe.TurnPhase) bool {
+	if from == turnframe.PhaseDelivered || from == turnframe.PhaseAbandoned {
+		return false
+	}
+	return to == turnframe.PhaseAbandoned || to >= from
+}
+
+// turnIn begins a turn of account and moves it to phase p.
+func (e *env) turnIn(account turnframe.AccountID, p turnframe.TurnPhase, now time.Time) turnframe.TurnID {
+	e.t.Helper()
+	w := e.beginWrite(account, now)
+	if p != turnframe.PhaseReceived {
+		w.Phase = p
+	}
+	e.apply(w)
+	return w.Turn
+}
+
+func testBeginCreatesTurn(t *testing.T, e *env) {
+	is := is.New(t)
+	w := e.beginWrite(acme, at(0))
+	a := e.apply(w)
+	is.Equal(a.Phase, turnframe.PhaseReceived) // applied phase
+
+	got, err := e.s.LoadTurn(e.ctx, acme, w.Turn)
+	is.NoErr(err)                                    // load turn
+	is.Equal(got.Account, acme)                      // account
+	is.Equal(got.ID, w.Turn)                         // id
+	is.Equal(got.Conversation, w.Begin.Conversation) // conversation
+	is.Equal(got.Text, w.Begin.Text)                 // text
+	is.Equal(got.Phase, turnframe.PhaseReceived)     // phase
+	is.True(got.ReceivedAt.Equal(at(0)))             // received at
+	is.True(got.UpdatedAt.Equal(at(0)))              // updated at
+	is.Equal(got.UpdatedAt.Location(), time.UTC)     // times come back in UTC
+	m, err := e.s.TurnPhase(e.ctx, acme, w.Turn)
+	is.NoErr(err)                                  // turn phase
+	is.Equal(m.Phase, turnframe.PhaseReceived)     // marker phase
+	is.Equal(m.Conversation, w.Begin.Conversation) // marker conversation
+	is.Equal(m.Turn, w.Turn)                       // marker turn
+	is.Equal(m.Account, acme)                      // marker account
+	is.True(m.UpdatedAt.Equal(at(0)))              // marker updated at
+}
+
+func testBeginExistingTurn(t *testing.T, e *env) {
+	w := e.beginWrite(acme, at(0))
+	e.apply(w)
+	again := w
+	again.Now = at(time.Second)
+	again.Admit = []turnframe.Command{command(e.freshKey(), "booking/1")}
+	e.refused(again, turnframe.ErrConflict, "begin twice")
+}
+
+func testApplyMissingTurn(t *testing.T, e *env) {
+	turn := e.ids.TurnID(at(0))
+	e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(0),
+		Admit: []turnframe.Command{command(e.freshKey(), "booking/1")}}, turnframe.ErrNotFound, "admit to a missing turn")
+	e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(0), Phase: turnframe.PhaseAbandoned},
+		turnframe.ErrNotFound, "abandon a missing turn")
+}
+
+func testPhaseAllowed(t *testing.T, e *env) {
+	for _, from := range allPhases {
+		for _, to := range allPhases {
+			if !phaseAllowed(from, to) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v_to_%v", from, to), func(t *testing.T) {
+				is := is.New(t)
+				e := newEnv(t, e.open)
+				turn := e.turnIn(acme, from, at(0))
+				a := e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Phase: to})
+				is.Equal(a.Phase, to)             // applied phase
+				is.Equal(e.phase(acme, turn), to) // stored phase
+			})
+		}
+	}
+}
+
+func testPhaseRefused(t *testing.T, e *env) {
+	for _, from := range allPhases {
+		for _, to := range allPhases {
+			if phaseAllowed(from, to) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v_to_%v", from, to), func(t *testing.T) {
+				is := is.New(t)
+				e := newEnv(t, e.open)
+				turn := e.turnIn(acme, from, at(0))
+				e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Phase: to,
+					Admit: []turnframe.Command{command(e.freshKey(), "booking/1")}}, turnframe.ErrConflict, "refused phase move")
+				is.Equal(e.phase(acme, turn), from) // phase kept
+			})
+		}
+	}
+}
+
+func testPhaseNeedsSettledEntries(t *testing.T, e *env) {
+	is := is.New(t)
+	for _, to := range []turnframe.TurnPhase{turnframe.PhaseCommitted, turnframe.PhaseDelivered} {
+		// An entry that is Pending.
+		turn := e.turnIn(acme, turnframe.PhasePlanned, at(0))
+		key := e.freshKey()
+		e.admit(acme, turn, at(0), command(key, "booking/1"))
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Phase: to}, turnframe.ErrConflict, "phase with a pending entry")
+
+		// Admitted in the same Write counts too.
+		turn2 := e.turnIn(acme, turnframe.PhasePlanned, at(0))
+		e.refused(turnframe.Write{Account: acme, Turn: turn2, Now: at(time.Second), Phase: to,
+			Admit: []turnframe.Command{command(e.freshKey(), "booking/2")}}, turnframe.ErrConflict, "phase with an entry admitted in the same write")
+
+		// An entry that is Executing.
+		attempt := e.execute(acme, turn, key, at(2*time.Second))
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(3 * time.Second), Phase: to}, turnframe.ErrConflict, "phase with an executing entry")
+
+		// Settled in the same Write: the entry is counted as it will be.
+		a := e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(4 * time.Second), Phase: to,
+			Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalRejected, Attempt: attempt, Code: "sold_out"}}})
+		is.Equal(a.Phase, to) // phase moved with the last settlement
+
+		// An OutcomeUnknown entry is not pending.
+		turn3, key3, attempt3 := e.running(acme, "booking/3", at(0))
+		e.settle(acme, turn3, at(time.Second), turnframe.Settlement{Key: key3, To: turnframe.JournalOutcomeUnknown, Attempt: attempt3})
+		a = e.apply(turnframe.Write{Account: acme, Turn: turn3, Now: at(2 * time.Second), Phase: to})
+		is.Equal(a.Phase, to) // an unknown entry does not hold the turn back
+	}
+}
+
+func testApplyStampsTurn(t *testing.T, e *env) {
+	is := is.New(t)
+	turn := e.begin(acme, at(0))
+	e.admit(acme, turn, at(time.Minute), command(e.freshKey(), "booking/1"))
+	got, err := e.s.LoadTurn(e.ctx, acme, turn)
+	is.NoErr(err)                                 // load
+	is.True(got.UpdatedAt.Equal(at(time.Minute))) // admit stamps the turn
+	is.True(got.ReceivedAt.Equal(at(0)))          // received at kept
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(2 * time.Minute), Replay: &turnframe.ReplayRecord{Response: "ok"}})
+	m, err := e.s.TurnPhase(e.ctx, acme, turn)
+	is.NoErr(err)                                   // marker
+	is.True(m.UpdatedAt.Equal(at(2 * time.Minute))) // a replay-only write stamps the turn
+}
+
+func testReplayReplaced(t *testing.T, e *env) {
+	is := is.New(t)
+	turn := e.begin(acme, at(0))
+	first := turnframe.ReplayRecord{
+		Understanding: &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{
+			{Unit: 1, Words: turnframe.WordRange{First: 0, Last: 3, Start: 0, End: 17}, Basis: turnframe.BasisCommittedStateAfterTurn},
+			{Unit: 2, Words: turnframe.WordRange{First: 4, Last: 4, Start: 18, End: 24}, Basis: turnframe.BasisGeneralDomainKnowledge, ContinuesPrevious: true},
+		}},
+		LoadedCases: []turnframe.CaseKey{"booking/1", "booking/2"},
+	}
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Replay: &first})
+	got, err := e.s.Replay(e.ctx, acme, turn)
+	is.NoErr(err)        // replay
+	is.Equal(got, first) // stored as written
+
+	second := turnframe.ReplayRecord{Response: "booked", AbandonCode: ""}
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(2 * time.Second), Replay: &second})
+	got, err = e.s.Replay(e.ctx, acme, turn)
+	is.NoErr(err)                     // replay
+	is.Equal(got.Understanding, nil)  // replaced whole: understanding gone
+	is.Equal(len(got.LoadedCases), 0) // replaced whole: cases gone
+	is.Equal(got.Response, "booked")  // new response
+
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(3 * time.Second), Phase: turnframe.PhaseAbandoned})
+	got, err = e.s.Replay(e.ctx, acme, turn)
+	is.NoErr(err)                    // replay
+	is.Equal(got.Response, "booked") // a write without a replay keeps it
+}
+
+func testReplayMissing(t *testing.T, e *env) {
+	is := is.New(t)
+	turn := e.begin(acme, at(0))
+	_, err := e.s.Replay(e.ctx, acme, turn)
+	is.True(errors.Is(err, turnframe.ErrNotFound)) // a turn without a replay record
+	_, err = e.s.Replay(e.ctx, acme, e.ids.TurnID(at(0)))
+	is.True(errors.Is(err, turnframe.ErrNotFound)) // no such turn
+}
+
+func testUnfinishedIncludesDeliveredUnknown(t *testing.T, e *env) {
+	is := is.New(t)
+	// Delivered, with a command still OutcomeUnknown: not finished.
+	unknownTurn, key, attempt := e.running(acme, "payment/1", at(0))
+	e.settle(acme, unknownTurn, at(time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalOutcomeUnknown, Attempt: attempt, RemoteRef: "ch_1"})
+	e.apply(turnframe.Write{Account: acme, Turn: unknownTurn, Now: at(2 * time.Second), Phase: turnframe.PhaseDelivered})
+	// Delivered, everything committed: finished.
+	doneTurn, key2, attempt2 := e.running(acme, "payment/2", at(time.Second))
+	e.apply(turnframe.Write{Account: acme, Turn: doneTurn, Now: at(2 * time.Second), Phase: turnframe.PhaseDelivered,
+		Settle: []turnframe.Settlement{{Key: key2, To: turnframe.JournalCommitted, Attempt: attempt2}}})
+	// Abandoned: finished.
+	e.turnIn(acme, turnframe.PhaseAbandoned, at(2*time.Second))
+	// Planned: not finished.
+	planned := e.turnIn(acme, turnframe.PhasePlanned, at(3*time.Second))
+
+	got, err := e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
+	is.NoErr(err) // list
+	var turns []turnframe.TurnID
+	for _, m := range got {
+		turns = append(turns, m.Turn)
+	}
+	is.Equal(turns, []turnframe.TurnID{unknownTurn, planned}) // the delivered turn with an unknown entry and the planned one
+	is.Equal(got[0].Phase, turnframe.PhaseDelivered)          // listed with its phase
+
+	// Reconciled, it is finished.
+	e.settle(acme, unknownTurn, at(3*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: attempt})
+	got, err = e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
+	is.NoErr(err)         // list
+	is.Equal(len(got), 1) // only the planned turn
+	is.Equal(got[0].Turn, planned)
+}
+
+func testUnfinishedScope(t *testing.T, e *env) {
+	is := is.New(t)
+	// Turn ids are made in order, so the oldest turn has the smallest id;
+	// the update times run the other way to show the order is by id.
+	var acmeTurns []turnframe.TurnID
+	for i := range 4 {
+		turn := e.begin(acme, at(time.Duration(i)*time.Second))
+		acmeTurns = append(acmeTurns, turn)
+	}
+	for i, turn := range acmeTurns {
+		e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Hour - time.Duration(i)*time.Minute), Phase: turnframe.PhasePlanned})
+	}
+	globexTurn := e.begin(globex, at(5*time.Second))
+
+	list := func(scope turnframe.RecoveryScope, limit int) []turnframe.TurnID {
+		t.Helper()
+		got, err := e.s.ListUnfinishedTurns(e.ctx, scope, limit)
+		is.NoErr(err) // list unfinished
+		var ids []turnframe.TurnID
+		for _, m := range got {
+			ids = append(ids, m.Turn)
+		}
+		return ids
+	}
+	is.Equal(list(turnframe.RecoveryScope{}, 10), append(slices.Clone(acmeTurns), globexTurn)) // everything, oldest first
+	is.Equal(list(turnframe.RecoveryScope{Account: acme}, 10), acmeTurns)                      // one account
+	is.Equal(list(turnframe.RecoveryScope{Account: globex}, 10), []turnframe.TurnID{globexTurn})
+	is.Equal(list(turnframe.RecoveryScope{}, 2), acmeTurns[:2]) // limit keeps the oldest
+	// Updated at 1h, 59m, 58m, 57m: before 59m leaves out the first two
+	// (59m itself is not before 59m).
+	is.Equal(list(turnframe.RecoveryScope{Account: acme, UpdatedBefore: at(59 * time.Minute)}, 10), acmeTurns[2:]) // staleness cut-off, strict
+	is.Equal(list(turnframe.RecoveryScope{UpdatedBefore: at(0)}, 10), []turnframe.TurnID(nil))                     // nothing that old
+}
