@@ -1,0 +1,144 @@
+// Command turnframe plays a runnable demo of the turnframe library and is the
+// operator's tool for a turnframe SQLite database, including one that a
+// running application has open.
+//
+// The demo plays a booking conversation against a misbehaving payments server
+// and proves that every intended effect landed exactly once:
+//
+//	go run ./cmd/turnframe demo
+//
+// The operator commands take the database file with --db. They read through
+// the store's read pool and write in immediate transactions, so they work
+// while the application runs; they open only an existing turnframe database
+// and never create one (migrate is the one that may):
+//
+//	turnframe status  --db app.db                 counts, oldest due row, stale claims, unknown rows
+//	turnframe outbox  --db app.db --status failed list outbox rows
+//	turnframe turns   --db app.db --unfinished    list turns recovery still has to finish
+//	turnframe show    --db app.db ID              one outbox row, or a turn with its journal and events
+//	turnframe settle  --db app.db ID completed    settle an outcome_unknown row (completed|failed|resend)
+//	turnframe requeue --db app.db ID              send a failed row again
+//	turnframe release --db app.db --older-than 5m put stale claims back to pending
+//	turnframe prune   --db app.db --older-than 30d delete finished rows (never a key)
+//	turnframe migrate --db app.db                 apply the schema (may create the file)
+//	turnframe version
+//
+// Every listing takes --json for scripts; otherwise it prints aligned columns.
+// "turnframe help CMD" or "turnframe CMD -h" describes a command.
+//
+// Exit status: 0 on success; 1 when the command could not be done now (the
+// database stayed busy past --busy-timeout, an I/O error) or the demo found a
+// discrepancy; 2 when the request cannot succeed as given (a bad flag or
+// argument, an unknown id, a row in the wrong status for the command, a file
+// that is not a turnframe database).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// The exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // could not be done now, or the demo found a discrepancy
+	exitUsage   = 2 // cannot succeed as given
+)
+
+// env is what a command runs with: its output streams and its clock.
+type env struct {
+	stdout io.Writer
+	stderr io.Writer
+	now    func() time.Time
+}
+
+// run runs the command line args (without the program name) and returns the
+// exit status. It is main without os.Exit, for tests.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runEnv(ctx, &env{stdout: stdout, stderr: stderr, now: time.Now}, args)
+}
+
+func runEnv(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		printUsage(e.stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return runHelp(e, rest)
+	}
+	cmd := lookup(name)
+	if cmd == nil {
+		fmt.Fprintf(e.stderr, "turnframe: unknown command %q\n\n", name)
+		printUsage(e.stderr)
+		return exitUsage
+	}
+	err := cmd.run(ctx, e, rest)
+	return report(e.stderr, cmd.name, err)
+}
+
+// report prints err, if any, and returns the exit status it calls for.
+func report(stderr io.Writer, name string, err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelpShown):
+		return exitOK
+	case errors.Is(err, errUsageShown):
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "turnframe %s: %v\n", name, err)
+	if exitCode(err) == exitUsage {
+		var u *usageError
+		if errors.As(err, &u) {
+			fmt.Fprintf(stderr, "run 'turnframe %s -h' for help\n", name)
+		}
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// exitCode maps an error to an exit status: exitUsage for what cannot succeed
+// as given, exitFailure for the rest.
+func exitCode(err error) int {
+	var u *usageError
+	switch {
+	case errors.As(err, &u),
+		errors.Is(err, turnframe.ErrNotFound),
+		errors.Is(err, turnframe.ErrInvalid),
+		errors.Is(err, turnframe.ErrConflict):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// usageError is a bad flag or argument, found before anything was opened.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// errHelpShown and errUsageShown end a command whose help or flag error the
+// flag package has already printed.
+var (
+	errHelpShown  = errors.New("help shown")
+	errUsageShown = errors.New("usage shown")
+)

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
+)
+
+func showCommand() *command {
+	return &command{
+		name:    "show",
+		args:    "ID",
+		summary: "show one outbox row, or one turn with its journal, events and outbox rows",
+		help: `Shows the outbox row with this id, with its payload; or else the turn with
+this id: its text and answer, its journal entries, the events they committed,
+the outbox rows they enqueued, and what recovery would decide for it. An id
+that is neither is an error (exit 2).`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			db := addDBFlags(fs)
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 1 {
+					return usagef("unexpected argument %q", args[1])
+				}
+				id, err := parseOutboxID(args, "the id of an outbox row or a turn")
+				if err != nil {
+					return err
+				}
+				store, err := db.open(ctx)
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				rec, err := store.GetOutbox(ctx, id)
+				if err == nil {
+					if *asJSON {
+						return writeJSON(e.stdout, map[string]any{"kind": "outbox", "outbox": outboxView(rec)})
+					}
+					return printOutboxRecord(e, rec)
+				}
+				if !errors.Is(err, turnframe.ErrNotFound) {
+					return err
+				}
+				turnID, _ := turnframe.ParseTurnID(id.String())
+				t, err := readTurn(ctx, store, turnID)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, t.json())
+				}
+				return t.print(e)
+			}
+		},
+	}
+}
+
+func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
+	v := outboxView(r)
+	due := ""
+	if r.Status == turnframe.OutboxPending {
+		due = fmt.Sprintf("%s (%s)", stamp(r.DueAt), age(e.now(), r.DueAt))
+	}
+	payload := v.Payload
+	if v.PayloadBase64 != "" {
+		payload = "base64:" + v.PayloadBase64
+	}
+	return writeFields(e.stdout, [][2]string{
+		{"outbox row", v.ID},
+		{"status", v.Status},
+		{"account", v.Account},
+		{"turn", v.Turn},
+		{"key", v.Key},
+		{"remote key", v.RemoteKey},
+		{"destination", v.Destination},
+		{"order key", v.OrderKey},
+		{"attempts", itoa(v.Attempts)},
+		{"due", due},
+		{"claimed by", v.ClaimedBy},
+		{"claimed at", stamp(r.ClaimedAt)},
+		{"last code", v.LastCode},
+		{"remote ref", v.RemoteRef},
+		{"created", stamp(r.CreatedAt)},
+		{"updated", stamp(r.UpdatedAt)},
+		{"finished", stamp(r.FinishedAt)},
+		{"payload", payload},
+	})
+}
+
+// turnDetail is one turn with everything "show" prints about it.
+type turnDetail struct {
+	turn     turnframe.StoredTurn
+	replay   *turnframe.ReplayRecord
+	entries  []turnframe.JournalEntry
+	events   []turnframe.StoredEvent
+	outbox   []turnframe.OutboxRecord
+	recovery turnframe.ActionKind
+}
+
+// readTurn reads a turn by id alone: the store's reads need its account, so
+// the account is looked up first with read-only SQL. ErrNotFound when no
+// turn has this id.
+func readTurn(ctx context.Context, store *sqlitestore.Store, id turnframe.TurnID) (turnDetail, error) {
+	var account string
+	err := store.ReadDB().QueryRowContext(ctx, "SELECT account FROM turns WHERE id = ?", id.String()).Scan(&account)
+	if errors.Is(err, sql.ErrNoRows) {
+		return turnDetail{}, fmt.Errorf("no outbox row or turn has the id %s: %w", id, turnframe.ErrNotFound)
+	}
+	if err != nil {
+		return turnDetail{}, fmt.Errorf("find turn %s: %w", id, err)
+	}
+	acct := turnframe.AccountID(account)
+	var t turnDetail
+	if t.turn, err = store.LoadTurn(ctx, acct, id); err != nil {
+		return t, err
+	}
+	rec := turnframe.NewRecovery(store)
+	if t.replay, err = rec.Record(ctx, acct, id); err != nil {
+		return t, err
+	}
+	if t.entries, err = store.ForTurn(ctx, acct, id); err != nil {
+		return t, err
+	}
+	if t.events, err = store.EventsByID(ctx, acct, turnframe.CommittedEventIDs(t.entries)); err != nil {
+		return t, err
+	}
+	action, err := rec.Decide(ctx, acct, id)
+	if err != nil {
+		return t, err
+	}
+	t.recovery = action.Kind
+	rows, err := store.ReadDB().QueryContext(ctx, "SELECT id FROM outbox WHERE turn = ? ORDER BY seq LIMIT ?", id.String(), turnframe.MaxLimit)
+	if err != nil {
+		return t, fmt.Errorf("outbox rows of turn %s: %w", id, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return t, err
+		}
+		ids = append(ids, s)
+	}
+	if err := rows.Close(); err != nil {
+		return t, err
+	}
+	for _, s := range ids {
+		oid, err := turnframe.ParseOutboxID(s)
+		if err != nil {
+			return t, err
+		}
+		r, err := store.GetOutbox(ctx, oid)
+		if err != nil {
+			return t, err
+		}
+		t.outbox = append(t.outbox, r)
+	}
+	return t, nil
+}
+
+// turnDetailJSON is "show --json" for a turn.
+type turnDetailJSON struct {
+	Kind         string       `json:"kind"` // "turn"
+	ID           string       `json:"id"`
+	Account      string       `json:"account"`
+	Conversation string       `json:"conversation"`
+	Phase        string       `json:"phase"`
+	Text         string       `json:"text"`
+	Response     string       `json:"response,omitempty"`
+	AbandonCode  string       `json:"abandon_code,omitempty"`
+	ReceivedAt   time.Time    `json:"received_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+	Recovery     string       `json:"recovery"`
+	Journal      []entryJSON  `json:"journal"`
+	Events       []eventJSON  `json:"events"`
+	Outbox       []outboxJSON `json:"outbox"`
+}
+
+func (t turnDetail) json() turnDetailJSON {
+	v := turnDetailJSON{
+		Kind: "turn", ID: t.turn.ID.String(), Account: string(t.turn.Account),
+		Conversation: t.turn.Conversation.String(), Phase: t.turn.Phase.String(), Text: t.turn.Text,
+		ReceivedAt: t.turn.ReceivedAt, UpdatedAt: t.turn.UpdatedAt, Recovery: t.recovery.String(),
+		Journal: []entryJSON{}, Events: []eventJSON{}, Outbox: []outboxJSON{},
+	}
+	if t.replay != nil {
+		v.Response, v.AbandonCode = t.replay.Response, t.replay.AbandonCode
+	}
+	for _, e := range t.entries {
+		v.Journal = append(v.Journal, entryView(e))
+	}
+	for _, ev := range t.events {
+		v.Events = append(v.Events, eventView(ev))
+	}
+	for _, r := range t.outbox {
+		v.Outbox = append(v.Outbox, outboxView(r))
+	}
+	return v
+}
+
+func (t turnDetail) print(e *env) error {
+	v := t.json()
+	if err := writeFields(e.stdout, [][2]string{
+		{"turn", v.ID},
+		{"account", v.Account},
+		{"conversation", v.Conversation},
+		{"phase", v.Phase},
+		{"received", stamp(v.ReceivedAt)},
+		{"updated", fmt.Sprintf("%s (%s ago)", stamp(v.UpdatedAt), age(e.now(), v.UpdatedAt))},
+		{"text", strconv.Quote(v.Text)},
+		{"response", quoteIf(v.Response)},
+		{"abandoned", v.AbandonCode},
+		{"recovery", v.Recovery},
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\njournal:\n")
+	var rows [][]string
+	for _, j := range t.entries {
+		rows = append(rows, []string{string(j.Key), j.Name, string(j.Case), j.Status.String(), itoa(j.Attempts), j.Code, j.RemoteRef, stamp(j.UpdatedAt)})
+	}
+	if err := writeTable(e.stdout, []string{"KEY", "COMMAND", "CASE", "STATUS", "ATTEMPTS", "CODE", "REMOTE REF", "UPDATED"}, rows); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\nevents:\n")
+	rows = nil
+	for _, ev := range t.events {
+		rows = append(rows, []string{ev.ID.String(), string(ev.Case), strconv.FormatUint(uint64(ev.Revision), 10), ev.Type, string(ev.Key), stamp(ev.At)})
+	}
+	if err := writeTable(e.stdout, []string{"ID", "CASE", "REVISION", "TYPE", "KEY", "AT"}, rows); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\noutbox:\n")
+	rows = nil
+	for _, r := range t.outbox {
+		rows = append(rows, outboxRow(r))
+	}
+	return writeTable(e.stdout, outboxColumns, rows)
+}
+
+func quoteIf(s string) string {
+	if s == "" {
+		return ""
+	}
+	return strconv.Quote(s)
+}
