@@ -264,3 +264,23 @@ func ClaimLatencies(ctx context.Context, store turnframe.OutboxStore, k int) ([]
 	}
 	return out, nil
 }
+
+// CountingOutbox is an OutboxStore that counts claim and settle
+// transactions and the rows they carried: how well settlements coalesce.
+type CountingOutbox struct {
+	turnframe.OutboxStore
+	Claims, Settles, Settled atomic.Int64
+}
+
+// ClaimDue counts the call and passes it on.
+func (c *CountingOutbox) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
+	c.Claims.Add(1)
+	return c.OutboxStore.ClaimDue(ctx, now, limit, worker)
+}
+
+// Settle counts the call and its settlements and passes it on.
+func (c *CountingOutbox) Settle(ctx context.Context, s []turnframe.OutboxSettlement) ([]error, error) {
+	c.Settles.Add(1)
+	c.Settled.Add(int64(len(s)))
+	return c.OutboxStore.Settle(ctx, s)
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -219,6 +220,11 @@ func childDrain() (res childResult) {
 	}
 	d := bench.NewDispatcher(st, sender, os.Getenv(childWorker), max(1, conc))
 	res.HWMBeforeKiB = vmHWM()
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		res.Error = "waiting for go: " + err.Error()
+		return res
+	}
 	res.Start = time.Now().UnixNano()
 	res.Drained, err = bench.DrainDispatcher(ctx, d)
 	res.End = time.Now().UnixNano()
@@ -255,27 +261,62 @@ func vmHWM() int64 {
 	return -1
 }
 
-// startChild starts a drain child on path.
-func startChild(path string, s bench.Sync, worker, idsFile string, concurrency int) (*exec.Cmd, *bytes.Buffer, error) {
+// proc is a running drain child. It opens the store, says "ready" on its
+// first stdout line and waits for a line on stdin before draining, so that
+// several children start draining together, not one process start-up
+// apart.
+type proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startChild starts a drain child on path and waits until it is ready.
+func startChild(path string, s bench.Sync, worker, idsFile string, concurrency int) (*proc, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(),
 		childEnv+"=drain", childPath+"="+path, childSync+"="+string(s),
 		childWorker+"="+worker, childIDs+"="+idsFile, childConcurr+"="+strconv.Itoa(concurrency))
-	var out bytes.Buffer
-	cmd.Stdout = &out
 	cmd.Stderr = os.Stderr
-	return cmd, &out, cmd.Start()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	line, err := p.out.ReadString('\n')
+	if err != nil || line != "ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("child did not get ready: %q, %v", line, err)
+	}
+	return p, nil
 }
 
-func waitChild(cmd *exec.Cmd, out *bytes.Buffer) (childResult, error) {
-	werr := cmd.Wait()
+// goAhead lets a ready child drain.
+func (p *proc) goAhead() error {
+	_, err := io.WriteString(p.stdin, "go\n")
+	p.stdin.Close()
+	return err
+}
+
+// wait reads the child's report and waits for it to exit.
+func (p *proc) wait() (childResult, error) {
+	rest, rerr := io.ReadAll(p.out)
+	werr := p.cmd.Wait()
 	var res childResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return res, fmt.Errorf("child output %q: %v (exit: %v)", out.String(), err, werr)
+	if err := json.Unmarshal(rest, &res); err != nil {
+		return res, fmt.Errorf("child output %q: %v (read: %v, exit: %v)", rest, err, rerr, werr)
 	}
 	if res.Error != "" {
 		return res, fmt.Errorf("child: %s", res.Error)
@@ -306,12 +347,13 @@ func (r *run) memory() {
 			r.fail("memory %d: %v", n, err)
 			continue
 		}
-		cmd, out, err := startChild(path, bench.SyncFull, "mem", "", 8)
+		p, err := startChild(path, bench.SyncFull, "mem", "", 8)
 		if err != nil {
 			r.fail("memory %d: %v", n, err)
 			continue
 		}
-		res, err := waitChild(cmd, out)
+		p.goAhead()
+		res, err := p.wait()
 		bench.Remove(path)
 		if err != nil {
 			r.fail("memory %d: %v", n, err)
@@ -370,8 +412,7 @@ func (r *run) drainProcs(s bench.Sync, n, procs int) (procRun, error) {
 	}
 	defer bench.Remove(path)
 	type child struct {
-		cmd  *exec.Cmd
-		out  *bytes.Buffer
+		p    *proc
 		ids  string
 		res  childResult
 		werr error
@@ -380,14 +421,19 @@ func (r *run) drainProcs(s bench.Sync, n, procs int) (procRun, error) {
 	for i := range kids {
 		ids := fmt.Sprintf("%s.ids-%d", path, i)
 		defer os.Remove(ids)
-		cmd, out, err := startChild(path, s, fmt.Sprintf("proc-%d", i), ids, 8)
+		p, err := startChild(path, s, fmt.Sprintf("proc-%d", i), ids, 8)
 		if err != nil {
 			return pr, err
 		}
-		kids[i] = &child{cmd: cmd, out: out, ids: ids}
+		kids[i] = &child{p: p, ids: ids}
 	}
 	for _, k := range kids {
-		k.res, k.werr = waitChild(k.cmd, k.out)
+		if err := k.p.goAhead(); err != nil {
+			return pr, err
+		}
+	}
+	for _, k := range kids {
+		k.res, k.werr = k.p.wait()
 	}
 	seen := map[string]int{}
 	var first, last int64

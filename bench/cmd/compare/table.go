@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -95,6 +96,19 @@ func (r *run) rateTable(title, intro, unit string, cs []contender, subjects []st
 			}
 		}
 		t.rows = append(t.rows, row)
+	}
+	for _, c := range cs {
+		for _, s := range r.syncs {
+			m, ok := med[cell{c.name, s}]
+			if !ok || len(m.Extra) == 0 {
+				continue
+			}
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(m.Extra)) {
+				parts = append(parts, fmt.Sprintf("%s %.2f", k, m.Extra[k]))
+			}
+			t.notes = append(t.notes, fmt.Sprintf("%s, %s: %s", c.name, s, strings.Join(parts, "; ")))
+		}
 	}
 	return t
 }

@@ -126,10 +126,14 @@ func (r *run) drain() {
 				return bench.Measure{}, err
 			}
 			sender := &bench.NoopSender{}
-			d := bench.NewDispatcher(st, sender, "bench-drain", concurrency)
+			counted := &bench.CountingOutbox{OutboxStore: st}
+			d := bench.NewDispatcher(counted, sender, "bench-drain", concurrency)
 			start := time.Now()
 			got, err := bench.DrainDispatcher(ctx, d)
-			m := bench.Measure{N: got, Elapsed: time.Since(start)}
+			m := bench.Measure{N: got, Elapsed: time.Since(start), Extra: map[string]float64{
+				"settle tx per claim": float64(counted.Settles.Load()) / float64(max(1, counted.Claims.Load()-1)),
+				"rows per settle tx":  float64(counted.Settled.Load()) / float64(max(1, counted.Settles.Load())),
+			}}
 			if err != nil {
 				return m, err
 			}

@@ -1,0 +1,190 @@
+package bench_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/bench"
+	"github.com/turnframe/turnframe/sqlitestore"
+)
+
+// Micro-benchmarks of the store's hot paths and the id generator:
+//
+//	cd bench && go test -run '^$' -bench . -benchmem
+//	cd bench && go test -run '^$' -bench 'Settle' -benchmem -cpuprofile cpu.out && go tool pprof -top cpu.out
+//
+// Each store benchmark runs at FULL and at NORMAL on a fresh file; the
+// fixture (seeded rows, claims, turns) is built with the timer stopped.
+
+var syncs = []bench.Sync{bench.SyncFull, bench.SyncNormal}
+
+func openStore(b *testing.B, s bench.Sync) (*sqlitestore.Store, string) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "bench.db")
+	st, err := bench.OpenStore(context.Background(), path, s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st, path
+}
+
+func seedDue(b *testing.B, path string, n int) {
+	b.Helper()
+	if err := bench.Seed(context.Background(), path, bench.SeedRows{N: n, Status: "pending", Due: time.Now().Add(-time.Minute)}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// claimAll claims n seeded rows in batches of limit, untimed.
+func claimAll(b *testing.B, st turnframe.OutboxStore, n int) []turnframe.Claim {
+	b.Helper()
+	var out []turnframe.Claim
+	for len(out) < n {
+		c, err := st.ClaimDue(context.Background(), time.Now(), min(turnframe.MaxLimit, n-len(out)), "micro")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(c) == 0 {
+			b.Fatalf("claimed %d of %d", len(out), n)
+		}
+		out = append(out, c...)
+	}
+	return out
+}
+
+// BenchmarkClaim16 is one ClaimDue of 16 rows (one transaction) from a
+// table of due rows; ns/op is per claim.
+func BenchmarkClaim16(b *testing.B) {
+	for _, s := range syncs {
+		b.Run(string(s), func(b *testing.B) {
+			st, path := openStore(b, s)
+			seedDue(b, path, 16*b.N+16)
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				c, err := st.ClaimDue(ctx, time.Now(), 16, "micro")
+				if err != nil || len(c) != 16 {
+					b.Fatalf("claim: %d rows, %v", len(c), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSettleOne is Complete of one claimed row (one transaction).
+func BenchmarkSettleOne(b *testing.B) {
+	for _, s := range syncs {
+		b.Run(string(s), func(b *testing.B) {
+			st, path := openStore(b, s)
+			seedDue(b, path, b.N)
+			claims := claimAll(b, st, b.N)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := st.Complete(ctx, claims[i], "ref", time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSettle16 is one Settle of 16 completions (one transaction, the
+// group commit); ns/op is per transaction of 16 rows.
+func BenchmarkSettle16(b *testing.B) {
+	for _, s := range syncs {
+		b.Run(string(s), func(b *testing.B) {
+			st, path := openStore(b, s)
+			seedDue(b, path, 16*b.N)
+			claims := claimAll(b, st, 16*b.N)
+			ctx := context.Background()
+			batch := make([]turnframe.OutboxSettlement, 16)
+			b.ResetTimer()
+			for i := range b.N {
+				now := time.Now()
+				for j := range batch {
+					batch[j] = turnframe.OutboxSettlement{Claim: claims[16*i+j], To: turnframe.OutboxCompleted, Now: now}
+				}
+				res, err := st.Settle(ctx, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, e := range res {
+					if e != nil {
+						b.Fatal(e)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApplyCommit is one Store.Apply committing a command with one
+// 256-byte event and one 256-byte outbox row (the enqueue-in-tx workload).
+func BenchmarkApplyCommit(b *testing.B) {
+	for _, s := range syncs {
+		b.Run(string(s), func(b *testing.B) {
+			st, _ := openStore(b, s)
+			ctx := context.Background()
+			fx, err := bench.PrepareEnqueue(ctx, st, b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if err := fx.Enqueue(ctx, st, i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRawEnqueue is the raw two-INSERT transaction, for comparison
+// with BenchmarkApplyCommit.
+func BenchmarkRawEnqueue(b *testing.B) {
+	for _, s := range syncs {
+		b.Run(string(s), func(b *testing.B) {
+			raw, err := bench.OpenRaw(context.Background(), filepath.Join(b.TempDir(), "raw.db"), s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer raw.Close()
+			payload := bench.Payload()
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				if err := raw.Enqueue(ctx, payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEventID is IDGenerator.EventID from one goroutine, and from all
+// of them at once (the generator holds a lock).
+func BenchmarkEventID(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		g := turnframe.NewIDGenerator()
+		now := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = g.EventID(now)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		g := turnframe.NewIDGenerator()
+		now := time.Now()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_ = g.EventID(now)
+			}
+		})
+	})
+}
