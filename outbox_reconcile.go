@@ -1,0 +1,112 @@
+package turnframe
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+)
+
+// This file holds what a Dispatcher does besides sweeping: settling the rows
+// whose outcome is unknown, and releasing the claims of a crashed one.
+
+// ReleaseExpiredClaims moves every row still Dispatching that was claimed
+// before claimedBefore back to Pending, so a sweep can claim it again, and
+// returns their ids. It is for rows a crashed dispatcher left behind:
+// claimedBefore must be older than the longest RunOnce can take (claim,
+// SendTimeout, settle), or a row whose send is still running is released and
+// may be sent twice. Its error wraps the store's.
+func (d *Dispatcher) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]OutboxID, error) {
+	ids, err := d.store.ReleaseExpiredClaims(ctx, claimedBefore)
+	if err != nil {
+		return nil, fmt.Errorf("release expired claims: %w", err)
+	}
+	if len(ids) > 0 {
+		d.obs.logf(ctx, slog.LevelWarn, "turnframe: released expired outbox claims",
+			slog.Int("rows", len(ids)), slog.Time("claimed_before", claimedBefore))
+	}
+	return ids, nil
+}
+
+// Reconcile settles one row whose outcome is unknown through reconciler and
+// returns its answer. The row is read; a row in any other status (or one
+// another caller resolved meanwhile) is left alone and answered
+// VerdictUnresolved with no error: reconciliation is for the rows nobody
+// knows about. Otherwise reconciler is called under SendTimeout — a panic, a
+// timeout or a verdict out of range counts as VerdictUnresolved and is
+// logged — and the row is resolved with the verdict at now: Completed,
+// Failed with the answer's code, or Pending due at now (resend).
+// VerdictUnresolved writes nothing.
+//
+// Errors wrap the store's: ErrNotFound for no such row, ErrConflict when the
+// row left OutcomeUnknown between the read and the write, ErrInvalid for a
+// code the store refuses. With an error nothing was written, and the answer
+// returned is the reconciler's (or VerdictUnresolved when it was not asked).
+// Reconcile panics if reconciler is nil.
+func (d *Dispatcher) Reconcile(ctx context.Context, id OutboxID, reconciler Reconciler, now time.Time) (Reconciled, error) {
+	if reconciler == nil {
+		panic("turnframe: Dispatcher.Reconcile with a nil reconciler")
+	}
+	unresolved := Reconciled{Verdict: VerdictUnresolved}
+	rec, err := d.store.GetOutbox(ctx, id)
+	if err != nil {
+		return unresolved, fmt.Errorf("reconcile outbox row %v: %w", id, err)
+	}
+	logAttrs := []slog.Attr{slog.String("outbox_id", id.String()), slog.String("destination", rec.Destination), slog.Int("attempt", rec.Attempts)}
+	if rec.Status != OutboxOutcomeUnknown {
+		d.obs.logf(ctx, slog.LevelDebug, "turnframe: outbox row not reconciled: its outcome is known",
+			append(logAttrs, slog.String("status", rec.Status.String()))...)
+		return unresolved, nil
+	}
+	answer := d.askReconciler(ctx, reconciler, rec, logAttrs)
+	if answer.Verdict == VerdictUnresolved {
+		d.obs.logf(ctx, slog.LevelInfo, "turnframe: outbox row still unknown after reconciliation",
+			append(logAttrs, slog.String("outcome", answer.Verdict.String()))...)
+		return answer, nil
+	}
+	if err := d.store.Resolve(ctx, id, answer.Verdict, answer.Code, now); err != nil {
+		return answer, fmt.Errorf("reconcile outbox row %v as %v: %w", id, answer.Verdict, err)
+	}
+	d.obs.count(SignalExternalReconciled, Labels{Destination: rec.Destination, Outcome: answer.Verdict.String()})
+	d.obs.logf(ctx, slog.LevelInfo, "turnframe: outbox row reconciled",
+		append(logAttrs, slog.String("outcome", answer.Verdict.String()), slog.String("code", answer.Code))...)
+	return answer, nil
+}
+
+// askReconciler calls reconciler on a goroutine of its own under
+// SendTimeout. A late answer is discarded; a panic or a late answer is
+// VerdictUnresolved.
+func (d *Dispatcher) askReconciler(ctx context.Context, reconciler Reconciler, rec OutboxRecord, logAttrs []slog.Attr) Reconciled {
+	rctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
+	defer cancel()
+	answers := make(chan Reconciled, 1) // buffered: a late answer never blocks its goroutine
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				d.obs.logf(ctx, slog.LevelError, "turnframe: reconciler panicked; the outcome stays unknown",
+					append(logAttrs, slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
+				answers <- Reconciled{Verdict: VerdictUnresolved}
+			}
+		}()
+		answers <- reconciler.Reconcile(rctx, rec)
+	}()
+	var answer Reconciled
+	select {
+	case answer = <-answers:
+	case <-rctx.Done():
+		select {
+		case answer = <-answers: // it answered just as the deadline came
+		default:
+			d.obs.logf(ctx, slog.LevelWarn, "turnframe: reconciler did not answer in time; the outcome stays unknown",
+				append(logAttrs, slog.String("cause", context.Cause(rctx).Error()))...)
+			return Reconciled{Verdict: VerdictUnresolved}
+		}
+	}
+	if answer.Verdict > VerdictResend {
+		d.obs.logf(ctx, slog.LevelError, "turnframe: reconciler answered a verdict out of range; the outcome stays unknown",
+			append(logAttrs, slog.Int("verdict", int(answer.Verdict)))...)
+		return Reconciled{Verdict: VerdictUnresolved}
+	}
+	return answer
+}
