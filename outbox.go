@@ -20,9 +20,9 @@ import (
 // claim returned. It never invents an idempotency key and never sends a row
 // whose outcome is unknown (I15).
 //
-// A Dispatcher is safe for concurrent use, but two RunOnce calls of one
-// Dispatcher share its WorkerID, so a claim of one is a claim of the other;
-// use one Dispatcher per concurrent loop, each with its own WorkerID.
+// A Dispatcher is safe for concurrent use: concurrent RunOnce calls claim
+// disjoint rows, as two dispatchers do. Give each process its own WorkerID,
+// so an operator can tell whose claim a row is under.
 type Dispatcher struct {
 	store  OutboxStore
 	sender Sender
