@@ -178,7 +178,9 @@ func (p Plan) validate() error {
 // written, the entry stays pending). When ctx itself is cancelled while h
 // runs, Execute returns ctx's error at once and leaves the entry Executing,
 // to be resumed by key by a later Execute; h keeps running until it honours
-// its (cancelled) context.
+// its (cancelled) context. If h answered before Execute noticed, its
+// answer is settled as usual (a store that honours ctx refuses that write,
+// and the entry stays Executing all the same).
 //
 // A crash between the two writes leaves the entry Executing, possibly after
 // h reached its remote: a later Execute runs it again under the same key and
@@ -312,7 +314,10 @@ func (rt *Runtime) replayOf(ctx context.Context, account AccountID, turn TurnID)
 //   - VerdictResend: the remote is certain it never received it. The entry
 //     goes back to Pending and the next Execute of its turn runs it again,
 //     under the same key and a new attempt id. This is the only way an
-//     unknown command runs again (I15).
+//     unknown command runs again (I15). The turn's phase does not change: a
+//     turn already Committed or Delivered then holds a pending entry, which
+//     recovery does not resume for a delivered turn (its phase is terminal),
+//     so call Execute for the entry's turn yourself.
 //   - VerdictUnresolved: still unknown. Nothing is written; it returns nil.
 //
 // The signal SignalExternalReconciled is emitted for every verdict but
