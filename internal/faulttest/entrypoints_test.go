@@ -1,0 +1,393 @@
+package faulttest_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
+
+	_ "modernc.org/sqlite" // a plain SQLite file for TestOpenBadFiles
+)
+
+var okHandler = turnframe.HandlerFunc(func(ctx context.Context, c turnframe.Call) turnframe.Outcome {
+	return turnframe.Commit(nil)
+})
+
+var okSender = turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+	return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+})
+
+type nopRecoveryHandler struct{}
+
+func (nopRecoveryHandler) RestartInterpretation(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
+	return nil
+}
+func (nopRecoveryHandler) ResumeCommands(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
+	return nil
+}
+func (nopRecoveryHandler) RegenerateResponse(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
+	return nil
+}
+func (nopRecoveryHandler) ReconcileExternal(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
+	return nil
+}
+
+// apiCalls are bad calls of the Runtime, Dispatcher, Recovery and
+// HTTPSender, each with the error class it must return.
+func apiCalls() []struct {
+	name string
+	want error
+	do   func(ctx context.Context, f *fixture) error
+} {
+	rt := func(f *fixture) *turnframe.Runtime { return turnframe.New(f.store) }
+	rec := func(f *fixture) *turnframe.Recovery { return turnframe.NewRecovery(f.store) }
+	disp := func(f *fixture) *turnframe.Dispatcher {
+		return turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w9"})
+	}
+	conv := turnframe.NewIDGenerator().ConversationID(t0)
+	inv := turnframe.ErrInvalid
+	type c = struct {
+		name string
+		want error
+		do   func(ctx context.Context, f *fixture) error
+	}
+	return []c{
+		{"Runtime.Receive/EmptyAccount", inv, func(ctx context.Context, f *fixture) error { _, err := rt(f).Receive(ctx, "", conv, "hi"); return err }},
+		{"Runtime.Receive/ZeroConversation", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Receive(ctx, f.account, turnframe.ConversationID{}, "hi")
+			return err
+		}},
+		{"Runtime.Receive/NonUTF8Text", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Receive(ctx, f.account, conv, badUTF8)
+			return err
+		}},
+		{"Runtime.Receive/OversizeText", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Receive(ctx, f.account, conv, long(64<<10+1))
+			return err
+		}},
+		{"Runtime.Plan/ZeroTurn", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Plan(ctx, f.account, turnframe.TurnID{}, turnframe.Plan{})
+			return err
+		}},
+		{"Runtime.Plan/EmptyKey", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Plan(ctx, f.account, f.turn, turnframe.Plan{Commands: []turnframe.Command{{Case: "c", Name: "n"}}})
+			return err
+		}},
+		{"Runtime.Plan/KeyTwice", inv, func(ctx context.Context, f *fixture) error {
+			cmd := turnframe.Command{Key: "k7", Case: "c", Name: "n"}
+			_, err := rt(f).Plan(ctx, f.account, f.turn, turnframe.Plan{Commands: []turnframe.Command{cmd, cmd}})
+			return err
+		}},
+		{"Runtime.Plan/BadLoadedCase", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Plan(ctx, f.account, f.turn, turnframe.Plan{LoadedCases: []turnframe.CaseKey{turnframe.CaseKey(badUTF8)}})
+			return err
+		}},
+		{"Runtime.Execute/NilHandler", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Execute(ctx, f.account, f.turn, nil)
+			return err
+		}},
+		{"Runtime.Execute/ZeroTurn", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Execute(ctx, f.account, turnframe.TurnID{}, okHandler)
+			return err
+		}},
+		{"Runtime.Deliver/OversizeResponse", inv, func(ctx context.Context, f *fixture) error {
+			return rt(f).Deliver(ctx, f.account, f.turn, long(64<<10+1))
+		}},
+		{"Runtime.Deliver/NonUTF8Account", inv, func(ctx context.Context, f *fixture) error {
+			return rt(f).Deliver(ctx, turnframe.AccountID(badUTF8), f.turn, "r")
+		}},
+		{"Runtime.Abandon/OversizeCode", inv, func(ctx context.Context, f *fixture) error {
+			return rt(f).Abandon(ctx, f.account, f.turn, long(201))
+		}},
+		{"Runtime.ReconcileCommand/EmptyKey", inv, func(ctx context.Context, f *fixture) error {
+			return rt(f).ReconcileCommand(ctx, f.account, "", turnframe.VerdictCompleted, "")
+		}},
+		{"Runtime.ReconcileCommand/VerdictOutOfRange", inv, func(ctx context.Context, f *fixture) error {
+			return rt(f).ReconcileCommand(ctx, f.account, "k1", 17, "")
+		}},
+		{"Runtime.ReconcileCommand/NonUTF8Code", inv, func(ctx context.Context, f *fixture) error {
+			return rt(f).ReconcileCommand(ctx, f.account, "k1", turnframe.VerdictFailed, badUTF8)
+		}},
+		{"Recovery.Decide/ZeroTurn", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Decide(ctx, f.account, turnframe.TurnID{})
+			return err
+		}},
+		{"Recovery.Decide/EmptyAccount", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Decide(ctx, "", f.turn)
+			return err
+		}},
+		{"Recovery.Unfinished/ZeroLimit", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Unfinished(ctx, turnframe.RecoveryScope{}, 0)
+			return err
+		}},
+		{"Recovery.Sweep/NilHandler", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Sweep(ctx, turnframe.RecoveryScope{}, 10, nil)
+			return err
+		}},
+		{"Recovery.Sweep/NegativeLimit", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Sweep(ctx, turnframe.RecoveryScope{}, -1, nopRecoveryHandler{})
+			return err
+		}},
+		{"Recovery.CaseEvents/EmptyCase", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).CaseEvents(ctx, f.account, "", 0)
+			return err
+		}},
+		{"Recovery.StoredTurn/ZeroTurn", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).StoredTurn(ctx, f.account, turnframe.TurnID{})
+			return err
+		}},
+		{"Dispatcher.RunOnce/ZeroNow", inv, func(ctx context.Context, f *fixture) error { _, err := disp(f).RunOnce(ctx, time.Time{}); return err }},
+		{"Dispatcher.ReleaseExpiredClaims/ZeroTime", inv, func(ctx context.Context, f *fixture) error {
+			_, err := disp(f).ReleaseExpiredClaims(ctx, time.Time{})
+			return err
+		}},
+		{"Dispatcher.Reconcile/ZeroID", inv, func(ctx context.Context, f *fixture) error {
+			_, err := disp(f).Reconcile(ctx, turnframe.OutboxID{}, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
+				return turnframe.Reconciled{}
+			}), t0)
+			return err
+		}},
+		{"NewHTTPSender/NotHTTP", inv, func(context.Context, *fixture) error {
+			_, err := turnframe.NewHTTPSender(map[string]string{"pay": "ftp://example.com/x"})
+			return err
+		}},
+		{"NewHTTPSender/Relative", inv, func(context.Context, *fixture) error {
+			_, err := turnframe.NewHTTPSender(map[string]string{"pay": "/relative"})
+			return err
+		}},
+		{"NewHTTPSender/Empty", inv, func(context.Context, *fixture) error {
+			_, err := turnframe.NewHTTPSender(map[string]string{"pay": ""})
+			return err
+		}},
+		{"NewHTTPSender/NoHost", inv, func(context.Context, *fixture) error {
+			_, err := turnframe.NewHTTPSender(map[string]string{"pay": "http://"})
+			return err
+		}},
+		{"NewHTTPSender/Unparsable", inv, func(context.Context, *fixture) error {
+			_, err := turnframe.NewHTTPSender(map[string]string{"pay": "http://[::1"})
+			return err
+		}},
+	}
+}
+
+// TestEntryPointsBadInput: the Runtime, Recovery, Dispatcher and
+// HTTPSender refuse bad input with the right class, never panic, and leave
+// the database as it was.
+func TestEntryPointsBadInput(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			f := newFixture(t, o)
+			before, dump := fileState(t, f.path), dumpStore(t, f)
+			for _, c := range apiCalls() {
+				t.Run(c.name, func(t *testing.T) {
+					is := is.New(t)
+					err := safely(func() error { return c.do(bg, f) })
+					is.True(errors.Is(err, c.want)) // the right class
+				})
+			}
+			is := is.New(t)
+			is.Equal(fileState(t, f.path), before) // the file is unchanged
+			is.Equal(dumpStore(t, f), dump)        // the store holds what it held
+		})
+	}
+}
+
+// TestEntryPointsCancelledContext: with a cancelled context the runtime,
+// recovery and dispatcher over sqlitestore return context.Canceled and
+// write nothing.
+func TestEntryPointsCancelledContext(t *testing.T) {
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	f := newFixture(t, openers[1])
+	before := fileState(t, f.path)
+	rt := turnframe.New(f.store)
+	calls := map[string]func() error{
+		"Runtime.Receive": func() error { _, err := rt.Receive(cancelled, f.account, rt.NewConversationID(), "hi"); return err },
+		"Runtime.Execute": func() error { _, err := rt.Execute(cancelled, f.account, f.turn, okHandler); return err },
+		"Runtime.Abandon": func() error { return rt.Abandon(cancelled, f.account, f.turn, "x") },
+		"Runtime.ReconcileCommand": func() error {
+			return rt.ReconcileCommand(cancelled, f.account, "k1", turnframe.VerdictCompleted, "")
+		},
+		"Recovery.Sweep": func() error {
+			_, err := turnframe.NewRecovery(f.store).Sweep(cancelled, turnframe.RecoveryScope{}, 10, nopRecoveryHandler{})
+			return err
+		},
+		"Dispatcher.RunOnce": func() error {
+			_, err := turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w9"}).RunOnce(cancelled, t0.Add(time.Hour))
+			return err
+		},
+		"Dispatcher.ReleaseExpiredClaims": func() error {
+			_, err := turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w9"}).ReleaseExpiredClaims(cancelled, t0.Add(time.Hour))
+			return err
+		},
+	}
+	for name, do := range calls {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			err := safely(do)
+			is.True(errors.Is(err, context.Canceled)) // the context's error
+		})
+	}
+	is.New(t).Equal(fileState(t, f.path), before) // nothing written
+}
+
+// TestProgrammerErrorsPanicAsDocumented: the constructors document a panic
+// for a nil store, a nil sender and a bad worker id, and Reconcile for a nil
+// reconciler: programmer errors, not inputs. Each panics with a message
+// naming what was wrong, and nothing else does.
+func TestProgrammerErrorsPanicAsDocumented(t *testing.T) {
+	f := newFixture(t, openers[0])
+	cases := map[string]func(){
+		"New/NilStore":                func() { turnframe.New(nil) },
+		"NewRecovery/NilStore":        func() { turnframe.NewRecovery(nil) },
+		"NewDispatcher/NilStore":      func() { turnframe.NewDispatcher(nil, okSender, turnframe.DispatchConfig{WorkerID: "w"}) },
+		"NewDispatcher/NilSender":     func() { turnframe.NewDispatcher(f.store, nil, turnframe.DispatchConfig{WorkerID: "w"}) },
+		"NewDispatcher/EmptyWorker":   func() { turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{}) },
+		"NewDispatcher/NonUTF8Worker": func() { turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: badUTF8}) },
+		"NewDispatcher/OversizeBatch": func() {
+			turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w", BatchSize: turnframe.MaxLimit + 1})
+		},
+		"Dispatcher.Reconcile/NilReconciler": func() {
+			turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w"}).Reconcile(bg, f.claim.ID, nil, t0)
+		},
+	}
+	for name, do := range cases {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			err := safely(func() error { do(); return nil })
+			is.True(err != nil)                                 // it panics
+			is.True(strings.Contains(err.Error(), "turnframe")) // with a message saying whose
+		})
+	}
+}
+
+// TestOpenBadFiles: a file that is not SQLite, a truncated database, a
+// read-only file and a missing file with WithExisting give a clear error,
+// never a panic, and leave the file as it was.
+func TestOpenBadFiles(t *testing.T) {
+	t.Run("EmptyPath", func(t *testing.T) {
+		is := is.New(t)
+		_, err := sqlitestore.Open(bg, "")
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // an empty path is bad input
+	})
+	t.Run("MissingWithExisting", func(t *testing.T) {
+		is := is.New(t)
+		path := filepath.Join(t.TempDir(), "missing.db")
+		_, err := sqlitestore.Open(bg, path, sqlitestore.WithExisting())
+		is.True(errors.Is(err, turnframe.ErrNotFound)) // missing
+		_, statErr := os.Stat(path)
+		is.True(errors.Is(statErr, os.ErrNotExist)) // and not created
+	})
+	notSQLite := bytes.Repeat([]byte("this is not a database, it is a text file.\n"), 200)
+	valid := validDatabase(t)
+	for _, tc := range []struct {
+		name     string
+		content  []byte
+		existing bool
+	}{
+		{"NotSQLite", notSQLite, false},
+		{"NotSQLiteWithExisting", notSQLite, true},
+		{"EmptyFileWithExisting", nil, true},
+		{"TruncatedHeader", valid[:50], false},
+		{"TruncatedHalf", valid[:len(valid)/2], false},
+		{"TruncatedHalfWithExisting", valid[:len(valid)/2], true},
+		{"SQLiteWithoutSchemaWithExisting", plainSQLite(t), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			path := filepath.Join(t.TempDir(), "bad.db")
+			is.NoErr(os.WriteFile(path, tc.content, 0o644))
+			var opts []sqlitestore.Option
+			if tc.existing {
+				opts = append(opts, sqlitestore.WithExisting())
+			}
+			var s *sqlitestore.Store
+			err := safely(func() error {
+				var err error
+				s, err = sqlitestore.Open(bg, path, opts...)
+				return err
+			})
+			if err == nil {
+				s.Close()
+			}
+			is.True(err != nil) // a clear error
+			is.True(!strings.HasPrefix(err.Error(), "panic"))
+			after, rerr := os.ReadFile(path)
+			is.NoErr(rerr)
+			is.True(bytes.Equal(after, tc.content)) // the file untouched
+			for _, side := range []string{"-wal", "-journal"} {
+				if st, err := os.Stat(path + side); err == nil && st.Size() > 0 {
+					t.Errorf("Open left a non-empty %s beside a file it refused", side)
+				}
+			}
+			t.Logf("error: %v", err)
+		})
+	}
+	t.Run("ReadOnlyFile", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("running as root: root writes through a 0444 file and a read-only directory alike, so a read-only file cannot be made here")
+		}
+		is := is.New(t)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "ro.db")
+		is.NoErr(os.WriteFile(path, valid, 0o444))
+		is.NoErr(os.Chmod(dir, 0o555))
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		s, err := sqlitestore.Open(bg, path)
+		if err == nil {
+			s.Close()
+		}
+		is.True(err != nil) // a read-only file cannot hold a store that writes
+		after, _ := os.ReadFile(path)
+		is.True(bytes.Equal(after, valid)) // untouched
+	})
+}
+
+// validDatabase returns the bytes of a checkpointed turnframe database.
+func validDatabase(t *testing.T) []byte {
+	t.Helper()
+	f := newFixture(t, openers[1])
+	if err := f.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 4096 {
+		t.Fatalf("database of %d bytes: expected several pages", len(b))
+	}
+	return b
+}
+
+// plainSQLite returns the bytes of a SQLite database holding one unrelated
+// table and no turnframe schema.
+func plainSQLite(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plain.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('x')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
