@@ -193,7 +193,7 @@ func (st statusJSON) print(e *env) error {
 		{"turns", strings.Join(turns, "  ")},
 		{"oldest due row", oldest},
 		{"claims", stale},
-		{"outcome unknown", fmt.Sprintf("%d outbox row(s), %d journal entr(ies) awaiting reconciliation", st.UnknownRows, st.UnknownJournal)},
+		{"outcome unknown", fmt.Sprintf("outbox rows %d, journal entries %d (awaiting reconciliation)", st.UnknownRows, st.UnknownJournal)},
 	}); err != nil {
 		return err
 	}
