@@ -1,0 +1,400 @@
+package turnframe_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// The recovery tests build every state with the real Runtime, never by
+// writing rows by hand: what recovery reads is what a crash really leaves.
+
+const recText = "done. why the loyalty number?"
+
+// recReceived receives a turn with recText and plans cmds with an
+// understanding whose one question is bytes 6–29 of the text, unless cmds is
+// nil, in which case the turn stops after Receive.
+func recReceived(t *testing.T, rt *turnframe.Runtime, cmds []turnframe.Command) turnframe.TurnID {
+	t.Helper()
+	is := is.New(t)
+	is.Helper()
+	ctx := context.Background()
+	turn, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), recText)
+	is.NoErr(err) // receive
+	if cmds == nil {
+		return turn
+	}
+	_, err = rt.Plan(ctx, rtAccount, turn, turnframe.Plan{
+		LoadedCases: []turnframe.CaseKey{"booking/42"},
+		Understanding: &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{{
+			Unit: 2, Words: turnframe.WordRange{First: 1, Last: 4, Start: 6, End: 29},
+			Basis: turnframe.BasisCommittedStateAfterTurn,
+		}}},
+		Commands: cmds,
+	})
+	is.NoErr(err) // plan
+	return turn
+}
+
+func recKeys(entries []turnframe.JournalEntry) []turnframe.IdempotencyKey {
+	var keys []turnframe.IdempotencyKey
+	for _, e := range entries {
+		keys = append(keys, e.Key)
+	}
+	return keys
+}
+
+// recCrashMidExecute executes turn until the handler of key is running, then
+// ends the caller's context as a crash would end the process: the entry is
+// left Executing. The handler stays blocked until the test ends, as a call
+// cut off by a crash never answers.
+func recCrashMidExecute(t *testing.T, rt *turnframe.Runtime, turn turnframe.TurnID, key turnframe.IdempotencyKey) {
+	t.Helper()
+	is := is.New(t)
+	is.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	h := turnframe.HandlerFunc(func(hctx context.Context, call turnframe.Call) turnframe.Outcome {
+		if call.Command.Key == key {
+			cancel()
+			<-never
+		}
+		return rtScript(hctx, call, 1)
+	})
+	_, err := rt.Execute(ctx, rtAccount, turn, h)
+	is.True(errors.Is(err, context.Canceled)) // the "crash" cut the turn short
+}
+
+func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
+	book := rtCmd("k-book", "booking/42", "book")
+	bump := rtCmd("k-bump", "booking/42", "bump")
+	charge := rtCmd("k-charge", "booking/42", "charge")
+	refuse := rtCmd("k-refuse", "booking/42", "refuse")
+	handler := rtNewHandler(rtScript)
+	ctx := context.Background()
+	cases := []struct {
+		name      string
+		build     func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID
+		want      turnframe.ActionKind
+		phase     turnframe.TurnPhase
+		entries   []turnframe.IdempotencyKey // ResumeCommands, ReconcileExternal
+		events    int                        // RegenerateResponse
+		questions []string                   // RegenerateResponse
+	}{
+		{
+			name:  "CrashedAfterReceiveRestartsInterpretation",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID { return recReceived(t, rt, nil) },
+			want:  turnframe.ActionRestartInterpretation, phase: turnframe.PhaseReceived,
+		},
+		{
+			name: "CrashedAfterPlanResumesEntriesInAdmissionOrder",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				return recReceived(t, rt, []turnframe.Command{bump, book})
+			},
+			want: turnframe.ActionResumeCommands, phase: turnframe.PhasePlanned,
+			entries: []turnframe.IdempotencyKey{"k-bump", "k-book"},
+		},
+		{
+			name: "CrashedMidExecuteResumesTheExecutingEntry",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{bump, book})
+				recCrashMidExecute(t, rt, turn, "k-book")
+				return turn
+			},
+			want: turnframe.ActionResumeCommands, phase: turnframe.PhaseExecuting,
+			entries: []turnframe.IdempotencyKey{"k-book"},
+		},
+		{
+			name: "CrashedAfterCommitRegeneratesFromEventsAndTasks",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{bump, book})
+				_, err := rt.Execute(ctx, rtAccount, turn, handler)
+				is.New(t).NoErr(err) // execute
+				return turn
+			},
+			want: turnframe.ActionRegenerateResponse, phase: turnframe.PhaseCommitted,
+			events: 2, questions: []string{"why the loyalty number?"},
+		},
+		{
+			name: "RejectedOnlyRegenerates",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{refuse})
+				_, err := rt.Execute(ctx, rtAccount, turn, handler)
+				is.New(t).NoErr(err) // execute
+				return turn
+			},
+			want: turnframe.ActionRegenerateResponse, phase: turnframe.PhaseCommitted,
+			events: 0, questions: []string{"why the loyalty number?"},
+		},
+		{
+			name: "DeliveredNeedsNothing",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{book})
+				_, err := rt.Execute(ctx, rtAccount, turn, handler)
+				is.New(t).NoErr(err) // execute
+				is.New(t).NoErr(rt.Deliver(ctx, rtAccount, turn, "booked"))
+				return turn
+			},
+			want: turnframe.ActionNothing, phase: turnframe.PhaseDelivered,
+		},
+		{
+			name: "DeliveredWithAnUnknownEntryIsReconciledFirst",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{book, charge})
+				_, err := rt.Execute(ctx, rtAccount, turn, handler)
+				is.New(t).NoErr(err) // execute
+				is.New(t).NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
+				return turn
+			},
+			want: turnframe.ActionReconcileExternal, phase: turnframe.PhaseDelivered,
+			entries: []turnframe.IdempotencyKey{"k-charge"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				turn := c.build(t, turnframe.New(store))
+				// A new process: a new Runtime and a new Recovery over the same store.
+				rec := &rtRecorder{}
+				action, err := turnframe.NewRecovery(store, turnframe.WithObserver(rec)).Decide(ctx, rtAccount, turn)
+				is.NoErr(err) // decide
+				is.Equal(action.Kind, c.want)
+				is.Equal(action.Phase, c.phase)
+				is.Equal(action.MayCauseEffects(), c.want == turnframe.ActionResumeCommands)
+				is.Equal(rec.labels(turnframe.SignalRecoveryDecided), []turnframe.Labels{{Action: c.want.String()}})
+				if c.entries != nil {
+					is.Equal(recKeys(action.Entries), c.entries)
+				}
+				if c.want == turnframe.ActionReconcileExternal {
+					is.Equal(len(action.Attempts), len(action.Entries)) // one attempt per unknown entry
+					is.True(!action.Attempts[0].IsZero())
+				}
+				if c.want == turnframe.ActionRegenerateResponse {
+					is.Equal(len(action.Events), c.events)
+					for i := 1; i < len(action.Events); i++ {
+						is.True(action.Events[i-1].Revision < action.Events[i].Revision) // append order
+					}
+					var questions []string
+					for _, task := range action.AnswerTasks {
+						questions = append(questions, task.Question)
+						is.Equal(task.Basis, turnframe.BasisCurrentCommittedState)
+					}
+					is.Equal(questions, c.questions)
+				}
+			})
+		})
+	}
+}
+
+func TestRecoveryResumeCommitsEachCommandOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		cmds := []turnframe.Command{rtCmd("k1", "booking/1", "book"), rtCmd("k2", "booking/2", "book"), rtCmd("k3", "booking/3", "notify")}
+		turn := recReceived(t, turnframe.New(store), cmds)
+		recCrashMidExecute(t, turnframe.New(store), turn, "k2") // k1 committed, k2 executing, k3 pending
+
+		action, err := turnframe.NewRecovery(store).Decide(ctx, rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(action.Kind, turnframe.ActionResumeCommands)
+		is.Equal(recKeys(action.Entries), []turnframe.IdempotencyKey{"k2", "k3"})
+
+		h := rtNewHandler(rtScript)
+		report, err := turnframe.New(store).Execute(ctx, rtAccount, turn, h)
+		is.NoErr(err) // resume through Execute
+		is.Equal(report.Phase, turnframe.PhaseCommitted)
+		is.Equal(h.callsOf("k1"), 0) // settled before the crash: not run again (I14)
+		is.Equal(h.callsOf("k2"), 1)
+		is.Equal(h.callsOf("k3"), 1)
+		is.Equal(rtEventsByKey(t, store, rtAccount, "booking/1", "booking/2", "booking/3"),
+			map[turnframe.IdempotencyKey]int{"k1": 1, "k2": 1, "k3": 1}) // each command committed once
+		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k1", "k2", "k3/1", "k3/2"})
+
+		action, err = turnframe.NewRecovery(store).Decide(ctx, rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(action.Kind, turnframe.ActionRegenerateResponse) // now only the answer is missing
+	})
+}
+
+func TestRecoveryKeepsTenantsApart(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		turn := recReceived(t, turnframe.New(store), []turnframe.Command{rtCmd("k1", "booking/1", "book")})
+		r := turnframe.NewRecovery(store)
+		_, err := r.Decide(ctx, rtOther, turn)
+		is.True(errors.Is(err, turnframe.ErrNotFound)) // another tenant's turn reads as missing
+		_, err = r.StoredTurn(ctx, rtOther, turn)
+		is.True(errors.Is(err, turnframe.ErrNotFound))
+		record, err := r.Record(ctx, rtOther, turn)
+		is.NoErr(err)
+		is.True(record == nil) // absent, like a turn that crashed before its record
+		listed, err := r.Unfinished(ctx, turnframe.RecoveryScope{Account: rtOther}, 10)
+		is.NoErr(err)
+		is.Equal(len(listed), 0)
+	})
+}
+
+func TestRecoveryReadsWhatRegenerationNeeds(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rt := turnframe.New(store)
+		r := turnframe.NewRecovery(store)
+		bare := recReceived(t, rt, nil)
+		record, err := r.Record(ctx, rtAccount, bare)
+		is.NoErr(err)
+		is.True(record == nil) // no record yet is not an error
+		turn := recReceived(t, rt, []turnframe.Command{rtCmd("k1", "booking/42", "bump"), rtCmd("k2", "booking/42", "bump")})
+		_, err = rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+		is.NoErr(err)
+		record, err = r.Record(ctx, rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(record.LoadedCases, []turnframe.CaseKey{"booking/42"})
+		stored, err := r.StoredTurn(ctx, rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(stored.Text, recText)
+		events, err := r.CaseEvents(ctx, rtAccount, "booking/42", 1)
+		is.NoErr(err)
+		is.Equal(len(events), 1) // only what came after revision 1
+		is.Equal(events[0].Revision, turnframe.CaseRevision(2))
+	})
+}
+
+// recHandler is a RecoveryHandler that records what it was asked to do and
+// fails for the turns in fail.
+type recHandler struct {
+	mu    sync.Mutex
+	calls map[turnframe.ActionKind][]turnframe.TurnID
+	fail  map[turnframe.TurnID]bool
+	act   func(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error
+}
+
+func (h *recHandler) record(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	h.mu.Lock()
+	if h.calls == nil {
+		h.calls = make(map[turnframe.ActionKind][]turnframe.TurnID)
+	}
+	h.calls[a.Kind] = append(h.calls[a.Kind], m.Turn)
+	fail := h.fail[m.Turn]
+	h.mu.Unlock()
+	if fail {
+		return fmt.Errorf("the application could not act on turn %v", m.Turn)
+	}
+	if h.act != nil {
+		return h.act(ctx, m, a)
+	}
+	return nil
+}
+
+func (h *recHandler) RestartInterpretation(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	return h.record(ctx, m, a)
+}
+
+func (h *recHandler) ResumeCommands(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	return h.record(ctx, m, a)
+}
+
+func (h *recHandler) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	return h.record(ctx, m, a)
+}
+
+func (h *recHandler) ReconcileExternal(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	return h.record(ctx, m, a)
+}
+
+func TestRecoverySweep(t *testing.T) {
+	ctx := context.Background()
+	t.Run("ContinuesPastAFailingTurn", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			rt := turnframe.New(store)
+			first := recReceived(t, rt, nil)
+			second := recReceived(t, rt, []turnframe.Command{rtCmd("k1", "booking/1", "book")})
+			third := recReceived(t, rt, nil)
+			h := &recHandler{fail: map[turnframe.TurnID]bool{first: true}}
+			report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
+			is.NoErr(err) // one turn's failure is not the sweep's
+			is.Equal(report.Turns, 3)
+			is.Equal(len(report.Failures), 1)
+			is.Equal(report.Failures[0].Turn, first)
+			is.Equal(report.Failures[0].Action, turnframe.ActionRestartInterpretation)
+			is.Equal(h.calls[turnframe.ActionRestartInterpretation], []turnframe.TurnID{first, third}) // oldest first, and on past the failure
+			is.Equal(h.calls[turnframe.ActionResumeCommands], []turnframe.TurnID{second})
+			is.Equal(report.Actions, map[turnframe.ActionKind]int{turnframe.ActionRestartInterpretation: 2, turnframe.ActionResumeCommands: 1})
+		})
+	})
+	t.Run("ReachesADeliveredTurnHoldingAnUnknownEntry", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			rt := turnframe.New(store)
+			turn := recReceived(t, rt, []turnframe.Command{rtCmd("k-charge", "booking/1", "charge")})
+			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+			is.NoErr(err)
+			is.NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
+			done := recReceived(t, rt, []turnframe.Command{rtCmd("k-book", "booking/2", "book")})
+			_, err = rt.Execute(ctx, rtAccount, done, rtNewHandler(rtScript))
+			is.NoErr(err)
+			is.NoErr(rt.Deliver(ctx, rtAccount, done, "booked"))
+
+			h := &recHandler{act: func(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+				for _, e := range a.Entries {
+					if err := rt.ReconcileCommand(ctx, m.Account, e.Key, turnframe.VerdictCompleted, ""); err != nil {
+						return err
+					}
+				}
+				return nil
+			}}
+			report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
+			is.NoErr(err)
+			is.Equal(h.calls[turnframe.ActionReconcileExternal], []turnframe.TurnID{turn}) // the delivered turn is not finished for recovery
+			is.Equal(report.Turns, 1)                                                      // the truly finished turn is not listed
+			is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted)
+
+			report, err = turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
+			is.NoErr(err)
+			is.Equal(report.Turns, 0) // reconciled: nothing left
+		})
+	})
+	t.Run("LeavesTurnsInFlightAloneWithACutOff", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			clock := t0
+			rt := turnframe.New(store, turnframe.WithClock(func() time.Time { return clock }))
+			stale := recReceived(t, rt, nil)
+			clock = clock.Add(time.Hour)
+			recReceived(t, rt, nil) // in flight: updated after the cut-off
+			h := &recHandler{}
+			report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{UpdatedBefore: t0.Add(time.Minute)}, 10, h)
+			is.NoErr(err)
+			is.Equal(report.Turns, 1)
+			is.Equal(h.calls[turnframe.ActionRestartInterpretation], []turnframe.TurnID{stale})
+		})
+	})
+	t.Run("RefusesANilHandler", func(t *testing.T) {
+		is := is.New(t)
+		_, err := turnframe.NewRecovery(nopStoreForSweep{}).Sweep(ctx, turnframe.RecoveryScope{}, 10, nil)
+		is.True(errors.Is(err, turnframe.ErrInvalid))
+	})
+	t.Run("RefusesABadTurnRef", func(t *testing.T) {
+		is := is.New(t)
+		r := turnframe.NewRecovery(nopStoreForSweep{})
+		_, err := r.Decide(ctx, "", turnframe.NewIDGenerator().TurnID(t0))
+		is.True(errors.Is(err, turnframe.ErrInvalid))
+		_, err = r.Decide(ctx, rtAccount, turnframe.TurnID{})
+		is.True(errors.Is(err, turnframe.ErrInvalid))
+	})
+}
+
+// nopStoreForSweep is a Store that must never be called: input checks come
+// first.
+type nopStoreForSweep struct{ turnframe.Store }
