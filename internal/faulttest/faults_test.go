@@ -1,0 +1,452 @@
+package faulttest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/memstore"
+	"github.com/turnframe/turnframe/sqlitestore"
+)
+
+// Command kinds, carried as the command name.
+const (
+	kEnqueue1 = "enqueue1" // commit one event and one row
+	kEnqueue2 = "enqueue2" // commit one event and two rows
+	kReject   = "reject"
+	kUnknown  = "unknown" // applies its effect, then says the outcome is unknown
+)
+
+var faultAccount = turnframe.AccountID("acct")
+
+// planFor derives a turn's plan from its text, so recovery can plan a turn
+// received by a call that failed after writing.
+func planFor(text string) turnframe.Plan {
+	kinds := []string{kEnqueue1, kEnqueue2, kReject}
+	if strings.HasPrefix(text, "U") {
+		kinds = []string{kUnknown, kEnqueue1}
+	}
+	var p turnframe.Plan
+	for i, k := range kinds {
+		p.Commands = append(p.Commands, turnframe.Command{
+			Key: turnframe.IdempotencyKey(fmt.Sprintf("%s-%d", text, i)), Case: turnframe.CaseKey("case-" + text), Name: k,
+		})
+	}
+	return p
+}
+
+// domain is the application's side: it counts handler calls and applies
+// effects once per key, as a remote with idempotency keys would.
+type domain struct {
+	mu      sync.Mutex
+	calls   map[turnframe.IdempotencyKey]int
+	applied map[turnframe.IdempotencyKey]int
+}
+
+func newDomain() *domain {
+	return &domain{calls: map[turnframe.IdempotencyKey]int{}, applied: map[turnframe.IdempotencyKey]int{}}
+}
+
+func (d *domain) apply(key turnframe.IdempotencyKey) {
+	if d.applied[key] == 0 {
+		d.applied[key] = 1
+	}
+}
+
+func (d *domain) Handle(ctx context.Context, c turnframe.Call) turnframe.Outcome {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls[c.Command.Key]++
+	ev := []turnframe.Event{{Case: c.Command.Case, Type: c.Command.Name}}
+	msg := turnframe.OutboxMessage{Destination: "remote", Payload: []byte(c.Command.Key)}
+	switch c.Command.Name {
+	case kEnqueue1:
+		d.apply(c.Command.Key)
+		return turnframe.Commit(ev, msg)
+	case kEnqueue2:
+		d.apply(c.Command.Key)
+		return turnframe.Commit(ev, msg, msg)
+	case kUnknown:
+		d.apply(c.Command.Key)
+		return turnframe.Unknown("ref")
+	}
+	return turnframe.Reject("no")
+}
+
+// app is an application over a (faulty) store: it runs turns and acts on
+// recovery's decisions.
+type app struct {
+	store turnframe.Store
+	rt    *turnframe.Runtime
+	rec   *turnframe.Recovery
+	dom   *domain
+}
+
+func newApp(store turnframe.Store, dom *domain) *app {
+	return &app{store: store, rt: turnframe.New(store), rec: turnframe.NewRecovery(store), dom: dom}
+}
+
+func (a *app) turn(ctx context.Context, text string) error {
+	turn, err := a.rt.Receive(ctx, faultAccount, a.rt.NewConversationID(), text)
+	if err != nil {
+		return err
+	}
+	if _, err := a.rt.Plan(ctx, faultAccount, turn, planFor(text)); err != nil {
+		return err
+	}
+	return a.finish(ctx, faultAccount, turn)
+}
+
+func (a *app) finish(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) error {
+	rep, err := a.rt.Execute(ctx, account, turn, a.dom)
+	if err != nil {
+		return err
+	}
+	if rep.Phase.IsTerminal() {
+		return nil
+	}
+	return a.rt.Deliver(ctx, account, turn, "done")
+}
+
+func (a *app) RestartInterpretation(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	st, err := a.rec.StoredTurn(ctx, m.Account, m.Turn)
+	if err != nil {
+		return err
+	}
+	if _, err := a.rt.Plan(ctx, m.Account, m.Turn, planFor(st.Text)); err != nil {
+		return err
+	}
+	return a.finish(ctx, m.Account, m.Turn)
+}
+
+func (a *app) ResumeCommands(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	return a.finish(ctx, m.Account, m.Turn)
+}
+
+func (a *app) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	return a.rt.Deliver(ctx, m.Account, m.Turn, "regenerated")
+}
+
+// ReconcileExternal asks the domain whether the effect is there.
+func (a *app) ReconcileExternal(ctx context.Context, m turnframe.TurnPhaseMarker, act turnframe.RecoveryAction) error {
+	for _, e := range act.Entries {
+		a.dom.mu.Lock()
+		ok := a.dom.applied[e.Key] > 0
+		a.dom.mu.Unlock()
+		v := turnframe.VerdictFailed
+		if ok {
+			v = turnframe.VerdictCompleted
+		}
+		if err := a.rt.ReconcileCommand(ctx, e.Account, e.Key, v, "absent"); err != nil {
+			return err
+		}
+	}
+	if m.Phase.IsTerminal() {
+		return nil
+	}
+	return a.finish(ctx, m.Account, m.Turn)
+}
+
+// recoverAll sweeps until nothing is unfinished: what a restart does.
+func (a *app) recoverAll(t *testing.T) {
+	t.Helper()
+	for range 5 {
+		rep, err := a.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, a)
+		if err != nil {
+			t.Fatalf("sweep without faults: %v", err)
+		}
+		for _, f := range rep.Failures {
+			t.Fatalf("sweep without faults: turn %v (%v): %v", f.Turn, f.Action, f.Err)
+		}
+		if rep.Turns == 0 {
+			return
+		}
+	}
+	t.Fatal("turns still unfinished after five sweeps")
+}
+
+// checkTurn checks that the commands text planned were each settled once,
+// as their kind says, with exactly their rows, and that no turn is left.
+func checkTurn(t *testing.T, store turnframe.Store, dom *domain, text string) {
+	t.Helper()
+	is := is.New(t)
+	p := planFor(text)
+	events, err := store.EventsSince(bg, faultAccount, p.Commands[0].Case, 0, 100)
+	is.NoErr(err)
+	perKey := map[turnframe.IdempotencyKey]int{}
+	for _, ev := range events {
+		perKey[ev.Key]++
+	}
+	for _, cmd := range p.Commands {
+		e, err := store.ByKey(bg, faultAccount, cmd.Key)
+		is.NoErr(err) // every command admitted
+		m, err := store.TurnPhase(bg, faultAccount, e.Turn)
+		is.NoErr(err)
+		is.Equal(m.Phase, turnframe.PhaseDelivered) // its turn delivered
+		switch cmd.Name {
+		case kEnqueue1, kEnqueue2:
+			is.Equal(e.Status, turnframe.JournalCommitted) // committed
+			is.Equal(perKey[cmd.Key], 1)                   // exactly once: one event
+		case kReject:
+			is.Equal(e.Status, turnframe.JournalRejected)
+		case kUnknown:
+			is.Equal(e.Status, turnframe.JournalCommitted) // reconciled: the domain has it
+			is.Equal(perKey[cmd.Key], 0)                   // a reconciliation appends no event
+		}
+		dom.mu.Lock()
+		applied := dom.applied[cmd.Key]
+		dom.mu.Unlock()
+		is.True(applied <= 1) // the domain applied it at most once
+	}
+	unfinished, err := store.ListUnfinishedTurns(bg, turnframe.RecoveryScope{}, 100)
+	is.NoErr(err)
+	is.Equal(len(unfinished), 0) // nothing left for recovery
+}
+
+// rowsOf lists every outbox row by key.
+func rowsOf(t *testing.T, store turnframe.Store) map[turnframe.IdempotencyKey][]turnframe.OutboxRecord {
+	t.Helper()
+	rows, err := store.ListOutbox(bg, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[turnframe.IdempotencyKey][]turnframe.OutboxRecord{}
+	for _, r := range rows {
+		out[r.Key] = append(out[r.Key], r)
+	}
+	return out
+}
+
+func checkRows(t *testing.T, store turnframe.Store, texts ...string) {
+	t.Helper()
+	is := is.New(t)
+	rows := rowsOf(t, store)
+	want := 0
+	for _, text := range texts {
+		for _, cmd := range planFor(text).Commands {
+			n := map[string]int{kEnqueue1: 1, kEnqueue2: 2}[cmd.Name]
+			for i := range n {
+				k := turnframe.OutboxKey(cmd.Key, i, n)
+				is.Equal(len(rows[k]), 1) // each row enqueued exactly once
+				want++
+			}
+		}
+	}
+	total := 0
+	for _, rs := range rows {
+		total += len(rs)
+	}
+	is.Equal(total, want) // and no other row
+}
+
+type storeKind struct {
+	name string
+	open func(t *testing.T) turnframe.Store
+}
+
+var storeKinds = []storeKind{
+	{"memstore", func(t *testing.T) turnframe.Store { return memstore.New() }},
+	{"sqlitestore", func(t *testing.T) turnframe.Store {
+		s, err := sqlitestore.Open(bg, filepath.Join(t.TempDir(), "fault.db"), sqlitestore.WithSynchronousNormal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+}
+
+// eachFault runs body once with no fault to count the store calls it
+// makes, then once per call N and mode, with the Nth call failing.
+func eachFault(t *testing.T, body func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode)) {
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			calls := 0
+			t.Run("NoFault", func(t *testing.T) {
+				inner := k.open(t)
+				t.Cleanup(func() { inner.Close() })
+				fs := &faultStore{inner: inner}
+				body(t, k, fs, 0, failBefore)
+				calls = fs.count()
+			})
+			if calls == 0 {
+				t.Fatal("the scenario made no store call")
+			}
+			t.Logf("%d store calls, each failed before and after it reaches the store", calls)
+			for n := 1; n <= calls; n++ {
+				for _, mode := range []failMode{failBefore, failAfter} {
+					t.Run(fmt.Sprintf("Call%d/%v", n, mode), func(t *testing.T) {
+						inner := k.open(t)
+						t.Cleanup(func() { inner.Close() })
+						body(t, k, &faultStore{inner: inner}, n, mode)
+					})
+				}
+			}
+		})
+	}
+}
+
+// surfaced checks that an armed fault that fired reached the caller.
+func surfaced(t *testing.T, fs *faultStore, errs ...error) {
+	t.Helper()
+	fs.mu.Lock()
+	failed := fs.failed
+	fs.mu.Unlock()
+	if failed == "" {
+		return
+	}
+	for _, err := range errs {
+		if errors.Is(err, errInjected) {
+			return
+		}
+	}
+	t.Errorf("the injected failure of %s was swallowed: the caller saw %v", failed, errs)
+}
+
+// TestRuntimeFaults: a turn whose Nth store call fails returns the error;
+// a recovery sweep (and, when the turn never got written, running it again)
+// then completes it: every command settled once, every row enqueued once.
+func TestRuntimeFaults(t *testing.T) {
+	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
+		dom := newDomain()
+		a := newApp(fs, dom)
+		fs.arm(n, mode)
+		err := a.turn(bg, "T")
+		surfaced(t, fs, err)
+		fs.disarm()
+		a.recoverAll(t)
+		if _, err := fs.ByKey(bg, faultAccount, "T-0"); errors.Is(err, turnframe.ErrNotFound) {
+			// Nothing was planned: the application runs the turn again.
+			if err := a.turn(bg, "T"); err != nil {
+				t.Fatalf("turn again without faults: %v", err)
+			}
+		}
+		checkTurn(t, fs, dom, "T")
+		checkRows(t, fs, "T")
+	})
+}
+
+// TestDispatcherFaults: a dispatch whose Nth store call fails reports it
+// (an error, or a row Unsettled); releasing the expired claims and
+// dispatching again completes every row, each applied at the remote once.
+func TestDispatcherFaults(t *testing.T) {
+	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
+		is := is.New(t)
+		dom := newDomain()
+		is.NoErr(newApp(fs.inner, dom).turn(bg, "D"))
+		is.NoErr(newApp(fs.inner, dom).turn(bg, "E"))
+		var mu sync.Mutex
+		sends, applied := map[string]int{}, map[string]int{}
+		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+			mu.Lock()
+			defer mu.Unlock()
+			sends[e.RemoteKey()]++
+			if applied[e.RemoteKey()] == 0 {
+				applied[e.RemoteKey()]++
+			}
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+		})
+		d := turnframe.NewDispatcher(fs, sender, turnframe.DispatchConfig{WorkerID: "w1", BatchSize: 2})
+		now := time.Now()
+		fs.arm(n, mode)
+		var errs []error
+		unsettled := 0
+		for range 10 {
+			rep, err := d.RunOnce(bg, now)
+			errs = append(errs, err)
+			unsettled += len(rep.Unsettled)
+			if len(rep.Unsettled) > 0 {
+				errs = append(errs, fmt.Errorf("unsettled %v: %w", rep.Unsettled, errInjected))
+			}
+			if err == nil && rep.IsEmpty() {
+				break
+			}
+		}
+		surfaced(t, fs, errs...)
+		fs.disarm()
+		// Later: the claims of the failed sweep have expired.
+		later := now.Add(time.Hour)
+		_, err := d.ReleaseExpiredClaims(bg, later)
+		is.NoErr(err)
+		for range 10 {
+			rep, err := d.RunOnce(bg, later)
+			is.NoErr(err)
+			is.Equal(len(rep.Unsettled), 0)
+			if rep.IsEmpty() {
+				break
+			}
+		}
+		rows, err := fs.ListOutbox(bg, turnframe.OutboxFilter{Limit: 100})
+		is.NoErr(err)
+		is.Equal(len(rows), 6) // three rows per turn
+		dups := 0
+		for _, r := range rows {
+			is.Equal(r.Status, turnframe.OutboxCompleted) // nothing lost
+			is.Equal(applied[r.RemoteKey()], 1)           // applied once
+			is.True(sends[r.RemoteKey()] <= r.Attempts)   // never sent without a claim
+			dups += sends[r.RemoteKey()] - 1
+		}
+		is.True(dups <= unsettled) // only a row whose settlement failed (reported Unsettled) is sent twice
+	})
+}
+
+// TestRecoveryFaults: a recovery sweep whose Nth store call fails reports
+// the failure; the next sweep finishes every turn, whatever state the crash
+// left it in.
+func TestRecoveryFaults(t *testing.T) {
+	texts := []string{"R", "P", "X", "C", "U"}
+	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
+		is := is.New(t)
+		dom := newDomain()
+		setup := newApp(fs.inner, dom)
+		rt := setup.rt
+		ids := turnframe.NewIDGenerator()
+		// R: received only.
+		_, err := rt.Receive(bg, faultAccount, rt.NewConversationID(), "R")
+		is.NoErr(err)
+		// P: planned, nothing run.
+		p, err := rt.Receive(bg, faultAccount, rt.NewConversationID(), "P")
+		is.NoErr(err)
+		_, err = rt.Plan(bg, faultAccount, p, planFor("P"))
+		is.NoErr(err)
+		// X: its first command executing (a crash during the handler).
+		x, err := rt.Receive(bg, faultAccount, rt.NewConversationID(), "X")
+		is.NoErr(err)
+		_, err = rt.Plan(bg, faultAccount, x, planFor("X"))
+		is.NoErr(err)
+		_, err = fs.inner.Apply(bg, turnframe.Write{Account: faultAccount, Turn: x, Now: time.Now(), Phase: turnframe.PhaseExecuting,
+			Settle: []turnframe.Settlement{{Key: "X-0", To: turnframe.JournalExecuting, Attempt: ids.AttemptID(time.Now())}}})
+		is.NoErr(err)
+		// C: committed, not delivered.
+		c, err := rt.Receive(bg, faultAccount, rt.NewConversationID(), "C")
+		is.NoErr(err)
+		_, err = rt.Plan(bg, faultAccount, c, planFor("C"))
+		is.NoErr(err)
+		_, err = rt.Execute(bg, faultAccount, c, dom)
+		is.NoErr(err)
+		// U: delivered while a command is outcome unknown.
+		is.NoErr(setup.turn(bg, "U"))
+
+		a := newApp(fs, dom)
+		fs.arm(n, mode)
+		rep, err := a.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, a)
+		errs := []error{err}
+		for _, f := range rep.Failures {
+			errs = append(errs, f.Err)
+		}
+		surfaced(t, fs, errs...)
+		fs.disarm()
+		a.recoverAll(t)
+		for _, text := range texts {
+			checkTurn(t, fs, dom, text)
+		}
+		checkRows(t, fs, texts...)
+	})
+}
