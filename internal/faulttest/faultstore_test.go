@@ -36,6 +36,8 @@ type faultStore struct {
 	calls  int
 	failAt int
 	failed string // the call that failed, for messages
+
+	armedCalls int // calls made while armed, set by disarm
 }
 
 var _ turnframe.Store = (*faultStore)(nil)
@@ -46,12 +48,19 @@ func (s *faultStore) arm(n int, mode failMode) {
 	s.calls, s.failAt, s.mode, s.failed = 0, n, mode, ""
 }
 
-func (s *faultStore) disarm() { s.arm(0, failBefore) }
+// disarm stops failing calls and keeps how many calls were made while
+// armed: the scenario's length.
+func (s *faultStore) disarm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armedCalls, s.failAt = s.calls, 0
+}
 
+// count returns how many calls were made between arm and disarm.
 func (s *faultStore) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.calls
+	return s.armedCalls
 }
 
 // hit counts a call and reports whether it fails, and how.
