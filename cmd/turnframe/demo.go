@@ -152,7 +152,7 @@ type process struct {
 
 // say writes one line of the narrative, stamped with the demo's clock.
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintf(d.w, "%-7s %s\n", "t+"+d.clock.Now().Sub(d.start).Round(time.Second).String(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(d.w, "%-8s %s\n", "t+"+d.clock.Now().Sub(d.start).Round(time.Second).String(), fmt.Sprintf(format, args...))
 }
 
 func (d *demo) play(ctx context.Context) error {
