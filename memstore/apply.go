@@ -32,7 +32,7 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 		return turnframe.Applied{}, err
 	}
 	w.Now = stamp(w.Now)
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return turnframe.Applied{}, err
 	}
 	defer s.mu.Unlock()

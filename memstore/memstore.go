@@ -108,8 +108,12 @@ func (s *Store) Close() error {
 
 var errClosed = fmt.Errorf("memstore: %w", turnframe.ErrClosed)
 
-// lock takes the store's mutex, or returns ErrClosed without holding it.
-func (s *Store) lock() error {
+// lock takes the store's mutex, or returns the context's error or ErrClosed
+// without holding it: like a SQL store, a cancelled call does nothing.
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -159,7 +163,7 @@ func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn
 	if err := checkTurn(account, turn); err != nil {
 		return turnframe.TurnPhaseMarker{}, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return turnframe.TurnPhaseMarker{}, err
 	}
 	defer s.mu.Unlock()
@@ -180,7 +184,7 @@ func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn 
 	if err := checkTurn(account, turn); err != nil {
 		return turnframe.StoredTurn{}, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return turnframe.StoredTurn{}, err
 	}
 	defer s.mu.Unlock()
@@ -201,7 +205,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 		return nil, err
 	}
 	before := stamp(scope.UpdatedBefore)
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -240,7 +244,7 @@ func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn t
 	if err := checkTurn(account, turn); err != nil {
 		return nil, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -262,7 +266,7 @@ func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turn
 	if err := key.Validate(); err != nil {
 		return turnframe.JournalEntry{}, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return turnframe.JournalEntry{}, err
 	}
 	defer s.mu.Unlock()
@@ -284,7 +288,7 @@ func (s *Store) EventsByID(ctx context.Context, account turnframe.AccountID, ids
 			return nil, err
 		}
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -315,7 +319,7 @@ func (s *Store) EventsSince(ctx context.Context, account turnframe.AccountID, c 
 	if err := turnframe.CheckLimit("limit", limit); err != nil {
 		return nil, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -336,7 +340,7 @@ func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c
 	if err := c.Validate(); err != nil {
 		return 0, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
@@ -349,7 +353,7 @@ func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn tu
 	if err := checkTurn(account, turn); err != nil {
 		return turnframe.ReplayRecord{}, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return turnframe.ReplayRecord{}, err
 	}
 	defer s.mu.Unlock()

@@ -31,7 +31,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 		return nil, err
 	}
 	now = stamp(now)
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -68,30 +68,30 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 
 // Complete settles a claimed row Completed with the remote's reference.
 func (s *Store) Complete(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
-	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxCompleted, RemoteRef: remoteRef, Now: now})
+	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxCompleted, RemoteRef: remoteRef, Now: now})
 }
 
 // Retry settles a claimed row back to Pending, due at at, keeping code. The
 // row's update time is the claim's time: Retry takes no clock of its own.
 func (s *Store) Retry(ctx context.Context, claim turnframe.Claim, code string, at time.Time) error {
-	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxPending, Code: code, RetryAt: at, Now: claim.ClaimedAt})
+	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxPending, Code: code, RetryAt: at, Now: claim.ClaimedAt})
 }
 
 // Fail settles a claimed row Failed with code.
 func (s *Store) Fail(ctx context.Context, claim turnframe.Claim, code string, now time.Time) error {
-	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxFailed, Code: code, Now: now})
+	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxFailed, Code: code, Now: now})
 }
 
 // MarkUnknown settles a claimed row OutcomeUnknown.
 func (s *Store) MarkUnknown(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
-	return s.settleOne(turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxOutcomeUnknown, RemoteRef: remoteRef, Now: now})
+	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxOutcomeUnknown, RemoteRef: remoteRef, Now: now})
 }
 
-func (s *Store) settleOne(st turnframe.OutboxSettlement) error {
+func (s *Store) settleOne(ctx context.Context, st turnframe.OutboxSettlement) error {
 	if err := st.Validate(); err != nil {
 		return err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -125,7 +125,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 		results[i] = st.Validate()
 		valid[i] = results[i] == nil
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -156,7 +156,7 @@ func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.
 		return err
 	}
 	now = stamp(now)
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -182,7 +182,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 		return err
 	}
 	at = stamp(at)
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -206,7 +206,7 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 		return nil, err
 	}
 	claimedBefore = stamp(claimedBefore)
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -225,7 +225,7 @@ func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe
 	if err := turnframe.CheckID("id", id); err != nil {
 		return turnframe.OutboxRecord{}, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return turnframe.OutboxRecord{}, err
 	}
 	defer s.mu.Unlock()
@@ -242,7 +242,7 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 	if err := filter.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -269,7 +269,7 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 		return 0, err
 	}
 	finishedBefore = stamp(finishedBefore)
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
