@@ -154,9 +154,10 @@ func NewRecovery(store Store, opts ...Option) *Recovery {
 	return &Recovery{store: store, obs: newSettings(opts).observe()}
 }
 
-// Unfinished returns, oldest first, at most limit turns in scope that are
-// non-terminal or hold an OutcomeUnknown journal entry: a delivered turn can
-// still have a payment nobody settled, and a sweep must reach it.
+// Unfinished returns, oldest first, at most limit turns in scope for which
+// the package-level Unfinished holds: non-terminal turns, and terminal ones
+// still holding an unknown outcome or a resend. A delivered turn can still
+// have a payment nobody settled, and a sweep must reach it.
 func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error) {
 	markers, err := r.store.ListUnfinishedTurns(ctx, scope, limit)
 	if err != nil {
@@ -170,7 +171,9 @@ func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit in
 //
 //  1. an OutcomeUnknown entry → ActionReconcileExternal, even on a terminal
 //     turn;
-//  2. a terminal phase → ActionNothing;
+//  2. a terminal phase → ActionNothing, except a Delivered turn holding a
+//     pending entry (a resend reconciliation asked for after delivery),
+//     which goes on to rule 3;
 //  3. a Pending or Executing entry → ActionResumeCommands;
 //  4. any entry → ActionRegenerateResponse, with the committed events and
 //     the answer tasks;
@@ -213,11 +216,12 @@ func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (
 		}
 		return action, nil
 	}
-	if marker.Phase.IsTerminal() {
+	pending := entriesWhere(entries, JournalStatus.IsPending)
+	if !Unfinished(marker.Phase, false, len(pending) > 0) {
 		action.Kind = ActionNothing
 		return action, nil
 	}
-	if pending := entriesWhere(entries, JournalStatus.IsPending); len(pending) > 0 {
+	if len(pending) > 0 {
 		action.Kind, action.Entries = ActionResumeCommands, pending
 		return action, nil
 	}

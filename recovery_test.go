@@ -146,6 +146,28 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 			want: turnframe.ActionNothing, phase: turnframe.PhaseDelivered,
 		},
 		{
+			name: "DeliveredWithAnEntryPutBackToResendResumesIt",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{book, charge})
+				_, err := rt.Execute(ctx, rtAccount, turn, handler)
+				is.New(t).NoErr(err) // execute
+				is.New(t).NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
+				is.New(t).NoErr(rt.ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictResend, ""))
+				return turn // and the process crashes before it executes the resend
+			},
+			want: turnframe.ActionResumeCommands, phase: turnframe.PhaseDelivered,
+			entries: []turnframe.IdempotencyKey{"k-charge"},
+		},
+		{
+			name: "AbandonedWithAPendingEntryNeedsNothing",
+			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{book})
+				is.New(t).NoErr(rt.Abandon(ctx, rtAccount, turn, "user_left"))
+				return turn
+			},
+			want: turnframe.ActionNothing, phase: turnframe.PhaseAbandoned,
+		},
+		{
 			name: "DeliveredWithAnUnknownEntryIsReconciledFirst",
 			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{book, charge})

@@ -70,8 +70,10 @@ type TurnStore interface {
 	// exist for account.
 	LoadTurn(ctx context.Context, account AccountID, turn TurnID) (StoredTurn, error)
 	// ListUnfinishedTurns returns, oldest first (by turn id), at most limit
-	// turns in scope that are non-terminal or hold an OutcomeUnknown journal
-	// entry: a delivered turn can still have an unsettled effect.
+	// turns in scope for which Unfinished holds: non-terminal turns, turns
+	// holding an OutcomeUnknown entry (a delivered turn can still have an
+	// unsettled effect), and delivered turns holding a pending entry (a
+	// resend after delivery).
 	ListUnfinishedTurns(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error)
 }
 

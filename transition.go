@@ -35,6 +35,22 @@ func NextPhase(from, to TurnPhase, pending int) error {
 	return nil
 }
 
+// Unfinished reports whether recovery must look at a turn: it is
+// non-terminal; or it holds an OutcomeUnknown entry, whatever its phase (a
+// delivered turn can still have a payment nobody settled); or it is
+// Delivered and holds a Pending or Executing entry (a reconciliation found
+// the remote never received a command and put it back to send again after
+// the answer went out). An Abandoned turn's pending entries never run.
+func Unfinished(phase TurnPhase, holdsUnknown, holdsPending bool) bool {
+	switch phase {
+	case PhaseAbandoned:
+		return holdsUnknown
+	case PhaseDelivered:
+		return holdsUnknown || holdsPending
+	}
+	return true
+}
+
 // SameCommand reports whether a and b are the same command: equal name, case
 // and payload. The key is not compared.
 func SameCommand(a, b Command) bool {

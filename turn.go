@@ -315,9 +315,9 @@ func (rt *Runtime) replayOf(ctx context.Context, account AccountID, turn TurnID)
 //     goes back to Pending and the next Execute of its turn runs it again,
 //     under the same key and a new attempt id. This is the only way an
 //     unknown command runs again (I15). The turn's phase does not change: a
-//     turn already Committed or Delivered then holds a pending entry, which
-//     recovery does not resume for a delivered turn (its phase is terminal),
-//     so call Execute for the entry's turn yourself.
+//     turn already Committed or Delivered then holds a pending entry. Call
+//     Execute for the entry's turn; if a crash comes first, recovery lists
+//     the turn and decides ActionResumeCommands, even for a delivered turn.
 //   - VerdictUnresolved: still unknown. Nothing is written; it returns nil.
 //
 // The signal SignalExternalReconciled is emitted for every verdict but

@@ -196,7 +196,7 @@ func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn 
 }
 
 // ListUnfinishedTurns returns, oldest first by turn id, at most limit turns in
-// scope that are non-terminal or hold an OutcomeUnknown journal entry.
+// scope for which turnframe.Unfinished holds.
 func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 		if !before.IsZero() && !t.turn.UpdatedAt.Before(before) {
 			continue
 		}
-		if t.turn.Phase.IsTerminal() && !s.holdsUnknown(id) {
+		if !turnframe.Unfinished(t.turn.Phase, s.holds(id, turnframe.JournalOutcomeUnknown), s.holds(id, turnframe.JournalPending, turnframe.JournalExecuting)) {
 			continue
 		}
 		out = append(out, marker(t.turn))
@@ -229,9 +229,10 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 	return out, nil
 }
 
-func (s *Store) holdsUnknown(turn turnframe.TurnID) bool {
+// holds reports whether the turn has an entry in one of statuses.
+func (s *Store) holds(turn turnframe.TurnID, statuses ...turnframe.JournalStatus) bool {
 	for _, k := range s.byTurn[turn] {
-		if s.entries[k].entry.Status == turnframe.JournalOutcomeUnknown {
+		if slices.Contains(statuses, s.entries[k].entry.Status) {
 			return true
 		}
 	}

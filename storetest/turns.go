@@ -23,6 +23,7 @@ func turnTests() []test {
 		{"ReplayIsReplacedWholeByEachWriteThatCarriesOne", testReplayReplaced},
 		{"ReplayOfATurnWithoutOneIsNotFound", testReplayMissing},
 		{"ListUnfinishedTurnsIncludesADeliveredTurnHoldingAnUnknownEntry", testUnfinishedIncludesDeliveredUnknown},
+		{"ListUnfinishedTurnsIncludesADeliveredTurnWhoseEntryWasPutBackToResend", testUnfinishedIncludesDeliveredResend},
 		{"ListUnfinishedTurnsRespectsScopeAndLimitOldestFirst", testUnfinishedScope},
 	}
 }
@@ -243,6 +244,33 @@ func testUnfinishedIncludesDeliveredUnknown(t *testing.T, e *env) {
 	is.NoErr(err)         // list
 	is.Equal(len(got), 1) // only the planned turn
 	is.Equal(got[0].Turn, planned)
+}
+
+func testUnfinishedIncludesDeliveredResend(t *testing.T, e *env) {
+	is := is.New(t)
+	// Delivered while a command was unknown; reconciliation then found the
+	// remote never had it and put it back to Pending. The answer is out, the
+	// effect is not: recovery must still reach the turn.
+	turn, key, attempt := e.running(acme, "payment/1", at(0))
+	e.settle(acme, turn, at(time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalOutcomeUnknown, Attempt: attempt})
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(2 * time.Second), Phase: turnframe.PhaseDelivered})
+	e.settle(acme, turn, at(3*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalPending})
+	// Abandoned with an entry never run: finished, its commands never run.
+	abandoned := e.begin(acme, at(time.Second))
+	e.admit(acme, abandoned, at(time.Second), command(e.freshKey(), "payment/2"))
+	e.apply(turnframe.Write{Account: acme, Turn: abandoned, Now: at(2 * time.Second), Phase: turnframe.PhaseAbandoned})
+
+	got, err := e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
+	is.NoErr(err)         // list
+	is.Equal(len(got), 1) // the delivered turn with a resend, not the abandoned one
+	is.Equal(got[0].Turn, turn)
+
+	// Once the resend ran, it is finished.
+	next := e.execute(acme, turn, key, at(4*time.Second))
+	e.settle(acme, turn, at(5*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: next})
+	got, err = e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
+	is.NoErr(err)         // list
+	is.Equal(len(got), 0) // nothing left
 }
 
 func testUnfinishedScope(t *testing.T, e *env) {
