@@ -30,7 +30,8 @@ import (
 //	written, then no answer or a broken connection → Unknown "http.no_response"
 //	written, then the deadline                    → Unknown "http.timeout"
 //	2xx                                           → Completed "http.2xx"
-//	429, 503                                      → Retryable "http.429" | "http.503"
+//	408, 429, 503                                 → Retryable "http.408" | "http.429" | "http.503"
+//	409                                           → Unknown "http.409"
 //	500, 502, 504                                 → Unknown "http.500" | …
 //	any other 4xx                                 → Permanent "http.404" | …
 //	anything else (101, 3xx, other 5xx)           → Unknown "http.302" | …
@@ -38,7 +39,11 @@ import (
 // Codes are "http." and the status code for every answer. A 3xx is not
 // followed (following a 301 or 302 would turn the POST into a GET elsewhere)
 // and counts as Unknown: the remote answered, but not with a verdict on the
-// effect. Retry-After is not read; the dispatcher's backoff governs. The
+// effect. Two 4xx are not refusals: 408 says the server gave up before it had
+// the whole request (nothing was processed: safe to send again), and 409 is
+// what a remote that honours Idempotency-Key answers while a request under
+// the same key is still in progress (the first may yet land: unknown, never
+// a failure). Retry-After is not read; the dispatcher's backoff governs. The
 // remote's reference (Completed and Unknown) is the response header named by
 // WithRemoteRefHeader, "X-Request-Id" by default. A response body is read at
 // most 64 KiB (and discarded), then closed.
@@ -188,9 +193,10 @@ func classifyHTTPStatus(status int, ref string) Dispatched {
 	switch {
 	case status >= 200 && status < 300:
 		return Dispatched{Kind: DispatchCompleted, Code: code, RemoteRef: ref}
-	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
 		return Dispatched{Kind: DispatchRetryable, Code: code}
-	case status == http.StatusInternalServerError || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
+	case status == http.StatusConflict || status == http.StatusInternalServerError ||
+		status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
 		return Dispatched{Kind: DispatchUnknown, Code: code, RemoteRef: ref}
 	case status >= 400 && status < 500:
 		return Dispatched{Kind: DispatchPermanent, Code: code}
