@@ -99,3 +99,18 @@ func TestScriptedSeeds(t *testing.T) {
 		t.Run(name, func(t *testing.T) { runOps(t, in) })
 	}
 }
+
+// TestDeliveredTurnWithPendingEntryListedAlike is the minimised divergence
+// random input random-1795990136567981299 found: a delivered turn whose
+// unknown command was reconciled back to Pending. Since de1c111 memstore
+// lists it as unfinished (so recovery resumes it); sqlitestore's
+// ListUnfinishedTurns did not, when this test was written.
+func TestDeliveredTurnWithPendingEntryListedAlike(t *testing.T) {
+	runOps(t, script(
+		op(1, 0, 1, 0x08, 0, 0x02), // begin slot 1 (acct-b) and admit k2
+		op(1, 20, 1, 0, 1),         // run k2: executing, then outcome unknown
+		op(1, 9, 1, 0x45),          // delivered
+		op(1, 8, 1, 0, 2),          // reconcile k2 back to pending (a resend)
+		op(1, 18, 1, 6, 0, 3),      // list unfinished turns
+	))
+}

@@ -81,7 +81,7 @@ func errClass(err error) string {
 // order keys collide often.
 var (
 	accounts  = []turnframe.AccountID{"acct-a", "acct-b"}
-	keys      = []turnframe.IdempotencyKey{"k0", "k1", "k2", "k3", "k4", "k5"}
+	keys      = []turnframe.IdempotencyKey{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11"}
 	cases     = []turnframe.CaseKey{"c0", "c1", "c2"}
 	names     = []string{"book", "pay"}
 	payloads  = [][]byte{nil, []byte("x"), []byte("y")}
@@ -103,14 +103,16 @@ type acctKey struct {
 
 // runner decodes fuzz input into operations and runs each on every world.
 type runner struct {
-	t      testing.TB
-	ctx    context.Context
-	worlds []*world
-	in     []byte
-	pos    int
-	now    time.Time
-	ops    int
-	log    []string
+	t        testing.TB
+	ctx      context.Context
+	worlds   []*world
+	in       []byte
+	pos      int
+	now      time.Time
+	ops      int
+	log      []string
+	past     []time.Time
+	statHook func(desc string, err error) // the clock at every op so far: cut-offs land on them exactly
 
 	ids   *turnframe.IDGenerator // the harness's own ids: turns, conversations, attempts
 	turns [turnSlots]turnframe.TurnID
@@ -121,6 +123,7 @@ type runner struct {
 	keysOf  map[int][]turnframe.IdempotencyKey
 	caseOf  map[acctKey]turnframe.CaseKey
 	attempt map[acctKey]turnframe.AttemptID
+	status  map[acctKey]turnframe.JournalStatus
 }
 
 const maxOps = 400
@@ -136,6 +139,7 @@ func newRunner(t testing.TB, in []byte, worlds []*world) *runner {
 		keysOf:  make(map[int][]turnframe.IdempotencyKey),
 		caseOf:  make(map[acctKey]turnframe.CaseKey),
 		attempt: make(map[acctKey]turnframe.AttemptID),
+		status:  make(map[acctKey]turnframe.JournalStatus),
 	}
 	for i := range turnSlots {
 		r.turns[i] = r.ids.TurnID(epoch.Add(time.Duration(i) * time.Millisecond))
@@ -176,6 +180,9 @@ func (r *runner) do(desc string, f func(w *world) (any, error)) ([]any, []error)
 			outs[i] = "ok " + w.norm(v)
 		}
 	}
+	if r.statHook != nil {
+		r.statHook(desc, errs[0])
+	}
 	if trace {
 		r.t.Logf("%s -> %.300s", desc, outs[0])
 	}
@@ -191,6 +198,7 @@ func (r *runner) do(desc string, f func(w *world) (any, error)) ([]any, []error)
 // tick advances the clock by 1–64 ms, and now and then by a fraction of a
 // microsecond, which every store must truncate the same way.
 func (r *runner) tick() {
+	r.past = append(r.past, r.now)
 	c := r.b()
 	r.now = r.now.Add(time.Duration(1+c%64) * time.Millisecond)
 	if c&0x40 != 0 {
@@ -198,11 +206,22 @@ func (r *runner) tick() {
 	}
 }
 
+// cutoff returns a time before now: exactly the clock of an earlier op
+// (where a strict "before" and "at or before" part ways), or now less a few
+// milliseconds.
+func (r *runner) cutoff() time.Time {
+	c := r.b()
+	if c&1 != 0 && len(r.past) > 0 {
+		return r.past[len(r.past)-1-int(c>>1)%len(r.past)]
+	}
+	return r.now.Add(-time.Duration(c) * 3 * time.Millisecond)
+}
+
 func (r *runner) slot() (int, turnframe.AccountID, turnframe.TurnID) {
 	c := r.b()
 	s := int(c) % turnSlots
 	acct := accounts[s%len(accounts)]
-	if c&0x80 != 0 { // the other tenant: ErrNotFound
+	if c&0xe0 == 0xe0 { // now and then the other tenant: ErrNotFound
 		acct = accounts[(s+1)%len(accounts)]
 	}
 	return s, acct, r.turns[s]
@@ -212,14 +231,26 @@ func (r *runner) slot() (int, turnframe.AccountID, turnframe.TurnID) {
 func (r *runner) keyOf(s int) turnframe.IdempotencyKey {
 	c := r.b()
 	ks := r.keysOf[s]
-	if len(ks) == 0 || c&0x80 != 0 {
+	if c&0x10 == 0 { // mostly one still pending, if any
+		acct := accounts[s%len(accounts)]
+		var pending []turnframe.IdempotencyKey
+		for _, k := range ks {
+			if r.status[acctKey{acct, k}].IsPending() {
+				pending = append(pending, k)
+			}
+		}
+		if len(pending) > 0 {
+			ks = pending
+		}
+	}
+	if len(ks) == 0 || c&0xe0 == 0xe0 {
 		return keys[int(c)%len(keys)]
 	}
 	return ks[int(c)%len(ks)]
 }
 
 func (r *runner) apply(desc string, w turnframe.Write) ([]any, []error) {
-	return r.do(desc, func(wd *world) (any, error) {
+	vals, errs := r.do(desc, func(wd *world) (any, error) {
 		a, err := wd.store.Apply(r.ctx, w)
 		if err == nil {
 			for _, ev := range a.Events {
@@ -231,6 +262,13 @@ func (r *runner) apply(desc string, w turnframe.Write) ([]any, []error) {
 		}
 		return a, err
 	})
+	if errs[0] == nil {
+		a := vals[0].(turnframe.Applied)
+		for _, e := range append(a.Admitted, a.Settled...) {
+			r.status[acctKey{e.Account, e.Key}] = e.Status
+		}
+	}
+	return vals, errs
 }
 
 func (r *runner) run() {
@@ -245,7 +283,9 @@ func (r *runner) run() {
 }
 
 func (r *runner) step(op byte) {
-	switch op % 20 {
+	switch op % 24 {
+	case 20, 21, 22, 23:
+		r.opRun()
 	case 0, 1:
 		r.opBegin()
 	case 2, 3:
@@ -284,17 +324,17 @@ func (r *runner) opBegin() {
 	c := r.b()
 	text := texts[int(c)%len(texts)]
 	conv := r.convs[s]
-	if c&0x40 != 0 {
+	switch c >> 4 {
+	case 0xe:
 		conv = turnframe.ConversationID{}
-	}
-	if c&0x20 != 0 {
+	case 0xf:
 		text = "bad \xff utf8"
 	}
 	w := turnframe.Write{
 		Account: acct, Turn: turn, Now: r.now,
 		Begin: &turnframe.StoredTurn{Account: acct, ID: turn, Conversation: conv, Text: text, ReceivedAt: r.now},
 	}
-	if c&0x10 != 0 { // begin and plan in one write
+	if c&0x08 != 0 { // begin and plan in one write
 		w.Phase = turnframe.PhasePlanned
 		w.Admit = r.commands()
 	}
@@ -309,12 +349,12 @@ func (r *runner) commands() []turnframe.Command {
 	cmds := make([]turnframe.Command, 0, n)
 	for range n {
 		c := r.b()
-		cmds = append(cmds, turnframe.Command{
-			Key:     keys[int(c)%len(keys)],
-			Case:    cases[int(c>>3)%len(cases)],
-			Name:    names[int(c>>5)%len(names)],
-			Payload: payloads[int(c>>6)%len(payloads)],
-		})
+		k := int(c) % len(keys)
+		cmd := turnframe.Command{Key: keys[k], Case: cases[k%len(cases)], Name: names[k%len(names)], Payload: payloads[k%len(payloads)]}
+		if c&0xe0 == 0xe0 { // the key reused for another command: ErrConflict
+			cmd.Payload = []byte("other")
+		}
+		cmds = append(cmds, cmd)
 	}
 	return cmds
 }
@@ -337,7 +377,7 @@ func (r *runner) opAdmit() {
 	cmds := r.commands()
 	c := r.b()
 	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now, Admit: cmds}
-	switch c % 3 {
+	switch c % 6 {
 	case 1:
 		w.Phase = turnframe.PhasePlanned
 	case 2:
@@ -381,7 +421,7 @@ func (r *runner) opExecuting() {
 
 // attemptFor returns the attempt that runs key, or a stale one now and then.
 func (r *runner) attemptFor(acct turnframe.AccountID, key turnframe.IdempotencyKey, c byte) turnframe.AttemptID {
-	if c&0x80 != 0 {
+	if c&0xe0 == 0xe0 {
 		return r.ids.AttemptID(r.now)
 	}
 	return r.attempt[acctKey{acct, key}]
@@ -392,7 +432,7 @@ func (r *runner) opCommit() {
 	key := r.keyOf(s)
 	c := r.b()
 	cs := r.caseOf[acctKey{acct, key}]
-	if cs == "" || c&0x40 != 0 {
+	if cs == "" || c&0x1c == 0x1c {
 		cs = cases[int(c)%len(cases)]
 	}
 	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now,
@@ -412,13 +452,54 @@ func (r *runner) opCommit() {
 		w.Outbox = append(w.Outbox, m)
 	}
 	e := r.b()
-	if e&1 != 0 {
-		w.Expect = map[turnframe.CaseKey]turnframe.CaseRevision{cs: turnframe.CaseRevision(e>>1) % 4}
+	if e&7 == 0 {
+		w.Expect = map[turnframe.CaseKey]turnframe.CaseRevision{cs: turnframe.CaseRevision(e>>3) % 3}
 	}
-	if e&2 != 0 {
+	if e&0x30 == 0x30 {
 		w.Phase = turnframe.PhaseCommitted
 	}
 	r.apply(fmt.Sprintf("commit slot=%d key=%s events=%d outbox=%d expect=%v phase=%v", s, key, len(w.Events), len(w.Outbox), w.Expect, w.Phase), w)
+}
+
+// opRun does what Runtime.Execute does for one command: a write marking it
+// Executing under a new attempt, then a write with its outcome.
+func (r *runner) opRun() {
+	s, acct, turn := r.slot()
+	key := r.keyOf(s)
+	att := r.ids.AttemptID(r.now)
+	ak := acctKey{acct, key}
+	_, errs := r.apply(fmt.Sprintf("run/executing slot=%d key=%s", s, key), turnframe.Write{Account: acct, Turn: turn, Now: r.now,
+		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: att}}})
+	if errs[0] != nil {
+		r.b()
+		return
+	}
+	r.attempt[ak] = att
+	c := r.b()
+	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now}
+	st := turnframe.Settlement{Key: key, Attempt: att}
+	switch c % 8 {
+	case 0:
+		st.To, st.Code = turnframe.JournalRejected, "refused"
+	case 1:
+		st.To, st.RemoteRef = turnframe.JournalOutcomeUnknown, "ref-9"
+	default:
+		st.To = turnframe.JournalCommitted
+		cs := r.caseOf[ak]
+		if cs == "" {
+			cs = cases[0]
+		}
+		w.Events = []turnframe.Event{{Case: cs, Type: "done", Data: []byte{c}}}
+		for i := range int(c>>3) % 4 {
+			m := turnframe.OutboxMessage{Destination: dests[i%len(dests)], Payload: []byte{c, byte(i)}, OrderKey: orderKeys[int(c>>5+byte(i))%len(orderKeys)]}
+			if c&0x80 != 0 && i == 0 {
+				m.NotBefore = r.now.Add(time.Duration(c&0x1f) * 10 * time.Millisecond)
+			}
+			w.Outbox = append(w.Outbox, m)
+		}
+	}
+	w.Settle = []turnframe.Settlement{st}
+	r.apply(fmt.Sprintf("run/outcome slot=%d key=%s to=%v outbox=%d", s, key, st.To, len(w.Outbox)), w)
 }
 
 func (r *runner) opRejectOrUnknown() {
@@ -452,6 +533,9 @@ func (r *runner) opPhase() {
 	s, acct, turn := r.slot()
 	c := r.b()
 	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now, Phase: turnframe.TurnPhase(c % 9)}
+	if w.Phase.IsTerminal() && c&0x40 == 0 { // terminal phases end a slot for good: keep them rarer
+		w.Phase = turnframe.PhaseCommitted
+	}
 	if c&0x80 != 0 {
 		w.Replay = r.replay()
 	}
@@ -591,7 +675,7 @@ func (r *runner) opSettleBatch() {
 }
 
 func (r *runner) opRelease() {
-	cut := r.now.Add(-time.Duration(r.b()) * 3 * time.Millisecond)
+	cut := r.cutoff()
 	r.do("release expired claims", func(w *world) (any, error) {
 		ids, err := w.store.ReleaseExpiredClaims(r.ctx, cut)
 		// The contract fixes no order for the released ids.
@@ -633,7 +717,7 @@ func (r *runner) opResolveOrRequeue() {
 }
 
 func (r *runner) opPrune() {
-	cut := r.now.Add(-time.Duration(r.b()) * 2 * time.Millisecond)
+	cut := r.cutoff()
 	r.do("prune", func(w *world) (any, error) { return w.store.Prune(r.ctx, cut) })
 }
 
@@ -673,7 +757,7 @@ func (r *runner) opRead() {
 			scope.Account = acct
 		}
 		if d&2 != 0 {
-			scope.UpdatedBefore = r.now.Add(-time.Duration(d>>2) * 4 * time.Millisecond)
+			scope.UpdatedBefore = r.cutoff()
 		}
 		limit := pick(r, limits)
 		r.do(fmt.Sprintf("ListUnfinishedTurns %+v %d", scope, limit), func(w *world) (any, error) { return w.store.ListUnfinishedTurns(ctx, scope, limit) })
