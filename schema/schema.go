@@ -16,6 +16,7 @@ import (
 	"io/fs"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 )
 
 // FS holds the migrations, in migrations/NNNNN_name.sql.
@@ -30,15 +31,24 @@ const VersionTable = "goose_db_version"
 // transaction with its version row, and returns nil when the schema is
 // current.
 //
-// goose takes no lock on SQLite: two processes migrating one new file at
-// once can both read "version 0", and the second then fails ("table already
-// exists") once the first has committed. Up does not retry; the caller, who
-// knows whether another opener may race it, runs Up again, which then finds
-// the migration applied.
+// goose takes no lock on SQLite, and creates its version table after
+// checking, outside any transaction, that it is missing: two processes
+// migrating one new file at once both see it missing, and the loser waits
+// out goose's retry (a constant second). Up therefore creates that table
+// itself first, with goose's own statements, in a BEGIN IMMEDIATE
+// transaction that checks again once it holds the write lock.
+//
+// A migration can still race: both openers read "version 0", and the
+// second fails ("table already exists") once the first has committed. Up
+// does not retry; the caller, who knows whether another opener may race
+// it, runs Up again, which then finds the migration applied.
 func Up(ctx context.Context, db *sql.DB) error {
 	migrations, err := fs.Sub(FS, "migrations")
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
+	}
+	if err := ensureVersionTable(ctx, db); err != nil {
+		return fmt.Errorf("schema: version table: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations,
 		goose.WithDisableGlobalRegistry(true),
@@ -51,4 +61,43 @@ func Up(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("schema: up: %w", err)
 	}
 	return nil
+}
+
+// ensureVersionTable creates goose's version table, with its version 0 row,
+// unless it exists; the check and the creation are one BEGIN IMMEDIATE
+// transaction, so two processes cannot both create it.
+func ensureVersionTable(ctx context.Context, db *sql.DB) (err error) {
+	store, err := database.NewStore(database.DialectSQLite3, VersionTable)
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	var n int
+	err = conn.QueryRowContext(ctx,
+		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", VersionTable).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if err := store.CreateVersionTable(ctx, conn); err != nil {
+			return err
+		}
+		if err := store.Insert(ctx, conn, database.InsertRequest{Version: 0}); err != nil {
+			return err
+		}
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	return err
 }

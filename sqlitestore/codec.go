@@ -95,14 +95,16 @@ func idText(id interface {
 
 const turnCols = `id, account, conversation, text, phase, received_at, updated_at`
 
-func scanTurn(sc scanner) (turnframe.StoredTurn, error) {
+// scanTurn reads the turnCols of a row, then any extra columns into extra.
+func scanTurn(sc scanner, extra ...any) (turnframe.StoredTurn, error) {
 	var (
 		t                 turnframe.StoredTurn
 		id, conv, phase   string
 		account           string
 		received, updated int64
 	)
-	if err := sc.Scan(&id, &account, &conv, &t.Text, &phase, &received, &updated); err != nil {
+	dest := append([]any{&id, &account, &conv, &t.Text, &phase, &received, &updated}, extra...)
+	if err := sc.Scan(dest...); err != nil {
 		return t, err
 	}
 	var err error

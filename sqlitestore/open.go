@@ -25,13 +25,11 @@ import (
 const readPoolSize = 4
 
 // migrateAttempts bounds how often Open runs the migrations. goose takes no
-// lock on SQLite. When two processes open one new file at once, goose
-// itself retries creating its version table (after a constant 1 s
-// backoff, so the loser of that race opens about a second late); and the
-// loser of a migration fails it ("table already exists") once the winner
-// has committed it, so Open runs Up again, which finds it applied. One
-// retry per migration another opener may be applying is enough; three
-// attempts leave room for a second migration file.
+// lock on SQLite: when two processes open one new file at once, the loser
+// of a migration fails it ("table already exists") once the winner has
+// committed it, and Open runs Up again, which finds it applied. One retry
+// per migration another opener may be applying is enough; three attempts
+// leave room for a second migration file.
 const migrateAttempts = 3
 
 // sqliteHeader is how every SQLite database file begins.

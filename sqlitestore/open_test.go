@@ -82,7 +82,7 @@ func TestOpen(t *testing.T) {
 // the schema once; two Stores in one process are two connections, as two
 // processes would be.
 func TestOpenNewFileConcurrently(t *testing.T) {
-	for range 6 {
+	for range 20 {
 		is := is.New(t)
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "new.db")

@@ -58,19 +58,30 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 	return t, translate(ctx, err)
 }
 
-// unfinishedSQL lists the turns recovery must look at: non-terminal, or
-// holding an outcome_unknown entry. Both halves read a partial index only,
-// so the listing's cost follows the unfinished turns, not the history. The
-// scope's filters are appended.
-const unfinishedSQL = `SELECT ` + turnCols + ` FROM turns
-	WHERE id IN (
+// unfinishedSQL lists the turns recovery must look at, restating
+// turnframe.Unfinished as a listing filter: non-terminal turns, turns
+// holding an outcome_unknown entry, and delivered turns holding a pending
+// or executing entry. Each part reads a partial index only, so the
+// listing's cost follows the unfinished turns, not the history. It also
+// returns the two facts Unfinished takes, so every listed turn is checked
+// against the rule. The scope's filters are appended.
+const unfinishedSQL = `SELECT ` + turnCols + `,
+		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status = 'outcome_unknown'),
+		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing'))
+	FROM turns AS t
+	WHERE t.id IN (
 		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned')
 		UNION
-		SELECT turn FROM journal WHERE status = 'outcome_unknown')`
+		SELECT turn FROM journal WHERE status = 'outcome_unknown'
+		UNION
+		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
+			WHERE j.status IN ('pending', 'executing') AND d.phase = 'delivered')`
 
 // ListUnfinishedTurns returns, oldest first (by turn id), at most limit
-// turns in scope that are non-terminal or hold an OutcomeUnknown journal
-// entry. ErrInvalid for a bad scope or a limit outside 1–MaxLimit.
+// turns in scope for which turnframe.Unfinished holds: non-terminal turns,
+// turns holding an OutcomeUnknown entry, and delivered turns holding a
+// pending entry. A scope's UpdatedBefore leaves out turns updated at or
+// after it. ErrInvalid for a bad scope or a limit outside 1–MaxLimit.
 func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
@@ -85,14 +96,14 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 	defer done()
 	query, args := unfinishedSQL, []any{}
 	if scope.Account != "" {
-		query += ` AND account = ?`
+		query += ` AND t.account = ?`
 		args = append(args, string(scope.Account))
 	}
 	if before := stamp(scope.UpdatedBefore); !before.IsZero() {
-		query += ` AND updated_at < ?`
+		query += ` AND t.updated_at < ?`
 		args = append(args, micros(before))
 	}
-	query += ` ORDER BY id LIMIT ?`
+	query += ` ORDER BY t.id LIMIT ?`
 	args = append(args, limit)
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -101,9 +112,14 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 	defer rows.Close()
 	var out []turnframe.TurnPhaseMarker
 	for rows.Next() {
-		t, err := scanTurn(rows)
+		var unknown, pending bool
+		t, err := scanTurn(rows, &unknown, &pending)
 		if err != nil {
 			return nil, fail(ctx, "list unfinished turns", err)
+		}
+		if !turnframe.Unfinished(t.Phase, unknown, pending) {
+			return nil, fail(ctx, "list unfinished turns",
+				fmt.Errorf("turn %v (%v, unknown %t, pending %t) listed, but turnframe.Unfinished says finished", t.ID, t.Phase, unknown, pending))
 		}
 		out = append(out, marker(t))
 	}

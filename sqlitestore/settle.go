@@ -13,7 +13,7 @@ import (
 // Complete settles a claimed row Completed with the remote's reference.
 // ErrInvalid for a bad claim or a zero now; ErrClaimLost, changing nothing,
 // unless the row is still Dispatching under the claim's worker and attempt
-// number; ErrNotFound for no such row.
+// number (a row that no longer exists holds no claim either).
 func (s *Store) Complete(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
 	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxCompleted, RemoteRef: remoteRef, Now: now})
 }
@@ -49,8 +49,8 @@ func (s *Store) settleOne(ctx context.Context, st turnframe.OutboxSettlement) er
 // settlements[i] alone: nil; ErrInvalid for a bad settlement (checked
 // before the transaction); ErrClaimLost, changing nothing of that row,
 // unless it is still Dispatching under the claim's worker and attempt
-// number (a row settled twice in one batch loses the second time);
-// ErrNotFound for no such row. One refused settlement does not refuse the
+// number (a row settled twice in one batch loses the second time, and a
+// row that no longer exists holds no claim). One refused settlement does not refuse the
 // others. err is for the transaction as a whole (closed store, driver
 // error, ErrBusy); when it is not nil nothing was written and results is
 // nil. A crash before the commit leaves every row Dispatching.
@@ -92,13 +92,15 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 }
 
 // settleRow applies one settlement by turnframe.SettleRow. refused is the
-// settlement's own outcome (ErrClaimLost, ErrNotFound); err fails the
+// settlement's own outcome (ErrClaimLost); err fails the
 // whole transaction.
 func settleRow(ctx context.Context, tx *sql.Tx, st turnframe.OutboxSettlement) (refused, err error) {
 	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
 	row, err := findOutbox(ctx, tx, st.Claim.ID)
 	if errors.Is(err, turnframe.ErrNotFound) {
-		return fmt.Errorf("sqlitestore: settle: %w", err), nil
+		// A row that is gone (pruned after its claim was lost) holds no
+		// claim: the settlement is refused like any other without one.
+		return fmt.Errorf("sqlitestore: settle: outbox row %v does not exist: %w", st.Claim.ID, turnframe.ErrClaimLost), nil
 	}
 	if err != nil {
 		return nil, err

@@ -53,6 +53,11 @@ CREATE INDEX journal_turn ON journal (turn, seq);
 CREATE INDEX journal_unknown ON journal (turn)
     WHERE status = 'outcome_unknown';
 
+-- Pending and Executing entries keep a delivered turn unfinished (a resend
+-- reconciliation asked for after the answer went out).
+CREATE INDEX journal_pending ON journal (turn)
+    WHERE status IN ('pending', 'executing');
+
 -- events: the event journal. seq is append order; revision counts a case's
 -- events from 1.
 CREATE TABLE events (
