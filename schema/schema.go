@@ -76,6 +76,12 @@ func ensureVersionTable(ctx context.Context, db *sql.DB) (err error) {
 		return err
 	}
 	defer conn.Close()
+	// Look first without a transaction: a file that has the table (every
+	// file but a new one) is opened without waiting for the write lock, so
+	// an operator tool opens it while the application holds a write.
+	if exists, err := versionTableExists(ctx, conn); err != nil || exists {
+		return err
+	}
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
@@ -84,13 +90,11 @@ func ensureVersionTable(ctx context.Context, db *sql.DB) (err error) {
 			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	var n int
-	err = conn.QueryRowContext(ctx,
-		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", VersionTable).Scan(&n)
+	exists, err := versionTableExists(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if !exists {
 		if err := store.CreateVersionTable(ctx, conn); err != nil {
 			return err
 		}
@@ -100,4 +104,11 @@ func ensureVersionTable(ctx context.Context, db *sql.DB) (err error) {
 	}
 	_, err = conn.ExecContext(ctx, "COMMIT")
 	return err
+}
+
+func versionTableExists(ctx context.Context, conn *sql.Conn) (bool, error) {
+	var n int
+	err := conn.QueryRowContext(ctx,
+		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", VersionTable).Scan(&n)
+	return n > 0, err
 }
