@@ -68,10 +68,11 @@ func (g *Goqite) Seed(ctx context.Context, n int) error {
 }
 
 // Drain receives and deletes messages, each in goqite's own transaction,
-// until Receive finds none, and returns how many it drained.
-func (g *Goqite) Drain(ctx context.Context) (int, error) {
+// until Receive finds none or upTo are drained (upTo <= 0: no limit), and
+// returns how many it drained.
+func (g *Goqite) Drain(ctx context.Context, upTo int) (int, error) {
 	n := 0
-	for {
+	for upTo <= 0 || n < upTo {
 		m, err := g.Q.Receive(ctx)
 		if err != nil {
 			return n, fmt.Errorf("goqite receive: %w", err)
@@ -84,4 +85,5 @@ func (g *Goqite) Drain(ctx context.Context) (int, error) {
 		}
 		n++
 	}
+	return n, nil
 }

@@ -150,13 +150,14 @@ func (r *Raw) settleIn(ctx context.Context, tx *sql.Tx, worker string, c rawClai
 	return nil
 }
 
-// Drain claims batches of 16 and settles them Completed until none is due:
-// each row in its own transaction when perRow, else all 16 in one. It
-// returns the number of rows settled.
-func (r *Raw) Drain(ctx context.Context, perRow bool) (int, error) {
+// Drain claims batches of 16 and settles them Completed until none is due
+// or at least upTo rows are settled (upTo <= 0: no limit): each row in its
+// own transaction when perRow, else all 16 in one. It returns the number of
+// rows settled.
+func (r *Raw) Drain(ctx context.Context, perRow bool, upTo int) (int, error) {
 	const worker = "raw"
 	total := 0
-	for {
+	for upTo <= 0 || total < upTo {
 		batch, err := r.claimBatch(ctx, worker, 16)
 		if err != nil {
 			return total, fmt.Errorf("raw claim: %w", err)
@@ -185,4 +186,5 @@ func (r *Raw) Drain(ctx context.Context, perRow bool) (int, error) {
 		}
 		total += len(batch)
 	}
+	return total, nil
 }

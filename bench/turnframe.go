@@ -173,12 +173,13 @@ func (s *NoopSender) Send(_ context.Context, e turnframe.OutboxEntry) turnframe.
 	return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
 }
 
-// DrainDispatcher runs d.RunOnce until a sweep claims nothing and returns
-// how many rows completed. Any row not completed is an error: the sender
-// completes everything.
-func DrainDispatcher(ctx context.Context, d *turnframe.Dispatcher) (int, error) {
+// DrainDispatcher runs d.RunOnce until a sweep claims nothing, or until at
+// least upTo rows completed (upTo <= 0: no limit), and returns how many rows
+// completed. Any row not completed is an error: the sender completes
+// everything.
+func DrainDispatcher(ctx context.Context, d *turnframe.Dispatcher, upTo int) (int, error) {
 	total := 0
-	for {
+	for upTo <= 0 || total < upTo {
 		rep, err := d.RunOnce(ctx, time.Now())
 		if err != nil {
 			return total, err
@@ -192,6 +193,7 @@ func DrainDispatcher(ctx context.Context, d *turnframe.Dispatcher) (int, error) 
 		}
 		total += len(rep.Completed)
 	}
+	return total, nil
 }
 
 // NewDispatcher returns a dispatcher over store with the default

@@ -226,7 +226,7 @@ func childDrain() (res childResult) {
 		return res
 	}
 	res.Start = time.Now().UnixNano()
-	res.Drained, err = bench.DrainDispatcher(ctx, d)
+	res.Drained, err = bench.DrainDispatcher(ctx, d, 0)
 	res.End = time.Now().UnixNano()
 	res.HWMAfterKiB = vmHWM()
 	if err != nil {

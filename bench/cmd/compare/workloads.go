@@ -25,74 +25,79 @@ const (
 	goqName   = "goqite"
 )
 
+// steps returns a session step that calls one(i) for the next k items.
+func steps(one func(i int) error) func(k int) (int, error) {
+	next := 0
+	return func(k int) (int, error) {
+		for range k {
+			if err := one(next); err != nil {
+				return 0, err
+			}
+			next++
+		}
+		return k, nil
+	}
+}
+
+// rawEnqueueContender is the raw two-INSERT transaction (also the scale
+// reference of the turn workload).
+func (r *run) rawEnqueueContender() contender {
+	return contender{rawEnq, func(path string, s bench.Sync, n int) (*session, error) {
+		raw, err := bench.OpenRaw(r.ctx, path, s)
+		if err != nil {
+			return nil, err
+		}
+		payload := bench.Payload()
+		return &session{
+			step:  steps(func(int) error { return raw.Enqueue(r.ctx, payload) }),
+			close: func() { raw.Close() },
+		}, nil
+	}}
+}
+
 // enqueue: one transaction holding an application row and one message.
 func (r *run) enqueue() {
 	ctx := r.ctx
 	cs := []contender{
-		{tfApply, func(path string, s bench.Sync, n int) (bench.Measure, error) {
+		{tfApply, func(path string, s bench.Sync, n int) (*session, error) {
 			st, err := bench.OpenStore(ctx, path, s)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer st.Close()
 			fx, err := bench.PrepareEnqueue(ctx, st, n)
 			if err != nil {
-				return bench.Measure{}, err
+				st.Close()
+				return nil, err
 			}
-			start := time.Now()
-			for i := range n {
-				if err := fx.Enqueue(ctx, st, i); err != nil {
-					return bench.Measure{}, err
-				}
-			}
-			m := bench.Measure{N: n, Elapsed: time.Since(start)}
-			return m, checkCount(ctx, st, "pending", n)
+			return &session{
+				step:   steps(func(i int) error { return fx.Enqueue(ctx, st, i) }),
+				finish: func() (map[string]float64, error) { return nil, checkCount(ctx, st, "pending", n) },
+				close:  func() { st.Close() },
+			}, nil
 		}},
-		{rawEnq, func(path string, s bench.Sync, n int) (bench.Measure, error) {
-			raw, err := bench.OpenRaw(ctx, path, s)
-			if err != nil {
-				return bench.Measure{}, err
-			}
-			defer raw.Close()
-			payload := bench.Payload()
-			start := time.Now()
-			for range n {
-				if err := raw.Enqueue(ctx, payload); err != nil {
-					return bench.Measure{}, err
-				}
-			}
-			return bench.Measure{N: n, Elapsed: time.Since(start)}, nil
-		}},
-		{riverName, func(path string, s bench.Sync, n int) (bench.Measure, error) {
+		r.rawEnqueueContender(),
+		{riverName, func(path string, s bench.Sync, n int) (*session, error) {
 			rv, err := bench.OpenRiver(ctx, path, s, false)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer rv.Close()
 			payload := bench.Payload()
 			args := bench.RiverArgs{Payload: bench.RiverPayload()}
-			start := time.Now()
-			for range n {
-				if err := rv.Enqueue(ctx, payload, args); err != nil {
-					return bench.Measure{}, err
-				}
-			}
-			return bench.Measure{N: n, Elapsed: time.Since(start)}, nil
+			return &session{
+				step:  steps(func(int) error { return rv.Enqueue(ctx, payload, args) }),
+				close: func() { rv.Close() },
+			}, nil
 		}},
-		{goqName, func(path string, s bench.Sync, n int) (bench.Measure, error) {
+		{goqName, func(path string, s bench.Sync, n int) (*session, error) {
 			g, err := bench.OpenGoqite(ctx, path, s)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer g.Close()
 			payload := bench.Payload()
-			start := time.Now()
-			for range n {
-				if err := g.Enqueue(ctx, payload); err != nil {
-					return bench.Measure{}, err
-				}
-			}
-			return bench.Measure{N: n, Elapsed: time.Since(start)}, nil
+			return &session{
+				step:  steps(func(int) error { return g.Enqueue(ctx, payload) }),
+				close: func() { g.Close() },
+			}, nil
 		}},
 	}
 	n := r.sz.Enqueue
@@ -115,51 +120,57 @@ func (r *run) enqueue() {
 // drain: N due rows, a no-op sender, one worker, until empty.
 func (r *run) drain() {
 	ctx := r.ctx
-	tf := func(concurrency int) func(string, bench.Sync, int) (bench.Measure, error) {
-		return func(path string, s bench.Sync, n int) (bench.Measure, error) {
+	tf := func(concurrency int) func(string, bench.Sync, int) (*session, error) {
+		return func(path string, s bench.Sync, n int) (*session, error) {
 			st, err := bench.OpenStore(ctx, path, s)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer st.Close()
 			if err := bench.Seed(ctx, path, bench.SeedRows{N: n, Status: "pending", Due: time.Now().Add(-time.Minute)}); err != nil {
-				return bench.Measure{}, err
+				st.Close()
+				return nil, err
 			}
 			sender := &bench.NoopSender{}
 			counted := &bench.CountingOutbox{OutboxStore: st}
 			d := bench.NewDispatcher(counted, sender, "bench-drain", concurrency)
-			start := time.Now()
-			got, err := bench.DrainDispatcher(ctx, d)
-			m := bench.Measure{N: got, Elapsed: time.Since(start), Extra: map[string]float64{
-				"settle tx per claim": float64(counted.Settles.Load()) / float64(max(1, counted.Claims.Load()-1)),
-				"rows per settle tx":  float64(counted.Settled.Load()) / float64(max(1, counted.Settles.Load())),
-			}}
-			if err != nil {
-				return m, err
-			}
-			if got != n || sender.Sent.Load() != int64(n) {
-				return m, fmt.Errorf("drained %d rows and sent %d, want %d", got, sender.Sent.Load(), n)
-			}
-			return m, checkCount(ctx, st, "completed", n)
+			return &session{
+				step: func(k int) (int, error) { return bench.DrainDispatcher(ctx, d, k) },
+				finish: func() (map[string]float64, error) {
+					if more, err := bench.DrainDispatcher(ctx, d, 0); err != nil || more != 0 {
+						return nil, fmt.Errorf("%d rows left after the drain (%v)", more, err)
+					}
+					if sender.Sent.Load() != int64(n) {
+						return nil, fmt.Errorf("sent %d rows, want %d", sender.Sent.Load(), n)
+					}
+					return map[string]float64{
+						"settle tx per claim": float64(counted.Settles.Load()) / float64(max(1, counted.Claims.Load()-1)),
+						"rows per settle tx":  float64(counted.Settled.Load()) / float64(max(1, counted.Settles.Load())),
+					}, checkCount(ctx, st, "completed", n)
+				},
+				close: func() { st.Close() },
+			}, nil
 		}
 	}
-	rawDrain := func(perRow bool) func(string, bench.Sync, int) (bench.Measure, error) {
-		return func(path string, s bench.Sync, n int) (bench.Measure, error) {
+	rawDrain := func(perRow bool) func(string, bench.Sync, int) (*session, error) {
+		return func(path string, s bench.Sync, n int) (*session, error) {
 			raw, err := bench.OpenRaw(ctx, path, s)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer raw.Close()
 			if err := raw.Seed(ctx, n); err != nil {
-				return bench.Measure{}, err
+				raw.Close()
+				return nil, err
 			}
-			start := time.Now()
-			got, err := raw.Drain(ctx, perRow)
-			m := bench.Measure{N: got, Elapsed: time.Since(start)}
-			if err == nil && got != n {
-				err = fmt.Errorf("drained %d rows, want %d", got, n)
-			}
-			return m, err
+			return &session{
+				step: func(k int) (int, error) { return raw.Drain(ctx, perRow, k) },
+				finish: func() (map[string]float64, error) {
+					if more, err := raw.Drain(ctx, perRow, 0); err != nil || more != 0 {
+						return nil, fmt.Errorf("%d rows left after the drain (%v)", more, err)
+					}
+					return nil, nil
+				},
+				close: func() { raw.Close() },
+			}, nil
 		}
 	}
 	cs := []contender{
@@ -167,34 +178,45 @@ func (r *run) drain() {
 		{tfDrain8, tf(8)},
 		{rawEach, rawDrain(true)},
 		{rawAll, rawDrain(false)},
-		{riverName, func(path string, s bench.Sync, n int) (bench.Measure, error) {
+		{riverName, func(path string, s bench.Sync, n int) (*session, error) {
 			rv, err := bench.OpenRiver(ctx, path, s, true)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer rv.Close()
 			if err := rv.Seed(ctx, n); err != nil {
-				return bench.Measure{}, err
+				rv.Close()
+				return nil, err
 			}
-			elapsed, err := rv.Drain(ctx, n, drainTimeout)
-			return bench.Measure{N: n, Elapsed: elapsed}, err
+			// River's client works on goroutines of its own: it drains in
+			// one piece, in its turn, timed from Start to the last
+			// completion event.
+			return &session{
+				step: func(int) (int, error) {
+					_, err := rv.Drain(ctx, n, drainTimeout)
+					return n, err
+				},
+				close: func() { rv.Close() },
+			}, nil
 		}},
-		{goqName, func(path string, s bench.Sync, n int) (bench.Measure, error) {
+		{goqName, func(path string, s bench.Sync, n int) (*session, error) {
 			g, err := bench.OpenGoqite(ctx, path, s)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer g.Close()
 			if err := g.Seed(ctx, n); err != nil {
-				return bench.Measure{}, err
+				g.Close()
+				return nil, err
 			}
-			start := time.Now()
-			got, err := g.Drain(ctx)
-			m := bench.Measure{N: got, Elapsed: time.Since(start)}
-			if err == nil && got != n {
-				err = fmt.Errorf("drained %d rows, want %d", got, n)
-			}
-			return m, err
+			return &session{
+				step: func(k int) (int, error) { return g.Drain(ctx, k) },
+				finish: func() (map[string]float64, error) {
+					if more, err := g.Drain(ctx, 0); err != nil || more != 0 {
+						return nil, fmt.Errorf("%d rows left after the drain (%v)", more, err)
+					}
+					return nil, nil
+				},
+				close: func() { g.Close() },
+			}, nil
 		}},
 	}
 	n := r.sz.Drain
@@ -216,42 +238,25 @@ func (r *run) drain() {
 // turn: whole turns through the runtime.
 func (r *run) turn() {
 	ctx := r.ctx
-	var txPerTurn = map[bench.Sync]float64{}
 	cs := []contender{
-		{"turnframe turn", func(path string, s bench.Sync, n int) (bench.Measure, error) {
+		{"turnframe turn", func(path string, s bench.Sync, n int) (*session, error) {
 			st, err := bench.OpenStore(ctx, path, s)
 			if err != nil {
-				return bench.Measure{}, err
+				return nil, err
 			}
-			defer st.Close()
-			cs := &bench.CountingStore{Store: st}
-			rt := turnframe.New(cs)
+			counted := &bench.CountingStore{Store: st}
+			rt := turnframe.New(counted)
 			payload := bench.Payload()
-			start := time.Now()
-			for i := range n {
-				if err := bench.RunTurn(ctx, rt, i, payload); err != nil {
-					return bench.Measure{}, err
-				}
-			}
-			m := bench.Measure{N: n, Elapsed: time.Since(start)}
-			txPerTurn[s] = float64(cs.Applies.Load()) / float64(n)
-			return m, checkCount(ctx, st, "pending", n)
+			return &session{
+				step: steps(func(i int) error { return bench.RunTurn(ctx, rt, i, payload) }),
+				finish: func() (map[string]float64, error) {
+					return map[string]float64{"write transactions per turn": float64(counted.Applies.Load()) / float64(n)},
+						checkCount(ctx, st, "pending", n)
+				},
+				close: func() { st.Close() },
+			}, nil
 		}},
-		{rawEnq, func(path string, s bench.Sync, n int) (bench.Measure, error) {
-			raw, err := bench.OpenRaw(ctx, path, s)
-			if err != nil {
-				return bench.Measure{}, err
-			}
-			defer raw.Close()
-			payload := bench.Payload()
-			start := time.Now()
-			for range n {
-				if err := raw.Enqueue(ctx, payload); err != nil {
-					return bench.Measure{}, err
-				}
-			}
-			return bench.Measure{N: n, Elapsed: time.Since(start)}, nil
-		}},
+		r.rawEnqueueContender(),
 	}
 	n := r.sz.Turns
 	med := r.measureAll("turn", n, cs)
@@ -260,9 +265,10 @@ func (r *run) turn() {
 			"Transactions are counted as `Store.Apply` calls through a wrapping Store. The raw two-INSERT transaction (per second) is shown for scale: one turn does the work of that transaction plus its bookkeeping.",
 		"per s", cs, []string{"turnframe turn"}, med)
 	for _, s := range r.syncs {
-		if v, ok := txPerTurn[s]; ok {
+		if m, ok := med[cell{"turnframe turn", s}]; ok {
 			x, _ := ratio(med, "turnframe turn", rawEnq, s)
-			t.notes = append(t.notes, fmt.Sprintf("%s: %.2f write transactions per turn; turns/s × transactions per turn = %.2f of the raw one-transaction rate.", s, v, x*v))
+			v := m.Extra["write transactions per turn"]
+			t.notes = append(t.notes, fmt.Sprintf("%s: turns/s × write transactions per turn = %.2f of the raw one-transaction rate.", s, x*v))
 		}
 	}
 	r.tables = append(r.tables, t)
