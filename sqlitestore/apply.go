@@ -74,8 +74,10 @@ func (s *Store) BeginTx(ctx context.Context) (*sql.Tx, error) {
 // ApplyTx is Apply within tx, a transaction from BeginTx: it validates w
 // (ErrInvalid) and writes it into tx, returning the same errors as Apply.
 // Nothing is durable until the caller commits tx; if the caller rolls back,
-// nothing of w was written. After an error, tx may hold part of w: roll it
-// back. tx must come from this Store's BeginTx.
+// nothing of w was written. w is written under a savepoint: after an error,
+// tx holds nothing of w and everything the caller wrote before, so the
+// caller may go on and commit its own rows. tx must come from this Store's
+// BeginTx.
 func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
@@ -88,9 +90,21 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 		return turnframe.Applied{}, err
 	}
 	defer done()
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT turnframe_apply`); err != nil {
+		return turnframe.Applied{}, fail(ctx, "apply: savepoint", err)
+	}
 	applied, err := s.apply(ctx, tx, w)
 	if err != nil {
+		// Undo w alone, even if ctx ended: the caller's own rows stay.
+		undo := context.WithoutCancel(ctx)
+		if _, rerr := tx.ExecContext(undo, `ROLLBACK TO turnframe_apply`); rerr != nil {
+			return turnframe.Applied{}, fail(ctx, "apply", fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr))
+		}
+		tx.ExecContext(undo, `RELEASE turnframe_apply`)
 		return turnframe.Applied{}, fail(ctx, "apply", err)
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE turnframe_apply`); err != nil {
+		return turnframe.Applied{}, fail(ctx, "apply: release savepoint", err)
 	}
 	return applied, nil
 }

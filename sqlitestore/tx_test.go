@@ -68,6 +68,36 @@ func TestApplyTx(t *testing.T) {
 		})
 	}
 
+	t.Run("ARefusedWriteUndoesItselfAndKeepsTheAppsRows", func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		s := mustOpen(t)
+		tx, err := s.BeginTx(ctx)
+		is.NoErr(err)
+		_, err = tx.ExecContext(ctx, `CREATE TABLE bookings (seat TEXT PRIMARY KEY) STRICT`)
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		prepare, commit := commitWrites("acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		_, err = s.Apply(ctx, prepare)
+		is.NoErr(err)
+
+		tx, err = s.BeginTx(ctx)
+		is.NoErr(err)
+		defer tx.Rollback()
+		_, err = tx.ExecContext(ctx, `INSERT INTO bookings (seat) VALUES ('1A')`)
+		is.NoErr(err)
+		moved := commit
+		moved.Expect = map[turnframe.CaseKey]turnframe.CaseRevision{moved.Events[0].Case: 7} // refused inside the transaction
+		_, err = s.ApplyTx(ctx, tx, moved)
+		is.True(errors.Is(err, turnframe.ErrConflict)) // the revision moved
+		_, err = s.ApplyTx(ctx, tx, commit)
+		is.NoErr(err) // the same tx goes on
+		is.NoErr(tx.Commit())
+		is.Equal(count(t, s, "bookings"), 1) // the app's row stayed
+		is.Equal(count(t, s, "events"), 1)   // one commit's events, not two
+		is.Equal(count(t, s, "outbox"), 1)
+	})
+
 	t.Run("InvalidWriteIsRefusedBeforeWriting", func(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
