@@ -24,7 +24,8 @@ type Write struct {
 	Phase TurnPhase
 	// Replay, when not nil, replaces the turn's replay record.
 	Replay *ReplayRecord
-	// Admit admits commands Pending, in order. A key the account already
+	// Admit admits commands Pending, in order; a terminal turn admits none
+	// (ErrConflict, CheckAdmit). A key the account already
 	// used for the same command is not admitted again: Applied.Admitted
 	// holds the existing entry, whatever its turn and status. The same key
 	// with a different command is ErrConflict.

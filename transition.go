@@ -51,6 +51,16 @@ func Unfinished(phase TurnPhase, holdsUnknown, holdsPending bool) bool {
 	return true
 }
 
+// CheckAdmit checks that a turn in phase may admit commands: a terminal turn
+// (Delivered or Abandoned) admits none, ErrConflict. Its answer is out or it
+// was given up; a new command belongs to a new turn.
+func CheckAdmit(phase TurnPhase) error {
+	if phase.IsTerminal() {
+		return fmt.Errorf("%w: turn is %v and admits no command", ErrConflict, phase)
+	}
+	return nil
+}
+
 // SameCommand reports whether a and b are the same command: equal name, case
 // and payload. The key is not compared.
 func SameCommand(a, b Command) bool {

@@ -242,3 +242,13 @@ func TestRemoteKey(t *testing.T) {
 		is.True(long.RemoteKey() != other.RemoteKey())
 	})
 }
+
+func TestCheckAdmit(t *testing.T) {
+	for p := turnframe.PhaseReceived; p <= turnframe.PhaseAbandoned; p++ {
+		t.Run(p.String(), func(t *testing.T) {
+			is := is.New(t)
+			err := turnframe.CheckAdmit(p)
+			is.Equal(errors.Is(err, turnframe.ErrConflict), p.IsTerminal()) // only a terminal turn refuses
+		})
+	}
+}

@@ -70,6 +70,11 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 	c.turn.UpdatedAt = w.Now
 
 	// Admit.
+	if len(w.Admit) > 0 {
+		if err := turnframe.CheckAdmit(c.turn.Phase); err != nil {
+			return nil, applied, err
+		}
+	}
 	for _, cmd := range w.Admit {
 		k := entryKey{w.Account, cmd.Key}
 		if old, ok := s.entries[k]; ok {

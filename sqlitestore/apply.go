@@ -119,6 +119,11 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnf
 		return applied, err
 	}
 
+	if len(w.Admit) > 0 {
+		if err := turnframe.CheckAdmit(turn.Phase); err != nil {
+			return applied, err
+		}
+	}
 	for _, cmd := range w.Admit {
 		e, err := admit(ctx, tx, w, cmd)
 		if err != nil {

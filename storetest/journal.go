@@ -20,6 +20,7 @@ func journalTests() []test {
 		{"SettlingAKeyOfAnotherTurnOrNoKeyIsNotFound", testSettleOtherTurn},
 		{"ReadmittingTheSameCommandReturnsTheExistingEntryAndRunsNothing", testReadmitSame},
 		{"ReusingAKeyForAnotherCommandIsConflictAndWritesNothing", testReadmitDifferent},
+		{"ATerminalTurnAdmitsNoCommand", testAdmitTerminal},
 		{"ACommittedEntryRecordsTheEventsItAppended", testCommittedEventIDs},
 		{"ByKeyOfAKeyNeverUsedIsNotFound", testByKeyMissing},
 	}
@@ -238,6 +239,14 @@ func testReadmitDifferent(t *testing.T, e *env) {
 		w := e.beginWrite(acme, at(time.Second))
 		w.Admit = []turnframe.Command{cmd}
 		e.refused(w, turnframe.ErrConflict, "key reused with another "+what+" by a new turn")
+	}
+}
+
+func testAdmitTerminal(t *testing.T, e *env) {
+	for _, p := range []turnframe.TurnPhase{turnframe.PhaseDelivered, turnframe.PhaseAbandoned} {
+		turn := e.turnIn(acme, p, at(0))
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Admit: []turnframe.Command{command(e.freshKey(), "booking/1")}},
+			turnframe.ErrConflict, "admit to a "+p.String()+" turn")
 	}
 }
 
