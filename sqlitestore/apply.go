@@ -343,13 +343,23 @@ func insertEvent(ctx context.Context, tx *sql.Tx, ev turnframe.StoredEvent) erro
 	return translate(ctx, err)
 }
 
+// insertOutbox enqueues r and marks it held when an earlier row of its
+// order key is active (order.go).
 func insertOutbox(ctx context.Context, tx *sql.Tx, r turnframe.OutboxRecord) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key,
+	res, err := tx.ExecContext(ctx, `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key,
 		status, attempts, due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID.String(), string(r.Account), r.Turn.String(), string(r.Key), r.Destination, blob(r.Payload), r.OrderKey,
 		r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt), r.LastCode, r.RemoteRef,
 		micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt))
+	if err != nil || r.OrderKey == "" {
+		return translate(ctx, err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, holdSQL, string(r.Account), r.OrderKey, seq)
 	return translate(ctx, err)
 }
 

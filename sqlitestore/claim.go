@@ -16,7 +16,10 @@ import (
 // read every row to apply it: a row is due when it is Pending, its due time
 // is not after now, and no earlier row of its account and non-empty order
 // key HoldsOrder (Pending, Dispatching or OutcomeUnknown). The inner SELECT
-// reads only the partial index outbox_due; the probe reads only
+// reads only the partial index outbox_due, which leaves out the rows the
+// store marked held (order.go): a queue behind a blocked head is not read at
+// all. The probe then applies the rule itself, so a held mark can only ever
+// make a claim cheaper, never wrong. It reads only
 // outbox_ordered, whose condition it repeats literally (the non-empty order
 // key and the status list) or SQLite will not use it. The probe sees the table as it
 // was before this statement, so an earlier Pending row of the same batch
@@ -32,7 +35,7 @@ const claimSQL = `UPDATE outbox
 	SET status = 'dispatching', attempts = attempts + 1, claimed_by = ?1, claimed_at = ?2, updated_at = ?2
 	WHERE seq IN (
 		SELECT o.seq FROM outbox AS o INDEXED BY outbox_due
-		WHERE o.status = 'pending' AND o.due_at <= ?2
+		WHERE o.status = 'pending' AND o.held = 0 AND o.due_at <= ?2
 		  AND NOT (o.order_key <> '' AND EXISTS (
 			SELECT 1 FROM outbox AS p INDEXED BY outbox_ordered
 			WHERE p.account = o.account AND p.order_key = o.order_key AND p.order_key <> ''

@@ -6,4 +6,7 @@ const (
 	UnfinishedSQL = unfinishedSQL
 	ReleaseSQL    = releaseSQL
 	PruneSQL      = pruneSQL
+	HoldSQL       = holdSQL
+	LetGoSQL      = letGoSQL
+	HoldLaterSQL  = holdLaterSQL
 )

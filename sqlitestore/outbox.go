@@ -72,8 +72,10 @@ func moveOutbox(ctx context.Context, tx *sql.Tx, id turnframe.OutboxID, rule fun
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...)
-	return translate(ctx, err)
+	if _, err = tx.ExecContext(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...); err != nil {
+		return translate(ctx, err)
+	}
+	return keepOrder(ctx, tx, row.seq, row.rec, next)
 }
 
 // releaseSQL reads the expired claims through the partial index of

@@ -67,6 +67,21 @@ func TestQueryPlans(t *testing.T) {
 			uses: []string{"outbox_finished"}, noScans: []string{"outbox"},
 		},
 		{
+			name:  "HoldReadsOrderedIndex",
+			query: sqlitestore.HoldSQL, args: []any{"acme", "card", int64(5)},
+			uses: []string{"outbox_ordered"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "LetGoReadsOrderedIndex",
+			query: sqlitestore.LetGoSQL, args: []any{"acme", "card"},
+			uses: []string{"outbox_ordered"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "HoldLaterReadsOrderedIndex",
+			query: sqlitestore.HoldLaterSQL, args: []any{"acme", "card", int64(5)},
+			uses: []string{"outbox_ordered"}, noScans: []string{"outbox"},
+		},
+		{
 			name:  "UnfinishedReadsPartialIndexesOnly",
 			query: sqlitestore.UnfinishedSQL + ` AND t.account = ? ORDER BY t.id LIMIT ?`, args: []any{"acme", 10},
 			uses: []string{"turns_unfinished", "journal_unknown", "journal_pending"}, noScans: []string{"turns", "journal"},

@@ -122,7 +122,7 @@ func settleRow(ctx context.Context, tx *sql.Tx, st turnframe.OutboxSettlement) (
 	} else if n != 1 {
 		return fmt.Errorf("sqlitestore: settle: row %v: %w", st.Claim.ID, turnframe.ErrClaimLost), nil
 	}
-	return nil, nil
+	return nil, keepOrder(ctx, tx, row.seq, row.rec, next)
 }
 
 // updateOutboxSQL writes every column a transition may change; the caller

@@ -93,13 +93,19 @@ CREATE TABLE outbox (
     remote_ref  TEXT    NOT NULL,
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL,
-    finished_at INTEGER NOT NULL
+    finished_at INTEGER NOT NULL,
+    -- held: a Pending row with an earlier Pending, Dispatching or
+    -- OutcomeUnknown row of its account and order key. It cannot be due, so
+    -- it stays out of outbox_due: a long queue behind a blocked head costs a
+    -- claim nothing. Kept by the store on enqueue, when a row stops holding
+    -- its key (the next one is let go) and when a failed row is requeued.
+    held        INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1))
 ) STRICT;
 
--- The claim reads only Pending rows, in claim order, and finds in the index
--- the account and order key its ordering probe needs.
+-- The claim reads only Pending rows that are not held, in claim order, and
+-- finds in the index the account and order key its ordering probe needs.
 CREATE INDEX outbox_due ON outbox (due_at, seq, account, order_key)
-    WHERE status = 'pending';
+    WHERE status = 'pending' AND held = 0;
 
 -- The ordering probe: the active rows of an ordered key. A query must repeat
 -- both halves of this condition for SQLite to use the index.
