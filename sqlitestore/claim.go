@@ -18,8 +18,10 @@ import (
 // key HoldsOrder (Pending, Dispatching or OutcomeUnknown). The inner SELECT
 // reads only the partial index outbox_due, which leaves out the rows the
 // store marked held (order.go): a queue behind a blocked head is not read at
-// all. The probe then applies the rule itself, so a held mark can only ever
-// make a claim cheaper, never wrong. It reads only
+// all. The probe then applies the rule itself, so a mark missing where it
+// belongs costs time, never order; a mark left where it does not belong would
+// keep a due row back, which the conformance model check would catch. The
+// probe reads only
 // outbox_ordered, whose condition it repeats literally (the non-empty order
 // key and the status list) or SQLite will not use it. The probe sees the table as it
 // was before this statement, so an earlier Pending row of the same batch
