@@ -42,7 +42,7 @@ func TestHeldRowsStayOutOfTheClaimIndex(t *testing.T) {
 	is.Equal(inClaimIndex(t, s), 0) // the head is dispatching; the rest wait
 	is.NoErr(s.MarkUnknown(ctx, head, "", later))
 	is.Equal(len(claimDue(t, s, later)), 0) // an unknown head blocks the key (I15)
-	is.Equal(inClaimIndex(t, s), 0)              // and its queue is not read
+	is.Equal(inClaimIndex(t, s), 0)         // and its queue is not read
 
 	is.NoErr(s.Resolve(ctx, head.ID, turnframe.VerdictFailed, "declined", later))
 	is.Equal(inClaimIndex(t, s), 1) // the next row is let go
