@@ -188,3 +188,28 @@ func BenchmarkEventID(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkRawClaimSettle16 is the raw ceiling's unit of work: claim 16
+// (one transaction) and settle all 16 (one more). Compare with
+// BenchmarkClaim16 + BenchmarkSettle16.
+func BenchmarkRawClaimSettle16(b *testing.B) {
+	for _, s := range syncs {
+		b.Run(string(s), func(b *testing.B) {
+			ctx := context.Background()
+			raw, err := bench.OpenRaw(ctx, filepath.Join(b.TempDir(), "raw.db"), s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer raw.Close()
+			if err := raw.Seed(ctx, 16*b.N); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if n, err := raw.Drain(ctx, false, 16); err != nil || n != 16 {
+					b.Fatalf("drained %d: %v", n, err)
+				}
+			}
+		})
+	}
+}

@@ -313,35 +313,41 @@ const boundsText = `## What bounds the gaps (profiled by hand, not by this run)
 Profiled with ` + "`go test -run '^$' -bench 'Settle16|ApplyCommit|Claim16' -benchmem -cpuprofile cpu.out`" + ` and
 ` + "`go tool pprof -top -cum cpu.out`" + ` against sqlitestore as of the bench commit that wrote this text.
 
-* **drain** is CPU-bound, not commit-bound: turnframe drains at about the same rate at FULL and at NORMAL,
-  while the raw ceiling doubles at NORMAL. Group commit works (the drain table's notes show about 1.1–1.8
-  settle transactions per claimed batch of 16, i.e. 9–15 rows per settle transaction), so the commits are already
-  as few as the ceiling's. What remains is per-row CPU inside ` + "`sqlitestore.Settle`" + `: for each row it runs a
-  SELECT of the whole row (` + "`findOutbox`" + `, payload included) and then an UPDATE of every column, and both
-  statements are parsed anew on every call (database/sql with modernc.org/sqlite keeps no statement cache).
-  SQLite's parser (` + "`sqlite3Prepare`" + ` → ` + "`yy_reduce`" + `) is about 55% of Settle's CPU; a Settle of 16 costs about
-  0.9 ms at NORMAL where the raw settle-all transaction of 16 prepared UPDATEs costs about 0.2 ms. The claim is the same
-  story to a lesser degree (one statement, but parsed each time, plus a ` + "`reflect.DeepEqual`" + ` check per row).
-  What would close it, without touching the settlement guarantees: prepare the claim, settle and insert
-  statements once per writer connection (` + "`db.PrepareContext`" + ` at Open, ` + "`tx.StmtContext`" + ` per use), and settle with one
-  fenced ` + "`UPDATE … SET status=?, … WHERE seq=? AND status='dispatching' AND claimed_by=? AND attempts=? RETURNING …`" + `
-  that writes only the columns the transition changes, reading the row back only when the fence refuses
-  (to say why: ErrClaimLost vs ErrNotFound). The per-row result and the fence stay exactly as they are.
+* **drain** is bound by CPU per row inside the store, not by commits. Group commit works: the drain table's notes show
+  about 1.1–1.7 settle transactions per claimed batch of 16 (9–15 rows per settle transaction), so turnframe commits
+  about as often as the ceiling does. Per batch of 16 the micro-benchmarks (` + "`micro.txt`" + `) give, at NORMAL,
+  ClaimDue ≈ 0.47 ms + Settle(16) ≈ 0.86 ms against ≈ 0.24 ms for the raw claim + settle-all pair, i.e. about
+  0.2–0.3 of the ceiling whatever the concurrency, which is what the drain table shows. In ` + "`sqlitestore.Settle`" + `
+  each row costs a SELECT of the whole row (` + "`findOutbox`" + `, payload included) and an UPDATE of every column, and
+  both statements are parsed anew on every call (database/sql over modernc.org/sqlite keeps no statement cache):
+  SQLite's parser (` + "`sqlite3Prepare`" + ` → ` + "`yy_reduce`" + `) is about 55% of Settle's CPU. ClaimDue parses its larger
+  statement every call too, and checks each claimed row with ` + "`reflect.DeepEqual`" + `.
+  What would close it, keeping the settlement guarantees exactly: prepare the claim, settle and insert statements once
+  per writer connection (` + "`PrepareContext`" + ` at Open, ` + "`tx.StmtContext`" + ` per use); settle with one fenced
+  ` + "`UPDATE … WHERE seq=? AND status='dispatching' AND claimed_by=? AND attempts=?`" + ` that writes only the columns the
+  transition changes, and read the row only when the fence refuses (to tell ErrClaimLost from ErrNotFound); settle the
+  batch's completions with one statement (` + "`WHERE seq IN (…)`" + ` with RETURNING seq, so each row still gets its own
+  result). The lone-settlement rule and per-row results are untouched by any of these.
 * **enqueue-in-tx** (one Apply committing a command) runs about eight statements where the raw transaction runs two:
   the turn, the journal entry and the case revision are read, the entry updated, the event and the outbox row
   inserted, the turn's pending entries counted, the turn touched. Each is parsed anew: about 40% of Apply's CPU
-  is SQLite's parser. At FULL the fsync is shared, so the ratio is smaller than at NORMAL. Prepared statements per
-  writer connection would remove most of the parse cost; folding the pending count into the journal UPDATE (or
-  skipping it when the Write moves no phase) and the case-revision read into the event INSERT would remove two
-  statements.
+  is SQLite's parser. At FULL the commit also writes more WAL pages than the raw one (the journal row, the turn row,
+  the events table with two unique indexes, the outbox with its id index and five partial/secondary indexes), and an
+  fsync costs more the more it writes. Prepared statements per writer connection would remove most of the parse cost;
+  counting pending entries only when the Write moves the phase, and reading the case revision from the event INSERT's
+  unique index conflict instead of a separate SELECT, would remove two statements. The index set is the schema
+  engineer's trade for flat claims and cheap recovery listings, and costs pages per enqueue.
 * **turn** takes five write transactions (Receive, Plan, Execute's Executing mark, Execute's commit, Deliver).
   The Executing mark before the handler runs is what I14/I15 rest on and must stay a transaction of its own;
   the others are one per API call.
 * **two processes** on one file: SQLite's busy handler polls with sleeps, so whichever process holds the write lock
   tends to win it again; the other may wait until the backlog is gone. Combined throughput is therefore about one
   process's, and the split between processes is uneven (shown in the notes). No row was ever sent twice.
-* **claim at scale** stays flat with finished rows (the partial due index); a blocked head costs about 1 µs per blocked
-  row per claim, since blocked successors stay in the due index (SQLITE-NOTES: keeping them out until their
-  predecessor finishes took the worst case to 0.19 ms in a prototype).
+* **claim at scale** stays flat with finished rows (the partial due index). A blocked head costs about 0.7–1 µs per
+  blocked row at every claim, because blocked successors stay in ` + "`outbox_due`" + ` and the claim probes each of them
+  before it reaches a claimable row. What would close it (SQLITE-NOTES, prototype: worst case 0.19 ms): keep a
+  successor out of the due index while an earlier row of its key is active — e.g. a ` + "`blocked`" + ` flag (or status)
+  set at enqueue when its key has an active row, included in the partial index's condition, and cleared for the
+  key's next row in the same transaction that settles, resolves or fails its predecessor.
 
 `
