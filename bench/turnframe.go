@@ -113,7 +113,9 @@ type SeedRows struct {
 // Seed inserts each batch of rows, in order, into the turnframe file at path
 // through its own connection (the store may be open). Ids are 26-digit
 // numbers, valid ULID text that sorts before every generated id; one turn
-// row carries them all.
+// row carries them all. Like the store, it marks held every Pending row an
+// earlier row of its order key holds back, so that the claim's index is what
+// the store's would be.
 func Seed(ctx context.Context, path string, batches ...SeedRows) error {
 	db, err := OpenDB(ctx, path, SyncNormal, true, 1)
 	if err != nil {
@@ -146,6 +148,13 @@ FROM c, base`, k, string(benchAccount), turn, PayloadSize, b.OrderKey, b.Status,
 			}
 			done += k
 		}
+	}
+	_, err = db.ExecContext(ctx, `UPDATE outbox SET held = 1
+WHERE status = 'pending' AND order_key <> '' AND EXISTS (
+	SELECT 1 FROM outbox AS p WHERE p.account = outbox.account AND p.order_key = outbox.order_key
+	  AND p.order_key <> '' AND p.seq < outbox.seq AND p.status IN ('pending', 'dispatching', 'outcome_unknown'))`)
+	if err != nil {
+		return fmt.Errorf("seed held marks: %w", err)
 	}
 	return nil
 }
