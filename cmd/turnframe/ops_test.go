@@ -178,7 +178,7 @@ func TestSettle(t *testing.T) {
 		is := is.New(t)
 		code, _, stderr := cli(t, "settle", "--db", f.path, f.failed.String(), "resend", "--code", "x")
 		is.Equal(code, exitUsage)
-		is.True(strings.Contains(stderr, "is failed: only an outcome_unknown row is settled"))
+		is.True(strings.Contains(stderr, "is failed; only an outcome_unknown row is resolved"))
 		rec, err := openFixture(t, f).GetOutbox(context.Background(), f.failed)
 		is.NoErr(err)
 		is.Equal(rec.Status, turnframe.OutboxFailed)

@@ -59,9 +59,6 @@ application's writes. A row in any other status is refused (exit 2), unchanged.`
 				if err != nil {
 					return fmt.Errorf("no outbox row %s: %w", id, err)
 				}
-				if before.Status != turnframe.OutboxOutcomeUnknown {
-					return fmt.Errorf("row %s is %s: only an outcome_unknown row is settled: %w", id, before.Status, turnframe.ErrConflict)
-				}
 				if err := store.Resolve(ctx, id, v, c, e.now()); err != nil {
 					return explainWrite(err, db)
 				}
@@ -104,9 +101,6 @@ row in any other status is refused (exit 2), unchanged.`,
 				if err != nil {
 					return fmt.Errorf("no outbox row %s: %w", id, err)
 				}
-				if before.Status != turnframe.OutboxFailed {
-					return fmt.Errorf("row %s is %s: only a failed row is requeued: %w", id, before.Status, turnframe.ErrConflict)
-				}
 				if err := store.Requeue(ctx, id, e.now()); err != nil {
 					return explainWrite(err, db)
 				}
@@ -117,11 +111,12 @@ row in any other status is refused (exit 2), unchanged.`,
 	}
 }
 
-// explainWrite words a refused operator write: a row another writer moved
-// meanwhile, or a database that stayed busy.
+// explainWrite words a refused operator write: a row whose status the
+// store's rule refuses (the error names it), or a database that stayed busy.
 func explainWrite(err error, db *dbFlags) error {
 	if errors.Is(err, turnframe.ErrConflict) {
-		return fmt.Errorf("the row changed meanwhile; look again with 'turnframe show': %w", err)
+		// The store's rule refused the move; its error names the row's status.
+		return fmt.Errorf("refused, nothing changed (look with 'turnframe show'): %w", err)
 	}
 	return describeBusy(err, db.busy)
 }
