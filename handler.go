@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 )
 
@@ -134,54 +133,26 @@ func (o Outcome) Code() string { return o.code }
 // RemoteRef returns an Unknown's remote reference.
 func (o Outcome) RemoteRef() string { return o.remoteRef }
 
-// handled is what a handler's goroutine hands back.
-type handled struct {
-	out      Outcome
-	panicked bool
-	value    any
-	stack    []byte
-}
-
-// callHandler runs h on its own goroutine under the command timeout. It
+// callHandler runs h through callWithin under the command timeout. It
 // returns the handler's outcome, or Unknown with the reason "timeout" or
-// "panic"; or the caller's context error when ctx itself ended first. The
-// result channel is buffered, so a handler that returns after the deadline
-// writes its answer where nobody reads it and its goroutine ends.
+// "panic"; or the caller's context error when ctx itself ended first.
 func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (Outcome, string, error) {
-	hctx, cancel := context.WithTimeout(ctx, rt.cfg.commandTimeout)
-	defer cancel()
-	done := make(chan handled, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- handled{panicked: true, value: v, stack: debug.Stack()}
-			}
-		}()
-		done <- handled{out: h.Handle(hctx, call)}
-	}()
-	var r handled
-	select {
-	case r = <-done:
-	case <-hctx.Done():
-		select {
-		case r = <-done: // it answered at the deadline: an answer is knowledge
-		default:
-			if err := ctx.Err(); err != nil {
-				return Outcome{}, "", err
-			}
-			rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command timed out; its outcome is unknown",
-				slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String()),
-				slog.Duration("timeout", rt.cfg.commandTimeout))
-			return Unknown(""), "timeout", nil
+	r := callWithin(ctx, rt.cfg.commandTimeout, func(hctx context.Context) Outcome { return h.Handle(hctx, call) })
+	attrs := []slog.Attr{slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String())}
+	switch r.end {
+	case callTimedOut:
+		if err := ctx.Err(); err != nil {
+			return Outcome{}, "", err
 		}
-	}
-	if r.panicked {
+		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command timed out; its outcome is unknown",
+			append(attrs, slog.Duration("timeout", rt.cfg.commandTimeout))...)
+		return Unknown(""), "timeout", nil
+	case callPanicked:
 		rt.obs.logf(ctx, slog.LevelError, "turnframe: command handler panicked; its outcome is unknown",
-			slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String()),
-			slog.Any("panic", r.value), slog.String("stack", string(r.stack)))
+			append(attrs, slog.Any("panic", r.panic), slog.String("stack", string(r.stack)))...)
 		return Unknown(""), "panic", nil
 	}
-	return r.out, "handler", nil
+	return r.value, "handler", nil
 }
 
 // ExecuteReport is what one Runtime.Execute did.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -182,39 +181,26 @@ func (d *Dispatcher) dispatchRow(ctx context.Context, idx int, c Claim, now time
 	return queuedSettlement{idx: idx, settlement: s, fate: fate, out: out}
 }
 
-// send calls the sender on a goroutine of its own under SendTimeout. A send
-// that has not answered by then, or that panicked, is DispatchUnknown; a late
-// answer lands in a buffered channel nobody reads.
+// send calls the sender through callWithin under SendTimeout. A send that
+// has not answered by then, or that panicked, is DispatchUnknown; so is a
+// kind out of range.
 func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
-	sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
-	defer cancel()
 	entry := c.OutboxEntry
 	entry.Payload = bytes.Clone(entry.Payload) // a sender that outlives us keeps its own copy
-	answers := make(chan Dispatched, 1)
 	start := time.Now()
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				d.obs.logf(ctx, slog.LevelError, "turnframe: sender panicked; the outcome is unknown",
-					append(rowAttrs(c), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
-				answers <- Dispatched{Kind: DispatchUnknown, Code: CodeSenderPanic}
-			}
-		}()
-		answers <- d.sender.Send(sctx, entry)
-	}()
-	var out Dispatched
-	select {
-	case out = <-answers:
-	case <-sctx.Done():
-		select {
-		case out = <-answers: // it answered just as the deadline came
-		default:
-			out = Dispatched{Kind: DispatchUnknown, Code: CodeSendTimeout}
-			d.obs.logf(ctx, slog.LevelWarn, "turnframe: send did not answer in time; the outcome is unknown, not a failure",
-				append(rowAttrs(c), slog.String("cause", context.Cause(sctx).Error()))...)
-		}
-	}
+	r := callWithin(ctx, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) })
 	elapsed := time.Since(start)
+	out := r.value
+	switch r.end {
+	case callTimedOut:
+		out = Dispatched{Kind: DispatchUnknown, Code: CodeSendTimeout}
+		d.obs.logf(ctx, slog.LevelWarn, "turnframe: send did not answer in time; the outcome is unknown, not a failure",
+			append(rowAttrs(c), slog.String("cause", r.cause.Error()))...)
+	case callPanicked:
+		out = Dispatched{Kind: DispatchUnknown, Code: CodeSenderPanic}
+		d.obs.logf(ctx, slog.LevelError, "turnframe: sender panicked; the outcome is unknown",
+			append(rowAttrs(c), slog.Any("panic", r.panic), slog.String("stack", string(r.stack)))...)
+	}
 	if out.Kind > DispatchPermanent {
 		d.obs.logf(ctx, slog.LevelError, "turnframe: sender answered a kind out of range; the outcome is unknown",
 			append(rowAttrs(c), slog.Int("kind", int(out.Kind)))...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 )
 
@@ -74,39 +73,23 @@ func (d *Dispatcher) Reconcile(ctx context.Context, id OutboxID, reconciler Reco
 	return answer, nil
 }
 
-// askReconciler calls reconciler on a goroutine of its own under
-// SendTimeout. A late answer is discarded; a panic or a late answer is
-// VerdictUnresolved.
+// askReconciler calls reconciler through callWithin under SendTimeout. A
+// panic, a late answer or a verdict out of range is VerdictUnresolved.
 func (d *Dispatcher) askReconciler(ctx context.Context, reconciler Reconciler, rec OutboxRecord, logAttrs []slog.Attr) Reconciled {
-	rctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
-	defer cancel()
-	answers := make(chan Reconciled, 1) // buffered: a late answer never blocks its goroutine
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				d.obs.logf(ctx, slog.LevelError, "turnframe: reconciler panicked; the outcome stays unknown",
-					append(logAttrs, slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
-				answers <- Reconciled{Verdict: VerdictUnresolved}
-			}
-		}()
-		answers <- reconciler.Reconcile(rctx, rec)
-	}()
-	var answer Reconciled
-	select {
-	case answer = <-answers:
-	case <-rctx.Done():
-		select {
-		case answer = <-answers: // it answered just as the deadline came
-		default:
-			d.obs.logf(ctx, slog.LevelWarn, "turnframe: reconciler did not answer in time; the outcome stays unknown",
-				append(logAttrs, slog.String("cause", context.Cause(rctx).Error()))...)
-			return Reconciled{Verdict: VerdictUnresolved}
-		}
-	}
-	if answer.Verdict > VerdictResend {
+	r := callWithin(ctx, d.cfg.SendTimeout, func(rctx context.Context) Reconciled { return reconciler.Reconcile(rctx, rec) })
+	switch {
+	case r.end == callTimedOut:
+		d.obs.logf(ctx, slog.LevelWarn, "turnframe: reconciler did not answer in time; the outcome stays unknown",
+			append(logAttrs, slog.String("cause", r.cause.Error()))...)
+		return Reconciled{Verdict: VerdictUnresolved}
+	case r.end == callPanicked:
+		d.obs.logf(ctx, slog.LevelError, "turnframe: reconciler panicked; the outcome stays unknown",
+			append(logAttrs, slog.Any("panic", r.panic), slog.String("stack", string(r.stack)))...)
+		return Reconciled{Verdict: VerdictUnresolved}
+	case r.value.Verdict > VerdictResend:
 		d.obs.logf(ctx, slog.LevelError, "turnframe: reconciler answered a verdict out of range; the outcome stays unknown",
-			append(logAttrs, slog.Int("verdict", int(answer.Verdict)))...)
+			append(logAttrs, slog.Int("verdict", int(r.value.Verdict)))...)
 		return Reconciled{Verdict: VerdictUnresolved}
 	}
-	return answer
+	return r.value
 }
