@@ -66,28 +66,22 @@ func DefaultDispatchConfig(workerID string) DispatchConfig {
 // replaced by its default.
 func (c DispatchConfig) withDefaults() DispatchConfig {
 	d := DefaultDispatchConfig(c.WorkerID)
-	if c.BatchSize > 0 {
-		d.BatchSize = c.BatchSize
-	}
-	if c.SendTimeout > 0 {
-		d.SendTimeout = c.SendTimeout
-	}
-	if c.InitialBackoff > 0 {
-		d.InitialBackoff = c.InitialBackoff
-	}
-	if c.MaxBackoff > 0 {
-		d.MaxBackoff = c.MaxBackoff
-	}
-	if c.BackoffMultiplier > 0 {
-		d.BackoffMultiplier = c.BackoffMultiplier
-	}
-	if c.MaxAttempts > 0 {
-		d.MaxAttempts = c.MaxAttempts
-	}
-	if c.Concurrency > 0 {
-		d.Concurrency = c.Concurrency
-	}
+	d.BatchSize = positiveOr(c.BatchSize, d.BatchSize)
+	d.SendTimeout = positiveOr(c.SendTimeout, d.SendTimeout)
+	d.InitialBackoff = positiveOr(c.InitialBackoff, d.InitialBackoff)
+	d.MaxBackoff = positiveOr(c.MaxBackoff, d.MaxBackoff)
+	d.BackoffMultiplier = positiveOr(c.BackoffMultiplier, d.BackoffMultiplier)
+	d.MaxAttempts = positiveOr(c.MaxAttempts, d.MaxAttempts)
+	d.Concurrency = positiveOr(c.Concurrency, d.Concurrency)
 	return d
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // validate reports what is wrong with a configuration after defaults: a
