@@ -3,7 +3,9 @@ package turnframe_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/memstore"
@@ -29,3 +31,36 @@ func eachStore(t *testing.T, f func(t *testing.T, store turnframe.Store)) {
 		f(t, store)
 	})
 }
+
+// recorder is an Observer that keeps every signal it is given, in order.
+type recorder struct {
+	mu      sync.Mutex
+	signals []recorded
+}
+
+type recorded struct {
+	signal turnframe.Signal
+	labels turnframe.Labels
+}
+
+func (r *recorder) Observe(s turnframe.Signal, l turnframe.Labels, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.signals = append(r.signals, recorded{s, l})
+}
+
+// labels returns the labels of every s observed, in order.
+func (r *recorder) labels(s turnframe.Signal) []turnframe.Labels {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []turnframe.Labels
+	for _, sig := range r.signals {
+		if sig.signal == s {
+			out = append(out, sig.labels)
+		}
+	}
+	return out
+}
+
+// count returns how often s was observed.
+func (r *recorder) count(s turnframe.Signal) int { return len(r.labels(s)) }

@@ -88,30 +88,6 @@ func (s *dispAnswer) count(id turnframe.OutboxID) int {
 	return s.sends[id]
 }
 
-// dispSignals records every signal observed.
-type dispSignals struct {
-	mu     sync.Mutex
-	counts map[turnframe.Signal]int
-	labels map[turnframe.Signal][]turnframe.Labels
-}
-
-func (o *dispSignals) Observe(s turnframe.Signal, l turnframe.Labels, _ time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.counts == nil {
-		o.counts = make(map[turnframe.Signal]int)
-		o.labels = make(map[turnframe.Signal][]turnframe.Labels)
-	}
-	o.counts[s]++
-	o.labels[s] = append(o.labels[s], l)
-}
-
-func (o *dispSignals) count(s turnframe.Signal) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.counts[s]
-}
-
 // dispLog is a buffer a logger may write to from several goroutines.
 type dispLog struct {
 	mu  sync.Mutex
@@ -173,7 +149,7 @@ func TestDispatcherSettlesEachOutcome(t *testing.T) {
 				ctx := context.Background()
 				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments", Payload: []byte("p")})
 				sender := &dispAnswer{out: tt.out}
-				signals := &dispSignals{}
+				signals := &recorder{}
 				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
 
 				report, err := d.RunOnce(ctx, dispNow)
@@ -190,7 +166,7 @@ func TestDispatcherSettlesEachOutcome(t *testing.T) {
 				}
 				is.Equal(signals.count(turnframe.SignalOutboxClaimed), 1)   // claim observed
 				is.Equal(signals.count(turnframe.SignalExternalLatency), 1) // send timed
-				is.Equal(signals.labels[turnframe.SignalExternalLatency][0],
+				is.Equal(signals.labels(turnframe.SignalExternalLatency)[0],
 					turnframe.Labels{Destination: "payments", Outcome: tt.out.Kind.String()}) // latency labelled by outcome
 				is.Equal(signals.count(tt.signal), 1) // settlement observed
 
@@ -222,14 +198,14 @@ func TestDispatcherRecordsASendPastItsTimeoutAsUnknown(t *testing.T) {
 		})
 		cfg := turnframe.DefaultDispatchConfig("w1")
 		cfg.SendTimeout = 10 * time.Millisecond
-		signals := &dispSignals{}
+		signals := &recorder{}
 		d := turnframe.NewDispatcher(store, stuck, cfg, turnframe.WithObserver(signals))
 
 		report, err := d.RunOnce(context.Background(), dispNow)
 		is.NoErr(err)                                                                   // run returns
 		is.Equal(report.Unknown, []turnframe.OutboxID{rows[0].ID})                      // unknown, not retried
 		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown)  // stored unknown
-		is.Equal(signals.labels[turnframe.SignalExternalLatency][0].Outcome, "unknown") // a timed-out send is timed too
+		is.Equal(signals.labels(turnframe.SignalExternalLatency)[0].Outcome, "unknown") // a timed-out send is timed too
 	})
 }
 
@@ -456,7 +432,7 @@ func TestDispatcherReconcile(t *testing.T) {
 				ctx := context.Background()
 				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
 				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
-				signals := &dispSignals{}
+				signals := &recorder{}
 				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
 				_, err := d.RunOnce(ctx, dispNow)
 				is.NoErr(err) // send, unknown
@@ -478,7 +454,7 @@ func TestDispatcherReconcile(t *testing.T) {
 				}
 				is.Equal(signals.count(turnframe.SignalExternalReconciled), tt.signal) // reconciled only when known
 				if tt.signal == 1 {
-					is.Equal(signals.labels[turnframe.SignalExternalReconciled][0].Outcome, tt.answer.Verdict.String()) // labelled by verdict
+					is.Equal(signals.labels(turnframe.SignalExternalReconciled)[0].Outcome, tt.answer.Verdict.String()) // labelled by verdict
 				}
 
 				// Only a resend is sent again, and only once it is due.
@@ -501,7 +477,7 @@ func TestDispatcherReconcileLeavesKnownRowsAlone(t *testing.T) {
 		ctx := context.Background()
 		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
 		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, RemoteRef: "ch_1"}}
-		signals := &dispSignals{}
+		signals := &recorder{}
 		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
 		_, err := d.RunOnce(ctx, dispNow)
 		is.NoErr(err) // send, completed

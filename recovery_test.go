@@ -186,7 +186,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 				is := is.New(t)
 				turn := c.build(t, turnframe.New(store))
 				// A new process: a new Runtime and a new Recovery over the same store.
-				rec := &rtRecorder{}
+				rec := &recorder{}
 				action, err := turnframe.NewRecovery(store, turnframe.WithObserver(rec)).Decide(ctx, rtAccount, turn)
 				is.NoErr(err) // decide
 				is.Equal(action.Kind, c.want)

@@ -148,7 +148,7 @@ func TestRuntimeRecordsAHandlerPastItsTimeoutAsUnknown(t *testing.T) {
 			<-release // ignores its context on purpose
 			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "late"}}, turnframe.OutboxMessage{Destination: "late"})
 		})
-		rec := &rtRecorder{}
+		rec := &recorder{}
 		rt := turnframe.New(store, turnframe.WithCommandTimeout(20*time.Millisecond), turnframe.WithObserver(rec))
 		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-slow", "flight/7", "book"))
 
@@ -183,7 +183,7 @@ func TestRuntimeRecordsAPanickingHandlerAsUnknown(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		var logs bytes.Buffer
-		rec := &rtRecorder{}
+		rec := &recorder{}
 		rt := turnframe.New(store, turnframe.WithObserver(rec), turnframe.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-boom", "card/1", "charge"), rtCmd("k-book", "flight/7", "book"))
 		h := rtNewHandler(func(ctx context.Context, call turnframe.Call, n int) turnframe.Outcome {

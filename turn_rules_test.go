@@ -194,7 +194,7 @@ func TestRuntimeReconcilesAnUnknownCommand(t *testing.T) {
 			eachStore(t, func(t *testing.T, store turnframe.Store) {
 				is := is.New(t)
 				ctx := context.Background()
-				rec := &rtRecorder{}
+				rec := &recorder{}
 				rt := turnframe.New(store, turnframe.WithObserver(rec))
 				turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
 				h := rtNewHandler(rtScript)

@@ -21,36 +21,6 @@ const (
 	rtOther   turnframe.AccountID = "globex"
 )
 
-// rtRecorder is an Observer that keeps every signal.
-type rtRecorder struct {
-	mu      sync.Mutex
-	signals []rtSignal
-}
-
-type rtSignal struct {
-	signal turnframe.Signal
-	labels turnframe.Labels
-}
-
-func (r *rtRecorder) Observe(s turnframe.Signal, l turnframe.Labels, _ time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.signals = append(r.signals, rtSignal{s, l})
-}
-
-// labels returns the labels of every s observed, in order.
-func (r *rtRecorder) labels(s turnframe.Signal) []turnframe.Labels {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []turnframe.Labels
-	for _, sig := range r.signals {
-		if sig.signal == s {
-			out = append(out, sig.labels)
-		}
-	}
-	return out
-}
-
 // rtHandler counts its calls per key, keeps the revision each call was
 // given, and answers through do, which gets the call's number for its key.
 type rtHandler struct {
@@ -197,7 +167,7 @@ func TestRuntimeRunsATurnThroughItsLife(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		ctx := context.Background()
-		rec := &rtRecorder{}
+		rec := &recorder{}
 		rt := turnframe.New(store, turnframe.WithObserver(rec))
 		h := rtNewHandler(rtScript)
 
