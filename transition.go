@@ -236,7 +236,7 @@ func ResolveRow(r OutboxRecord, v Verdict, code string, now time.Time) (OutboxRe
 	case VerdictResend:
 		r.Status, r.DueAt = OutboxPending, now
 	default:
-		return OutboxRecord{}, invalid("verdict", "%v settles nothing", v)
+		return OutboxRecord{}, CheckVerdict(v)
 	}
 	return r, nil
 }

@@ -103,7 +103,7 @@ type Plan struct {
 // delivered or abandoned. Nothing is written on any error. A crash leaves the
 // turn as it was or planned: there is no state in between.
 func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p Plan) ([]JournalEntry, error) {
-	if err := checkTurnRef(account, turn); err != nil {
+	if err := CheckTurnRef(account, turn); err != nil {
 		return nil, err
 	}
 	if err := p.validate(); err != nil {
@@ -189,7 +189,7 @@ func (p Plan) validate() error {
 // were written together. A delivered turn may still have a pending entry (a
 // ReconcileCommand resend); Execute runs it without touching the phase.
 func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, h Handler) (ExecuteReport, error) {
-	if err := checkTurnRef(account, turn); err != nil {
+	if err := CheckTurnRef(account, turn); err != nil {
 		return ExecuteReport{}, err
 	}
 	if h == nil {
@@ -248,7 +248,7 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 // a turn to answer again; the user may then get the answer twice, never the
 // effect.
 func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, response string) error {
-	if err := checkTurnRef(account, turn); err != nil {
+	if err := CheckTurnRef(account, turn); err != nil {
 		return err
 	}
 	if err := checkString("response", response, 0, MaxTextLen); err != nil {
@@ -275,7 +275,7 @@ func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, 
 // exist for account; ErrConflict for a turn already delivered or abandoned.
 // Nothing is written on any error; a crash leaves the turn as it was.
 func (rt *Runtime) Abandon(ctx context.Context, account AccountID, turn TurnID, code string) error {
-	if err := checkTurnRef(account, turn); err != nil {
+	if err := CheckTurnRef(account, turn); err != nil {
 		return err
 	}
 	if err := CheckCode("code", code); err != nil {
@@ -366,11 +366,4 @@ func (rt *Runtime) ReconcileCommand(ctx context.Context, account AccountID, key 
 	rt.obs.logf(ctx, slog.LevelInfo, "turnframe: command reconciled",
 		slog.String("account", string(account)), slog.String("key", string(key)), slog.String("verdict", verdict.String()))
 	return nil
-}
-
-func checkTurnRef(account AccountID, turn TurnID) error {
-	if err := account.Validate(); err != nil {
-		return err
-	}
-	return CheckID("turn", turn)
 }

@@ -57,11 +57,34 @@ func CheckCode(field, code string) error { return checkString(field, code, 0, Ma
 // text is allowed: a voice turn may have none.
 func CheckText(text string) error { return checkString("text", text, 0, MaxTextLen) }
 
-func checkTime(field string, t time.Time) error {
+// CheckTime returns ErrInvalid naming field if t is the zero time: every
+// time the stores take (a write's now, a claim's now, a cut-off) must be
+// given.
+func CheckTime(field string, t time.Time) error {
 	if t.IsZero() {
 		return invalid(field, "zero time")
 	}
 	return nil
+}
+
+// CheckTurnRef returns ErrInvalid unless account is valid and turn is not the
+// zero id: the check every call naming one turn starts with.
+func CheckTurnRef(account AccountID, turn TurnID) error {
+	if err := account.Validate(); err != nil {
+		return err
+	}
+	return CheckID("turn", turn)
+}
+
+// CheckVerdict returns ErrInvalid unless v settles something: Completed,
+// Failed or Resend. VerdictUnresolved leaves a row or entry as it is and is
+// never written.
+func CheckVerdict(v Verdict) error {
+	switch v {
+	case VerdictCompleted, VerdictFailed, VerdictResend:
+		return nil
+	}
+	return invalid("verdict", "%v settles nothing", v)
 }
 
 // CheckID returns ErrInvalid naming field if id is the zero id.
@@ -117,7 +140,7 @@ func (w Write) validate() error {
 	if err := CheckID("turn", w.Turn); err != nil {
 		return err
 	}
-	if err := checkTime("now", w.Now); err != nil {
+	if err := CheckTime("now", w.Now); err != nil {
 		return err
 	}
 	if err := w.validateBegin(); err != nil {
@@ -239,13 +262,13 @@ func (s OutboxSettlement) Validate() error {
 	switch s.To {
 	case OutboxCompleted, OutboxFailed, OutboxOutcomeUnknown:
 	case OutboxPending:
-		if err := checkTime("retry_at", s.RetryAt); err != nil {
+		if err := CheckTime("retry_at", s.RetryAt); err != nil {
 			return err
 		}
 	default:
 		return invalid("to", "a claim does not settle to %v", s.To)
 	}
-	if err := checkTime("now", s.Now); err != nil {
+	if err := CheckTime("now", s.Now); err != nil {
 		return err
 	}
 	if err := CheckCode("code", s.Code); err != nil {

@@ -131,24 +131,6 @@ func stamp(t time.Time) time.Time {
 	return t.Truncate(time.Microsecond).UTC()
 }
 
-func invalid(field, reason string) error {
-	return &turnframe.InvalidError{Field: field, Reason: reason}
-}
-
-func checkTime(field string, t time.Time) error {
-	if t.IsZero() {
-		return invalid(field, "zero time")
-	}
-	return nil
-}
-
-func checkTurn(account turnframe.AccountID, turn turnframe.TurnID) error {
-	if err := account.Validate(); err != nil {
-		return err
-	}
-	return turnframe.CheckID("turn", turn)
-}
-
 func (s *Store) findTurn(account turnframe.AccountID, turn turnframe.TurnID) (*turnRow, error) {
 	t, ok := s.turns[turn]
 	if !ok || t.turn.Account != account {
@@ -160,7 +142,7 @@ func (s *Store) findTurn(account turnframe.AccountID, turn turnframe.TurnID) (*t
 // TurnPhase returns the turn's phase marker. ErrNotFound if the turn does not
 // exist for account.
 func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.TurnPhaseMarker, error) {
-	if err := checkTurn(account, turn); err != nil {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return turnframe.TurnPhaseMarker{}, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -181,7 +163,7 @@ func marker(t turnframe.StoredTurn) turnframe.TurnPhaseMarker {
 // LoadTurn returns the stored turn. ErrNotFound if the turn does not exist
 // for account.
 func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
-	if err := checkTurn(account, turn); err != nil {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return turnframe.StoredTurn{}, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -242,7 +224,7 @@ func (s *Store) holds(turn turnframe.TurnID, statuses ...turnframe.JournalStatus
 // ForTurn returns the entries the turn admitted, in admission order; none for
 // a turn with none or of another account.
 func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) ([]turnframe.JournalEntry, error) {
-	if err := checkTurn(account, turn); err != nil {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -351,7 +333,7 @@ func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c
 // Replay returns the turn's replay record. ErrNotFound if the turn has none
 // or does not exist for account.
 func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.ReplayRecord, error) {
-	if err := checkTurn(account, turn); err != nil {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return turnframe.ReplayRecord{}, err
 	}
 	if err := s.lock(ctx); err != nil {

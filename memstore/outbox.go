@@ -21,7 +21,7 @@ type orderKey struct {
 // its account and non-empty order key holds the order (judged on the rows as
 // they were before this claim).
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
-	if err := checkTime("now", now); err != nil {
+	if err := turnframe.CheckTime("now", now); err != nil {
 		return nil, err
 	}
 	if err := turnframe.CheckLimit("limit", limit); err != nil {
@@ -144,15 +144,13 @@ func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
 	}
-	switch v {
-	case turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend:
-	default:
-		return invalid("verdict", fmt.Sprintf("%v settles nothing", v))
+	if err := turnframe.CheckVerdict(v); err != nil {
+		return err
 	}
 	if err := turnframe.CheckCode("code", code); err != nil {
 		return err
 	}
-	if err := checkTime("now", now); err != nil {
+	if err := turnframe.CheckTime("now", now); err != nil {
 		return err
 	}
 	now = stamp(now)
@@ -178,7 +176,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
 	}
-	if err := checkTime("at", at); err != nil {
+	if err := turnframe.CheckTime("at", at); err != nil {
 		return err
 	}
 	at = stamp(at)
@@ -202,7 +200,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 // claimedBefore back to Pending, attempts kept, and returns their ids in
 // enqueue order.
 func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turnframe.OutboxID, error) {
-	if err := checkTime("claimed_before", claimedBefore); err != nil {
+	if err := turnframe.CheckTime("claimed_before", claimedBefore); err != nil {
 		return nil, err
 	}
 	claimedBefore = stamp(claimedBefore)
@@ -265,7 +263,7 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 // Prune deletes Completed and Failed rows finished before finishedBefore and
 // returns how many. Journal keys are never deleted.
 func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
-	if err := checkTime("finished_before", finishedBefore); err != nil {
+	if err := turnframe.CheckTime("finished_before", finishedBefore); err != nil {
 		return 0, err
 	}
 	finishedBefore = stamp(finishedBefore)
