@@ -35,7 +35,7 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 		return turnframe.Applied{}, fail(ctx, "apply", err)
 	}
 	defer tx.Rollback()
-	applied, err := s.apply(ctx, tx, w)
+	applied, err := s.apply(ctx, s.wrap(tx), w)
 	if err != nil {
 		return turnframe.Applied{}, fail(ctx, "apply", err)
 	}
@@ -90,27 +90,53 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 		return turnframe.Applied{}, err
 	}
 	defer done()
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT turnframe_apply`); err != nil {
+	t := s.wrap(tx)
+	if _, err := t.ExecContext(ctx, savepointSQL); err != nil {
 		return turnframe.Applied{}, fail(ctx, "apply: savepoint", err)
 	}
-	applied, err := s.apply(ctx, tx, w)
+	applied, err := s.apply(ctx, t, w)
 	if err != nil {
 		// Undo w alone, even if ctx ended: the caller's own rows stay.
 		undo := context.WithoutCancel(ctx)
-		if _, rerr := tx.ExecContext(undo, `ROLLBACK TO turnframe_apply`); rerr != nil {
+		if _, rerr := t.ExecContext(undo, rollbackToSavepointSQL); rerr != nil {
 			return turnframe.Applied{}, fail(ctx, "apply", fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr))
 		}
-		tx.ExecContext(undo, `RELEASE turnframe_apply`)
+		t.ExecContext(undo, releaseSavepointSQL)
 		return turnframe.Applied{}, fail(ctx, "apply", err)
 	}
-	if _, err := tx.ExecContext(ctx, `RELEASE turnframe_apply`); err != nil {
+	if _, err := t.ExecContext(ctx, releaseSavepointSQL); err != nil {
 		return turnframe.Applied{}, fail(ctx, "apply: release savepoint", err)
 	}
 	return applied, nil
 }
 
+// The statements of Apply, prepared when the store opens (stmt.go).
+const (
+	// ApplyTx writes w under this savepoint, so a refused Write leaves the
+	// caller's own rows in tx.
+	savepointSQL           = `SAVEPOINT turnframe_apply`
+	rollbackToSavepointSQL = `ROLLBACK TO turnframe_apply`
+	releaseSavepointSQL    = `RELEASE turnframe_apply`
+
+	insertTurnSQL = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// updateTurnSQL keeps the stored replay record when the new one is NULL.
+	updateTurnSQL = `UPDATE turns SET phase = ?, updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`
+
+	insertEntrySQL = `INSERT INTO journal (` + entryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// updateEntrySQL takes entryArgs with account and key moved to the end.
+	updateEntrySQL = `UPDATE journal SET turn = ?, case_key = ?, name = ?, payload = ?, status = ?,
+		attempt = ?, attempts = ?, event_ids = ?, code = ?, remote_ref = ?, admitted_at = ?, updated_at = ?
+		WHERE account = ? AND key = ?`
+	countPendingSQL = `SELECT status FROM journal WHERE turn = ?`
+
+	insertEventSQL  = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertOutboxSQL = `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key,
+		status, attempts, due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
 // apply writes a validated w into tx, in the order Write documents.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.Applied, error) {
+func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnframe.Applied, error) {
 	var applied turnframe.Applied
 	w = stampWrite(w)
 
@@ -205,8 +231,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnf
 		}
 		replay = string(b)
 	}
-	_, err = tx.ExecContext(ctx,
-		`UPDATE turns SET phase = ?, updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`,
+	_, err = tx.ExecContext(ctx, updateTurnSQL,
 		turn.Phase.String(), micros(w.Now), replay, w.Turn.String())
 	if err != nil {
 		return applied, fmt.Errorf("update turn: %w", err)
@@ -236,7 +261,7 @@ func stampWrite(w turnframe.Write) turnframe.Write {
 // beginOrFindTurn creates the turn of a Begin (ErrConflict if its id
 // exists, in any account) or loads the turn the Write changes (ErrNotFound
 // if it does not exist for the account).
-func beginOrFindTurn(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.StoredTurn, error) {
+func beginOrFindTurn(ctx context.Context, tx *wtx, w turnframe.Write) (turnframe.StoredTurn, error) {
 	if w.Begin == nil {
 		return findTurn(ctx, tx, w.Account, w.Turn)
 	}
@@ -246,8 +271,7 @@ func beginOrFindTurn(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnfr
 		t.ReceivedAt = w.Now
 	}
 	t.UpdatedAt = w.Now
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO turns (`+turnCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.ExecContext(ctx, insertTurnSQL,
 		t.ID.String(), string(t.Account), t.Conversation.String(), t.Text, t.Phase.String(),
 		micros(t.ReceivedAt), micros(t.UpdatedAt))
 	if err != nil {
@@ -258,7 +282,7 @@ func beginOrFindTurn(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnfr
 
 // admit returns the entry for cmd: the one its key already admitted when it
 // is the same command (Readmit), or a new Pending one.
-func admit(ctx context.Context, tx *sql.Tx, w turnframe.Write, cmd turnframe.Command) (turnframe.JournalEntry, error) {
+func admit(ctx context.Context, tx *wtx, w turnframe.Write, cmd turnframe.Command) (turnframe.JournalEntry, error) {
 	existing, err := findEntry(ctx, tx, w.Account, cmd.Key)
 	switch {
 	case err == nil:
@@ -274,14 +298,14 @@ func admit(ctx context.Context, tx *sql.Tx, w turnframe.Write, cmd turnframe.Com
 	if err != nil {
 		return e, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO journal (`+entryCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+	if _, err := tx.ExecContext(ctx, insertEntrySQL, args...); err != nil {
 		return e, fmt.Errorf("admit %q: %w", cmd.Key, translate(ctx, err))
 	}
 	return e, nil
 }
 
 // settleEntry moves the turn's entry by NextEntry and stores the result.
-func settleEntry(ctx context.Context, tx *sql.Tx, w turnframe.Write, st turnframe.Settlement, events []turnframe.StoredEvent) (turnframe.JournalEntry, error) {
+func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, st turnframe.Settlement, events []turnframe.StoredEvent) (turnframe.JournalEntry, error) {
 	e, err := findEntry(ctx, tx, w.Account, st.Key)
 	if err != nil {
 		return e, err
@@ -300,9 +324,7 @@ func settleEntry(ctx context.Context, tx *sql.Tx, w turnframe.Write, st turnfram
 	// entryArgs begins with account and key, which do not change: they
 	// become the WHERE clause's arguments.
 	args = append(args[2:], args[0], args[1])
-	_, err = tx.ExecContext(ctx, `UPDATE journal SET turn = ?, case_key = ?, name = ?, payload = ?, status = ?,
-		attempt = ?, attempts = ?, event_ids = ?, code = ?, remote_ref = ?, admitted_at = ?, updated_at = ?
-		WHERE account = ? AND key = ?`, args...)
+	_, err = tx.ExecContext(ctx, updateEntrySQL, args...)
 	if err != nil {
 		return e, fmt.Errorf("settle %q: %w", st.Key, translate(ctx, err))
 	}
@@ -311,7 +333,7 @@ func settleEntry(ctx context.Context, tx *sql.Tx, w turnframe.Write, st turnfram
 
 // numberEvents gives each event of w its id, its case's next revision and
 // the committing command's key.
-func (s *Store) numberEvents(ctx context.Context, tx *sql.Tx, w turnframe.Write, key turnframe.IdempotencyKey) ([]turnframe.StoredEvent, error) {
+func (s *Store) numberEvents(ctx context.Context, tx *wtx, w turnframe.Write, key turnframe.IdempotencyKey) ([]turnframe.StoredEvent, error) {
 	if len(w.Events) == 0 {
 		return nil, nil
 	}
@@ -336,8 +358,8 @@ func (s *Store) numberEvents(ctx context.Context, tx *sql.Tx, w turnframe.Write,
 	return events, nil
 }
 
-func insertEvent(ctx context.Context, tx *sql.Tx, ev turnframe.StoredEvent) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+func insertEvent(ctx context.Context, tx *wtx, ev turnframe.StoredEvent) error {
+	_, err := tx.ExecContext(ctx, insertEventSQL,
 		ev.ID.String(), string(ev.Account), string(ev.Case), int64(ev.Revision), ev.Turn.String(),
 		string(ev.Key), ev.Type, blob(ev.Data), micros(ev.At))
 	return translate(ctx, err)
@@ -345,10 +367,8 @@ func insertEvent(ctx context.Context, tx *sql.Tx, ev turnframe.StoredEvent) erro
 
 // insertOutbox enqueues r and marks it held when an earlier row of its
 // order key is active (order.go).
-func insertOutbox(ctx context.Context, tx *sql.Tx, r turnframe.OutboxRecord) error {
-	res, err := tx.ExecContext(ctx, `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key,
-		status, attempts, due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+func insertOutbox(ctx context.Context, tx *wtx, r turnframe.OutboxRecord) error {
+	res, err := tx.ExecContext(ctx, insertOutboxSQL,
 		r.ID.String(), string(r.Account), r.Turn.String(), string(r.Key), r.Destination, blob(r.Payload), r.OrderKey,
 		r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt), r.LastCode, r.RemoteRef,
 		micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt))
@@ -365,8 +385,8 @@ func insertOutbox(ctx context.Context, tx *sql.Tx, r turnframe.OutboxRecord) err
 
 // countPending counts the turn's entries that IsPending, as NextPhase needs
 // them after this Write.
-func countPending(ctx context.Context, tx *sql.Tx, turn turnframe.TurnID) (int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT status FROM journal WHERE turn = ?`, turn.String())
+func countPending(ctx context.Context, tx *wtx, turn turnframe.TurnID) (int, error) {
+	rows, err := tx.QueryContext(ctx, countPendingSQL, turn.String())
 	if err != nil {
 		return 0, fmt.Errorf("count pending entries: %w", translate(ctx, err))
 	}

@@ -77,7 +77,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 		return nil, fail(ctx, "claim", err)
 	}
 	defer tx.Rollback()
-	rows, err := scanOutboxRows(tx.QueryContext(ctx, claimSQL, worker, micros(now), limit))
+	rows, err := scanOutboxRows(s.wrap(tx).QueryContext(ctx, claimSQL, worker, micros(now), limit))
 	if err != nil {
 		return nil, fail(ctx, "claim", err)
 	}

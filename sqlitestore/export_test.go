@@ -10,3 +10,7 @@ const (
 	LetGoSQL      = letGoSQL
 	HoldLaterSQL  = holdLaterSQL
 )
+
+// UnpreparedStatements returns how many statements s's write transactions
+// ran from their text instead of a statement prepared at Open.
+func UnpreparedStatements(s *Store) int64 { return s.stmts.unprepared.Load() }

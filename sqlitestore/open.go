@@ -70,7 +70,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 	}
-	return &Store{path: abs, write: write, read: read, ids: cfg.ids, busyTimeout: cfg.busyTimeout}, nil
+	stmts, err := prepare(ctx, write)
+	if err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
+	}
+	return &Store{path: abs, write: write, read: read, stmts: stmts, ids: cfg.ids, busyTimeout: cfg.busyTimeout}, nil
 }
 
 // dsn builds a file: URI for modernc.org/sqlite. The path is escaped, so a

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/turnframe/turnframe"
 )
@@ -42,7 +41,7 @@ const holdLaterSQL = `UPDATE outbox SET held = 1 WHERE seq IN (
 // (completed, failed) lets the next one go; one that starts again (a failed
 // row requeued) holds back every Pending row after it, and is itself held
 // if an earlier row is active. A newly enqueued row is marked by holdSQL.
-func keepOrder(ctx context.Context, tx *sql.Tx, seq int64, before, after turnframe.OutboxRecord) error {
+func keepOrder(ctx context.Context, tx *wtx, seq int64, before, after turnframe.OutboxRecord) error {
 	if after.OrderKey == "" {
 		return nil
 	}

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -36,7 +35,7 @@ func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.
 		return zeroTime("now")
 	}
 	now = stamp(now)
-	return s.inTx(ctx, "resolve", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "resolve", func(tx *wtx) error {
 		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
 			return turnframe.ResolveRow(r, v, code, now)
 		})
@@ -55,7 +54,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 		return zeroTime("at")
 	}
 	at = stamp(at)
-	return s.inTx(ctx, "requeue", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "requeue", func(tx *wtx) error {
 		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
 			return turnframe.RequeueRow(r, at)
 		})
@@ -63,7 +62,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 }
 
 // moveOutbox loads row id, applies rule to it and stores the result.
-func moveOutbox(ctx context.Context, tx *sql.Tx, id turnframe.OutboxID, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
+func moveOutbox(ctx context.Context, tx *wtx, id turnframe.OutboxID, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
 	row, err := findOutbox(ctx, tx, id)
 	if err != nil {
 		return err
@@ -97,7 +96,7 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 	}
 	claimedBefore = stamp(claimedBefore)
 	var ids []turnframe.OutboxID
-	err := s.inTx(ctx, "release expired claims", func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "release expired claims", func(tx *wtx) error {
 		rows, err := scanOutboxRows(tx.QueryContext(ctx, releaseSQL, micros(claimedBefore)))
 		if err != nil {
 			return err
@@ -131,7 +130,7 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 	}
 	finishedBefore = stamp(finishedBefore)
 	n := 0
-	err := s.inTx(ctx, "prune", func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "prune", func(tx *wtx) error {
 		rows, err := scanOutboxRows(tx.QueryContext(ctx, pruneSQL, micros(finishedBefore)))
 		if err != nil {
 			return err

@@ -49,9 +49,10 @@ func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn 
 	return t, nil
 }
 
+const findTurnSQL = `SELECT ` + turnCols + ` FROM turns WHERE id = ? AND account = ?`
+
 func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
-	t, err := scanTurn(q.QueryRowContext(ctx,
-		`SELECT `+turnCols+` FROM turns WHERE id = ? AND account = ?`, turn.String(), string(account)))
+	t, err := scanTurn(q.QueryRowContext(ctx, findTurnSQL, turn.String(), string(account)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("turn %v: %w", turn, turnframe.ErrNotFound)
 	}
@@ -182,9 +183,10 @@ func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turn
 	return e, nil
 }
 
+const findEntrySQL = `SELECT ` + entryCols + ` FROM journal WHERE account = ? AND key = ?`
+
 func findEntry(ctx context.Context, q querier, account turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
-	e, err := scanEntry(q.QueryRowContext(ctx,
-		`SELECT `+entryCols+` FROM journal WHERE account = ? AND key = ?`, string(account), string(key)))
+	e, err := scanEntry(q.QueryRowContext(ctx, findEntrySQL, string(account), string(key)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, fmt.Errorf("key %q: %w", key, turnframe.ErrNotFound)
 	}
@@ -289,11 +291,11 @@ func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c
 	return rev, nil
 }
 
+const caseRevisionSQL = `SELECT coalesce(max(revision), 0) FROM events WHERE account = ? AND case_key = ?`
+
 func caseRevision(ctx context.Context, q querier, account turnframe.AccountID, c turnframe.CaseKey) (turnframe.CaseRevision, error) {
 	var rev int64
-	err := q.QueryRowContext(ctx,
-		`SELECT coalesce(max(revision), 0) FROM events WHERE account = ? AND case_key = ?`,
-		string(account), string(c)).Scan(&rev)
+	err := q.QueryRowContext(ctx, caseRevisionSQL, string(account), string(c)).Scan(&rev)
 	if err != nil {
 		return 0, fmt.Errorf("revision of case %q: %w", c, translate(ctx, err))
 	}

@@ -75,11 +75,12 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 		return nil, fail(ctx, "settle", err)
 	}
 	defer tx.Rollback()
+	w := s.wrap(tx)
 	for i, st := range settlements {
 		if results[i] != nil {
 			continue
 		}
-		refused, err := settleRow(ctx, tx, st)
+		refused, err := settleRow(ctx, w, st)
 		if err != nil {
 			return nil, fail(ctx, "settle", err)
 		}
@@ -94,7 +95,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 // settleRow applies one settlement by turnframe.SettleRow. refused is the
 // settlement's own outcome (ErrClaimLost); err fails the
 // whole transaction.
-func settleRow(ctx context.Context, tx *sql.Tx, st turnframe.OutboxSettlement) (refused, err error) {
+func settleRow(ctx context.Context, tx *wtx, st turnframe.OutboxSettlement) (refused, err error) {
 	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
 	row, err := findOutbox(ctx, tx, st.Claim.ID)
 	if errors.Is(err, turnframe.ErrNotFound) {
@@ -112,7 +113,7 @@ func settleRow(ctx context.Context, tx *sql.Tx, st turnframe.OutboxSettlement) (
 	// The fence, again in the statement: still Dispatching, same worker,
 	// same attempt. Matching (worker, attempt) alone would also match a row
 	// that was already settled.
-	res, err := tx.ExecContext(ctx, updateOutboxSQL+` AND status = 'dispatching' AND claimed_by = ? AND attempts = ?`,
+	res, err := tx.ExecContext(ctx, settleOutboxSQL,
 		append(updateOutboxArgs(row.seq, next), st.Claim.Worker, st.Claim.Attempts)...)
 	if err != nil {
 		return nil, translate(ctx, err)
@@ -130,13 +131,20 @@ func settleRow(ctx context.Context, tx *sql.Tx, st turnframe.OutboxSettlement) (
 const updateOutboxSQL = `UPDATE outbox SET status = ?, attempts = ?, due_at = ?, claimed_by = ?, claimed_at = ?,
 	last_code = ?, remote_ref = ?, updated_at = ?, finished_at = ? WHERE seq = ?`
 
+// settleOutboxSQL is updateOutboxSQL fenced on the claim: the row is still
+// Dispatching under the claim's worker and attempt number, given after
+// updateOutboxArgs.
+const settleOutboxSQL = updateOutboxSQL + ` AND status = 'dispatching' AND claimed_by = ? AND attempts = ?`
+
 func updateOutboxArgs(seq int64, r turnframe.OutboxRecord) []any {
 	return []any{r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt),
 		r.LastCode, r.RemoteRef, micros(r.UpdatedAt), micros(r.FinishedAt), seq}
 }
 
+const findOutboxSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE id = ?`
+
 func findOutbox(ctx context.Context, q querier, id turnframe.OutboxID) (outboxRow, error) {
-	row, err := scanOutbox(q.QueryRowContext(ctx, `SELECT `+outboxCols+` FROM outbox WHERE id = ?`, id.String()))
+	row, err := scanOutbox(q.QueryRowContext(ctx, findOutboxSQL, id.String()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, fmt.Errorf("outbox row %v: %w", id, turnframe.ErrNotFound)
 	}

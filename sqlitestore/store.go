@@ -35,8 +35,9 @@ var _ turnframe.Store = (*Store)(nil)
 // zero value is not usable.
 type Store struct {
 	path        string
-	write       *sql.DB // one connection, BEGIN IMMEDIATE
-	read        *sql.DB // query_only
+	write       *sql.DB   // one connection, BEGIN IMMEDIATE
+	read        *sql.DB   // query_only
+	stmts       *prepared // the write path's statements, on write (stmt.go)
 	ids         *turnframe.IDGenerator
 	busyTimeout time.Duration
 
@@ -58,7 +59,7 @@ func (s *Store) Path() string { return s.path }
 // closed by Close; do not close it yourself.
 func (s *Store) ReadDB() *sql.DB { return s.read }
 
-// Close closes both pools. It waits for the calls in progress to return; a
+// Close closes the prepared statements and both pools. It waits for the calls in progress to return; a
 // transaction from BeginTx that is still open is rolled back when the
 // connection goes. Every call after Close, Close included, returns an error
 // wrapping turnframe.ErrClosed.
@@ -69,7 +70,7 @@ func (s *Store) Close() error {
 		return fmt.Errorf("sqlitestore: close: %w", turnframe.ErrClosed)
 	}
 	s.closed = true
-	return errors.Join(s.write.Close(), s.read.Close())
+	return errors.Join(s.stmts.close(), s.write.Close(), s.read.Close())
 }
 
 // enter marks a call in progress, so Close waits for it, or returns

@@ -1,0 +1,115 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
+)
+
+// Every statement of the write path is prepared when the store opens: a
+// whole turn, a claim, every settlement, resolve, requeue, release, prune and
+// ApplyTx (kept and undone) run none from its text.
+func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := mustOpen(t)
+	step := func(name string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+
+	// A turn: begin, admit, start, readmit, commit with events and ordered
+	// and unordered outbox rows, deliver with a replay record.
+	prepare, commit := commitWrites("acme", "k1",
+		turnframe.OutboxMessage{Destination: "payments", OrderKey: "card-1"},
+		turnframe.OutboxMessage{Destination: "payments", OrderKey: "card-1"},
+		turnframe.OutboxMessage{Destination: "payments", OrderKey: "card-1"},
+		turnframe.OutboxMessage{Destination: "mail"},
+		turnframe.OutboxMessage{Destination: "mail"},
+		turnframe.OutboxMessage{Destination: "mail"},
+	)
+	_, err := s.Apply(ctx, prepare)
+	step("prepare", err)
+	readmit := turnframe.Write{Account: "acme", Turn: prepare.Turn, Now: t0, Admit: prepare.Admit,
+		Expect: map[turnframe.CaseKey]turnframe.CaseRevision{"booking/1": 0}}
+	_, err = s.Apply(ctx, readmit)
+	step("readmit", err)
+	_, err = s.Apply(ctx, commit)
+	step("commit", err)
+	_, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: prepare.Turn, Now: t0.Add(2 * time.Second),
+		Phase: turnframe.PhaseDelivered, Replay: &turnframe.ReplayRecord{}})
+	step("deliver", err)
+
+	// Claims and every settlement: the ordered head and the three
+	// unordered rows are due.
+	later := t0.Add(time.Hour)
+	claims, err := s.ClaimDue(ctx, later, 16, "w")
+	step("claim", err)
+	is.Equal(len(claims), 4)
+	head := claims[0]
+	step("unknown", s.MarkUnknown(ctx, head, "ref", later))
+	step("resolve", s.Resolve(ctx, head.ID, turnframe.VerdictFailed, "declined", later)) // lets the next row go
+	step("requeue", s.Requeue(ctx, head.ID, later))                                      // holds the key again
+	results, err := s.Settle(ctx, []turnframe.OutboxSettlement{
+		{Claim: claims[1], To: turnframe.OutboxCompleted, RemoteRef: "r", Now: later},
+		{Claim: claims[2], To: turnframe.OutboxPending, Code: "busy", RetryAt: later, Now: later},
+		{Claim: claims[3], To: turnframe.OutboxFailed, Code: "gone", Now: later},
+		{Claim: claims[3], To: turnframe.OutboxFailed, Code: "gone", Now: later}, // settled twice: lost
+	})
+	step("settle", err)
+	is.NoErr(results[0])
+	is.NoErr(results[1])
+	is.NoErr(results[2])
+	is.True(errors.Is(results[3], turnframe.ErrClaimLost))
+
+	_, err = s.ClaimDue(ctx, later, 16, "w")
+	step("claim again", err)
+	released, err := s.ReleaseExpiredClaims(ctx, later.Add(time.Minute))
+	step("release", err)
+	is.True(len(released) > 0)
+	pruned, err := s.Prune(ctx, later.Add(time.Minute))
+	step("prune", err)
+	is.Equal(pruned, 2)
+
+	// ApplyTx: a Write kept, and a refused one undone.
+	prepare2, commit2 := commitWrites("acme", "k2", turnframe.OutboxMessage{Destination: "payments"})
+	tx, err := s.BeginTx(ctx)
+	step("begin tx", err)
+	defer tx.Rollback()
+	_, err = s.ApplyTx(ctx, tx, prepare2)
+	step("apply tx", err)
+	_, err = s.ApplyTx(ctx, tx, prepare2) // its turn exists: refused, undone
+	is.True(errors.Is(err, turnframe.ErrConflict))
+	_, err = s.ApplyTx(ctx, tx, commit2)
+	step("apply tx commit", err)
+	step("commit tx", tx.Commit())
+
+	is.Equal(sqlitestore.UnpreparedStatements(s), int64(0))
+}
+
+// ApplyTx was documented to take a transaction of this Store, but never
+// checked it. A transaction of another store still takes the Write, as it
+// did before the statements were prepared.
+func TestApplyTxOfAnotherStoreRunsFromText(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	a, b := mustOpen(t), mustOpen(t)
+	tx, err := b.BeginTx(ctx)
+	is.NoErr(err)
+	defer tx.Rollback()
+	w := begin("acme")
+	_, err = a.ApplyTx(ctx, tx, w)
+	is.NoErr(err)
+	is.NoErr(tx.Commit())
+	_, err = b.LoadTurn(ctx, "acme", w.Turn)
+	is.NoErr(err)
+	_, err = a.LoadTurn(ctx, "acme", w.Turn)
+	is.True(errors.Is(err, turnframe.ErrNotFound))
+}
