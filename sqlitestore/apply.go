@@ -121,12 +121,21 @@ const (
 	insertTurnSQL = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	// updateTurnSQL keeps the stored replay record when the new one is NULL.
 	updateTurnSQL = `UPDATE turns SET phase = ?, updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`
+	// touchTurnSQL is updateTurnSQL for a phase that does not change: a
+	// phase in the SET clause rewrites the turns_unfinished entry (another
+	// page to write at the commit) even when its value stays the same.
+	touchTurnSQL = `UPDATE turns SET updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`
 
 	insertEntrySQL = `INSERT INTO journal (` + entryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// updateEntrySQL takes entryArgs with account and key moved to the end.
 	updateEntrySQL = `UPDATE journal SET turn = ?, case_key = ?, name = ?, payload = ?, status = ?,
 		attempt = ?, attempts = ?, event_ids = ?, code = ?, remote_ref = ?, admitted_at = ?, updated_at = ?
 		WHERE account = ? AND key = ?`
+	// settleEntrySQL writes the columns of updateEntrySQL that a settlement
+	// changes, leaving the command's (and with it the journal_turn index
+	// entry, another page at the commit) as stored; see sameCommandColumns.
+	settleEntrySQL = `UPDATE journal SET status = ?, attempt = ?, attempts = ?, event_ids = ?, code = ?,
+		remote_ref = ?, updated_at = ? WHERE account = ? AND key = ?`
 	countPendingSQL = `SELECT status FROM journal WHERE turn = ?`
 
 	insertEventSQL  = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -185,11 +194,14 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	}
 
 	// Expect is checked against the revisions before this Write's events,
-	// which are not inserted yet.
+	// which are not inserted yet: numberEvents read those of the events'
+	// cases already.
 	for c, want := range w.Expect {
-		got, err := caseRevision(ctx, tx, w.Account, c)
-		if err != nil {
-			return applied, err
+		got, known := revisionBefore(events, c)
+		if !known {
+			if got, err = caseRevision(ctx, tx, w.Account, c); err != nil {
+				return applied, err
+			}
 		}
 		if got != want {
 			return applied, fmt.Errorf("%w: case %q is at revision %d, not %d", turnframe.ErrConflict, c, got, want)
@@ -211,10 +223,13 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		applied.Outbox = append(applied.Outbox, r.OutboxEntry)
 	}
 
+	stored := turn.Phase
 	if w.Phase != turnframe.PhaseUnset {
-		pending, err := countPending(ctx, tx, w.Turn)
-		if err != nil {
-			return applied, err
+		pending := 0
+		if pendingMatters(turn.Phase, w.Phase) {
+			if pending, err = countPending(ctx, tx, w.Turn); err != nil {
+				return applied, err
+			}
 		}
 		if err := turnframe.NextPhase(turn.Phase, w.Phase, pending); err != nil {
 			return applied, err
@@ -231,8 +246,16 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		}
 		replay = string(b)
 	}
-	_, err = tx.ExecContext(ctx, updateTurnSQL,
-		turn.Phase.String(), micros(w.Now), replay, w.Turn.String())
+	switch {
+	case turn.Phase != stored:
+		_, err = tx.ExecContext(ctx, updateTurnSQL, turn.Phase.String(), micros(w.Now), replay, w.Turn.String())
+	case replay != nil || !turn.UpdatedAt.Equal(w.Now):
+		_, err = tx.ExecContext(ctx, touchTurnSQL, micros(w.Now), replay, w.Turn.String())
+	default:
+		// The row already holds all of it: the turn was inserted by this
+		// Write (or last updated at this very microsecond) and keeps its
+		// phase and replay record.
+	}
 	if err != nil {
 		return applied, fmt.Errorf("update turn: %w", err)
 	}
@@ -323,12 +346,37 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, st turnframe.S
 	}
 	// entryArgs begins with account and key, which do not change: they
 	// become the WHERE clause's arguments.
-	args = append(args[2:], args[0], args[1])
-	_, err = tx.ExecContext(ctx, updateEntrySQL, args...)
+	if sameCommandColumns(e, next) {
+		_, err = tx.ExecContext(ctx, settleEntrySQL,
+			args[6], args[7], args[8], args[9], args[10], args[11], args[13], args[0], args[1])
+	} else {
+		_, err = tx.ExecContext(ctx, updateEntrySQL, append(args[2:], args[0], args[1])...)
+	}
 	if err != nil {
 		return e, fmt.Errorf("settle %q: %w", st.Key, translate(ctx, err))
 	}
 	return next, nil
+}
+
+// sameCommandColumns reports whether next, what NextEntry made of e, holds
+// the values e was read with in every column settleEntrySQL leaves alone:
+// turn, case, name, payload and admission time. NextEntry changes none of
+// them today; should it ever, the whole row is written.
+func sameCommandColumns(e, next turnframe.JournalEntry) bool {
+	return e.Turn == next.Turn && e.Case == next.Case && e.Name == next.Name &&
+		bytes.Equal(e.Payload, next.Payload) && (e.Payload == nil) == (next.Payload == nil) &&
+		micros(e.AdmittedAt) == micros(next.AdmittedAt)
+}
+
+// revisionBefore returns the stored revision of case c, the one before the
+// first of events on c, when events has one.
+func revisionBefore(events []turnframe.StoredEvent, c turnframe.CaseKey) (turnframe.CaseRevision, bool) {
+	for _, ev := range events {
+		if ev.Case == c {
+			return ev.Revision - 1, true
+		}
+	}
+	return 0, false
 }
 
 // numberEvents gives each event of w its id, its case's next revision and
@@ -381,6 +429,15 @@ func insertOutbox(ctx context.Context, tx *wtx, r turnframe.OutboxRecord) error 
 	}
 	_, err = tx.ExecContext(ctx, holdSQL, string(r.Account), r.OrderKey, seq)
 	return translate(ctx, err)
+}
+
+// pendingMatters reports whether NextPhase's answer to the move from one
+// phase to another depends on the number of the turn's pending entries. The
+// rule reads that number only as none or some (a phase that needs every
+// entry settled), so asking it with none and with one tells; counting costs a
+// read of every entry of the turn, and most moves need no count.
+func pendingMatters(from, to turnframe.TurnPhase) bool {
+	return (turnframe.NextPhase(from, to, 0) == nil) != (turnframe.NextPhase(from, to, 1) == nil)
 }
 
 // countPending counts the turn's entries that IsPending, as NextPhase needs

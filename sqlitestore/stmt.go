@@ -20,8 +20,8 @@ import (
 // writeQueries is every statement a write transaction runs.
 func writeQueries() []string {
 	return []string{
-		findTurnSQL, insertTurnSQL, updateTurnSQL,
-		findEntrySQL, insertEntrySQL, updateEntrySQL, countPendingSQL,
+		findTurnSQL, insertTurnSQL, updateTurnSQL, touchTurnSQL,
+		findEntrySQL, insertEntrySQL, updateEntrySQL, settleEntrySQL, countPendingSQL,
 		caseRevisionSQL, insertEventSQL,
 		insertOutboxSQL, claimSQL, findOutboxSQL, settleOutboxSQL, updateOutboxSQL,
 		holdSQL, letGoSQL, holdLaterSQL, releaseSQL, pruneSQL,

@@ -37,7 +37,7 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	)
 	_, err := s.Apply(ctx, prepare)
 	step("prepare", err)
-	readmit := turnframe.Write{Account: "acme", Turn: prepare.Turn, Now: t0, Admit: prepare.Admit,
+	readmit := turnframe.Write{Account: "acme", Turn: prepare.Turn, Now: t0.Add(time.Millisecond), Admit: prepare.Admit,
 		Expect: map[turnframe.CaseKey]turnframe.CaseRevision{"booking/1": 0}}
 	_, err = s.Apply(ctx, readmit)
 	step("readmit", err)
