@@ -9,6 +9,7 @@ const (
 	HoldSQL       = holdSQL
 	LetGoSQL      = letGoSQL
 	HoldLaterSQL  = holdLaterSQL
+	ReadOutboxSQL = readOutboxSQL
 )
 
 // UnpreparedStatements returns how many statements s's write transactions

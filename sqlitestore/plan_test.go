@@ -82,6 +82,12 @@ func TestQueryPlans(t *testing.T) {
 			uses: []string{"outbox_ordered"}, noScans: []string{"outbox"},
 		},
 		{
+			name:  "SettleReadsRowsByTheIDIndex",
+			query: sqlitestore.ReadOutboxSQL,
+			args:  []any{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p"},
+			uses:  []string{"sqlite_autoindex_outbox_1"}, noScans: []string{"outbox"},
+		},
+		{
 			name:  "UnfinishedReadsPartialIndexesOnly",
 			query: sqlitestore.UnfinishedSQL + ` AND t.account = ? ORDER BY t.id LIMIT ?`, args: []any{"acme", 10},
 			uses: []string{"turns_unfinished", "journal_unknown", "journal_pending"}, noScans: []string{"turns", "journal"},

@@ -76,11 +76,21 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 	}
 	defer tx.Rollback()
 	w := s.wrap(tx)
+	ids := make([]turnframe.OutboxID, 0, valid)
+	for i, st := range settlements {
+		if results[i] == nil {
+			ids = append(ids, st.Claim.ID)
+		}
+	}
+	stored, err := readOutboxRows(ctx, w, ids)
+	if err != nil {
+		return nil, fail(ctx, "settle", err)
+	}
 	for i, st := range settlements {
 		if results[i] != nil {
 			continue
 		}
-		refused, err := settleRow(ctx, w, st)
+		refused, err := settleRow(ctx, w, st, stored)
 		if err != nil {
 			return nil, fail(ctx, "settle", err)
 		}
@@ -92,19 +102,17 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 	return results, nil
 }
 
-// settleRow applies one settlement by turnframe.SettleRow. refused is the
-// settlement's own outcome (ErrClaimLost); err fails the
-// whole transaction.
-func settleRow(ctx context.Context, tx *wtx, st turnframe.OutboxSettlement) (refused, err error) {
+// settleRow applies one settlement by turnframe.SettleRow to the row as
+// stored, which stored holds (read by readOutboxRows in this transaction,
+// and kept up to date by settleRow as it writes). refused is the
+// settlement's own outcome (ErrClaimLost); err fails the whole transaction.
+func settleRow(ctx context.Context, tx *wtx, st turnframe.OutboxSettlement, stored map[turnframe.OutboxID]outboxRow) (refused, err error) {
 	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
-	row, err := findOutbox(ctx, tx, st.Claim.ID)
-	if errors.Is(err, turnframe.ErrNotFound) {
+	row, ok := stored[st.Claim.ID]
+	if !ok {
 		// A row that is gone (pruned after its claim was lost) holds no
 		// claim: the settlement is refused like any other without one.
 		return fmt.Errorf("sqlitestore: settle: outbox row %v does not exist: %w", st.Claim.ID, turnframe.ErrClaimLost), nil
-	}
-	if err != nil {
-		return nil, err
 	}
 	next, err := turnframe.SettleRow(row.rec, st)
 	if err != nil {
@@ -123,7 +131,45 @@ func settleRow(ctx context.Context, tx *wtx, st turnframe.OutboxSettlement) (ref
 	} else if n != 1 {
 		return fmt.Errorf("sqlitestore: settle: row %v: %w", st.Claim.ID, turnframe.ErrClaimLost), nil
 	}
+	// The row is now next (the columns not written are as read; the held
+	// mark keepOrder may change is no part of a record): a second
+	// settlement of it in this batch meets it as stored.
+	stored[st.Claim.ID] = outboxRow{seq: row.seq, rec: next}
 	return nil, keepOrder(ctx, tx, row.seq, row.rec, next)
+}
+
+// readBatch is how many ids readOutboxSQL takes.
+const readBatch = 16
+
+// readOutboxSQL reads the rows of up to readBatch ids through the id index;
+// unused places are bound to the empty string, which no id is.
+const readOutboxSQL = `SELECT ` + outboxCols + ` FROM outbox
+	WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// readOutboxRows reads the rows of ids, readBatch at a time: one statement
+// (and one result set) instead of one per row. A missing id is absent from
+// the map.
+func readOutboxRows(ctx context.Context, tx *wtx, ids []turnframe.OutboxID) (map[turnframe.OutboxID]outboxRow, error) {
+	out := make(map[turnframe.OutboxID]outboxRow, len(ids))
+	args := make([]any, readBatch)
+	for len(ids) > 0 {
+		n := min(readBatch, len(ids))
+		for i := range args {
+			args[i] = ""
+			if i < n {
+				args[i] = ids[i].String()
+			}
+		}
+		rows, err := scanOutboxRows(tx.QueryContext(ctx, readOutboxSQL, args...))
+		if err != nil {
+			return nil, translate(ctx, err)
+		}
+		for _, r := range rows {
+			out[r.rec.ID] = r
+		}
+		ids = ids[n:]
+	}
+	return out, nil
 }
 
 // updateOutboxSQL writes every column a transition may change; the caller

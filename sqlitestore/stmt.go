@@ -23,7 +23,7 @@ func writeQueries() []string {
 		findTurnSQL, insertTurnSQL, updateTurnSQL, touchTurnSQL,
 		findEntrySQL, insertEntrySQL, updateEntrySQL, settleEntrySQL, countPendingSQL,
 		caseRevisionSQL, insertEventSQL,
-		insertOutboxSQL, claimSQL, findOutboxSQL, settleOutboxSQL, updateOutboxSQL,
+		insertOutboxSQL, claimSQL, findOutboxSQL, readOutboxSQL, settleOutboxSQL, updateOutboxSQL,
 		holdSQL, letGoSQL, holdLaterSQL, releaseSQL, pruneSQL,
 		savepointSQL, rollbackToSavepointSQL, releaseSavepointSQL,
 	}
