@@ -1,10 +1,10 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -110,8 +110,22 @@ func claimOf(got turnframe.OutboxRecord, worker string, now time.Time) (turnfram
 	before.Status = turnframe.OutboxPending
 	before.Attempts--
 	want, claim := turnframe.ClaimRow(before, worker, now)
-	if !reflect.DeepEqual(want, got) {
+	if !sameRecord(want, got) {
 		return turnframe.Claim{}, fmt.Errorf("claimed row %v stored as %+v, but turnframe.ClaimRow makes %+v", got.ID, got, want)
 	}
 	return claim, nil
+}
+
+// sameRecord reports whether a and b hold the same value in every field, as
+// reflect.DeepEqual would, at a fraction of its cost on the claim's path:
+// a nil payload differs from an empty one, and times are compared with ==,
+// as the store keeps them (UTC, microseconds). TestSameRecordReadsEveryField
+// fails when OutboxRecord gains a field this does not compare.
+func sameRecord(a, b turnframe.OutboxRecord) bool {
+	return a.ID == b.ID && a.Account == b.Account && a.Turn == b.Turn && a.Key == b.Key &&
+		a.Destination == b.Destination && a.OrderKey == b.OrderKey && a.Attempts == b.Attempts &&
+		bytes.Equal(a.Payload, b.Payload) && (a.Payload == nil) == (b.Payload == nil) &&
+		a.CreatedAt == b.CreatedAt && a.Status == b.Status && a.DueAt == b.DueAt &&
+		a.ClaimedBy == b.ClaimedBy && a.ClaimedAt == b.ClaimedAt && a.LastCode == b.LastCode &&
+		a.RemoteRef == b.RemoteRef && a.UpdatedAt == b.UpdatedAt && a.FinishedAt == b.FinishedAt
 }
