@@ -57,8 +57,8 @@ const claimSQL = `UPDATE outbox
 // A crash after the commit leaves the rows Dispatching until
 // ReleaseExpiredClaims puts them back.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
-	if now.IsZero() {
-		return nil, &turnframe.InvalidError{Field: "now", Reason: "zero time"}
+	if err := turnframe.CheckTime("now", now); err != nil {
+		return nil, err
 	}
 	if err := turnframe.CheckLimit("limit", limit); err != nil {
 		return nil, err

@@ -10,10 +10,6 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-func zeroTime(field string) error {
-	return &turnframe.InvalidError{Field: field, Reason: "zero time"}
-}
-
 // Resolve settles an OutcomeUnknown row by verdict (turnframe.ResolveRow):
 // Completed, Failed (with code) or Pending due at now (resend). ErrInvalid
 // for a zero id, VerdictUnresolved, a bad code or a zero now; ErrNotFound
@@ -23,16 +19,14 @@ func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
 	}
-	switch v {
-	case turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend:
-	default:
-		return &turnframe.InvalidError{Field: "verdict", Reason: fmt.Sprintf("%v settles nothing", v)}
+	if err := turnframe.CheckVerdict(v); err != nil {
+		return err
 	}
 	if err := turnframe.CheckCode("code", code); err != nil {
 		return err
 	}
-	if now.IsZero() {
-		return zeroTime("now")
+	if err := turnframe.CheckTime("now", now); err != nil {
+		return err
 	}
 	now = stamp(now)
 	return s.inTx(ctx, "resolve", func(tx *wtx) error {
@@ -50,8 +44,8 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
 	}
-	if at.IsZero() {
-		return zeroTime("at")
+	if err := turnframe.CheckTime("at", at); err != nil {
+		return err
 	}
 	at = stamp(at)
 	return s.inTx(ctx, "requeue", func(tx *wtx) error {
@@ -91,8 +85,8 @@ const pruneSQL = `DELETE FROM outbox WHERE status IN ('completed', 'failed') AND
 // ErrInvalid for a zero claimedBefore. A worker that still holds a released
 // claim loses it: its settlement is ErrClaimLost.
 func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turnframe.OutboxID, error) {
-	if claimedBefore.IsZero() {
-		return nil, zeroTime("claimed_before")
+	if err := turnframe.CheckTime("claimed_before", claimedBefore); err != nil {
+		return nil, err
 	}
 	claimedBefore = stamp(claimedBefore)
 	var ids []turnframe.OutboxID
@@ -125,8 +119,8 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 // journal: a key keeps deduplicating after its rows are gone. ErrInvalid for
 // a zero finishedBefore.
 func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
-	if finishedBefore.IsZero() {
-		return 0, zeroTime("finished_before")
+	if err := turnframe.CheckTime("finished_before", finishedBefore); err != nil {
+		return 0, err
 	}
 	finishedBefore = stamp(finishedBefore)
 	n := 0

@@ -14,13 +14,6 @@ import (
 // Every read goes through the read pool: it sees the last commit and never
 // waits for a writer.
 
-func checkTurn(account turnframe.AccountID, turn turnframe.TurnID) error {
-	if err := account.Validate(); err != nil {
-		return err
-	}
-	return turnframe.CheckID("turn", turn)
-}
-
 // TurnPhase returns the turn's phase marker. ErrInvalid for a bad account or
 // a zero id; ErrNotFound if the turn does not exist for account.
 func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.TurnPhaseMarker, error) {
@@ -34,7 +27,7 @@ func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn
 // LoadTurn returns the stored turn. ErrInvalid for a bad account or a zero
 // id; ErrNotFound if the turn does not exist for account.
 func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
-	if err := checkTurn(account, turn); err != nil {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return turnframe.StoredTurn{}, err
 	}
 	done, err := s.enter("load turn")
@@ -134,7 +127,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 // (and no error) for a turn with none or of another account. ErrInvalid for
 // a bad account or a zero id.
 func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) ([]turnframe.JournalEntry, error) {
-	if err := checkTurn(account, turn); err != nil {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return nil, err
 	}
 	done, err := s.enter("for turn")
@@ -306,7 +299,7 @@ func caseRevision(ctx context.Context, q querier, account turnframe.AccountID, c
 // a zero id; ErrNotFound if the turn has none or does not exist for account.
 func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.ReplayRecord, error) {
 	var r turnframe.ReplayRecord
-	if err := checkTurn(account, turn); err != nil {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return r, err
 	}
 	done, err := s.enter("replay")
