@@ -311,43 +311,31 @@ func (r *run) report() string {
 const boundsText = `## What bounds the gaps (profiled by hand, not by this run)
 
 Profiled with ` + "`go test -run '^$' -bench 'Settle16|ApplyCommit|Claim16' -benchmem -cpuprofile cpu.out`" + ` and
-` + "`go tool pprof -top -cum cpu.out`" + ` against sqlitestore as of the bench commit that wrote this text.
+` + "`go tool pprof -top -cum cpu.out`" + ` against sqlitestore after its write path was tuned (statements prepared
+once per writer connection, Settle reading its rows in one statement, journal updates writing only changed columns).
+Micro-benchmarks at NORMAL, per batch of 16: ClaimDue ≈ 0.25 ms, Settle(16) ≈ 0.34 ms, against ≈ 0.24 ms for the raw
+claim + settle-all pair; Apply (commit) ≈ 0.16 ms against ≈ 0.06 ms for the raw two-INSERT transaction.
 
-* **drain** is bound by CPU per row inside the store, not by commits. Group commit works: the drain table's notes show
-  about 1.1–1.7 settle transactions per claimed batch of 16 (9–15 rows per settle transaction), so turnframe commits
-  about as often as the ceiling does. Per batch of 16 the micro-benchmarks (` + "`micro.txt`" + `) give, at NORMAL,
-  ClaimDue ≈ 0.47 ms + Settle(16) ≈ 0.86 ms against ≈ 0.24 ms for the raw claim + settle-all pair, i.e. about
-  0.2–0.3 of the ceiling whatever the concurrency, which is what the drain table shows. In ` + "`sqlitestore.Settle`" + `
-  each row costs a SELECT of the whole row (` + "`findOutbox`" + `, payload included) and an UPDATE of every column, and
-  both statements are parsed anew on every call (database/sql over modernc.org/sqlite keeps no statement cache):
-  SQLite's parser (` + "`sqlite3Prepare`" + ` → ` + "`yy_reduce`" + `) is about 55% of Settle's CPU. ClaimDue parses its larger
-  statement every call too, and checks each claimed row with ` + "`reflect.DeepEqual`" + `.
-  What would close it, keeping the settlement guarantees exactly: prepare the claim, settle and insert statements once
-  per writer connection (` + "`PrepareContext`" + ` at Open, ` + "`tx.StmtContext`" + ` per use); settle with one fenced
-  ` + "`UPDATE … WHERE seq=? AND status='dispatching' AND claimed_by=? AND attempts=?`" + ` that writes only the columns the
-  transition changes, and read the row only when the fence refuses (to tell ErrClaimLost from ErrNotFound); settle the
-  batch's completions with one statement (` + "`WHERE seq IN (…)`" + ` with RETURNING seq, so each row still gets its own
-  result). The lone-settlement rule and per-row results are untouched by any of these.
-* **enqueue-in-tx** (one Apply committing a command) runs about eight statements where the raw transaction runs two:
-  the turn, the journal entry and the case revision are read, the entry updated, the event and the outbox row
-  inserted, the turn's pending entries counted, the turn touched. Each is parsed anew: about 40% of Apply's CPU
-  is SQLite's parser. At FULL the commit also writes more WAL pages than the raw one (the journal row, the turn row,
-  the events table with two unique indexes, the outbox with its id index and five partial/secondary indexes), and an
-  fsync costs more the more it writes. Prepared statements per writer connection would remove most of the parse cost;
-  counting pending entries only when the Write moves the phase, and reading the case revision from the event INSERT's
-  unique index conflict instead of a separate SELECT, would remove two statements. The index set is the schema
-  engineer's trade for flat claims and cheap recovery listings, and costs pages per enqueue.
+* **drain, Concurrency 1** is bound by commits: the dispatcher writes a lone settlement at once (DESIGN §8: it is
+  never held back to wait for company), so the first row of a batch settles alone while the other fifteen are sent,
+  and a batch costs a claim and about 1.8 settle transactions — about 2.8 commits where the ceiling makes 2. At
+  FULL a commit is most of the cost, so this caps Concurrency 1 near 0.7 of the ceiling before any CPU is counted.
+  Closing it would mean holding the first settlement back, which the design forbids on purpose.
+* **drain, Concurrency 8** groups fully (about 1.0 settle transaction per batch), so what remains is CPU in the store:
+  the claim maintains more indexes and returns every column, each settlement is its own fenced UPDATE with index
+  maintenance, and database/sql starts a goroutine per result set inside a transaction. One UPDATE per batch
+  (` + "`WHERE seq IN (…) … RETURNING seq`" + `, each row still getting its own result) is the next step.
+* **enqueue-in-tx** (one Apply committing a command) runs seven statements where the raw transaction runs two, and
+  its commit writes about 9.3 pages against about 4: the journal row and its pending-entries index, the turn row,
+  the event row and its two unique indexes, the outbox row, its id index and its due index. The index set is what
+  keeps claims flat and recovery listings cheap; a smaller one is a schema decision, not a tuning.
 * **turn** takes five write transactions (Receive, Plan, Execute's Executing mark, Execute's commit, Deliver).
   The Executing mark before the handler runs is what I14/I15 rest on and must stay a transaction of its own;
   the others are one per API call.
 * **two processes** on one file: SQLite's busy handler polls with sleeps, so whichever process holds the write lock
   tends to win it again; the other may wait until the backlog is gone. Combined throughput is therefore about one
   process's, and the split between processes is uneven (shown in the notes). No row was ever sent twice.
-* **claim at scale** stays flat with finished rows (the partial due index). A blocked head costs about 0.7–1 µs per
-  blocked row at every claim, because blocked successors stay in ` + "`outbox_due`" + ` and the claim probes each of them
-  before it reaches a claimable row. What would close it (SQLITE-NOTES, prototype: worst case 0.19 ms): keep a
-  successor out of the due index while an earlier row of its key is active — e.g. a ` + "`blocked`" + ` flag (or status)
-  set at enqueue when its key has an active row, included in the partial index's condition, and cleared for the
-  key's next row in the same transaction that settles, resolves or fails its predecessor.
-
+* **claim at scale** stays flat with finished rows (the partial due index) and with a blocked head: rows an earlier
+  row of their order key holds back are marked held and stay out of the due index until their predecessor stops
+  holding the key, so a claim never reads the queue behind a blocked head.
 `
