@@ -17,11 +17,13 @@ const (
 	// SignalExternalLatency: one send to a remote, answered, refused or timed out
 	// (timed). Labels: Destination, Outcome.
 	SignalExternalLatency Signal = "external_latency"
-	// SignalExternalOutcomeUnknown: a send or a command that left and got no answer
-	// became outcome unknown. Labels: Destination or Command.
+	// SignalExternalOutcomeUnknown: a send or a command that left and got no
+	// answer became outcome unknown. Labels: Destination (a send) or Command
+	// and Outcome (a command: "timeout", "panic" or "handler").
 	SignalExternalOutcomeUnknown Signal = "external_outcome_unknown"
-	// SignalExternalReconciled: an unknown outcome became known (never emitted for
-	// an unresolved answer). Labels: Outcome (the verdict).
+	// SignalExternalReconciled: an unknown outcome became known (never
+	// emitted for an unresolved answer). Labels: Outcome (the verdict), and
+	// Destination for an outbox row or Command for a journal entry.
 	SignalExternalReconciled Signal = "external_reconciled"
 	// SignalOutboxClaimed: one row claimed by a dispatcher. Labels: Destination.
 	SignalOutboxClaimed Signal = "outbox_claimed"
