@@ -76,6 +76,34 @@ func CheckTurnRef(account AccountID, turn TurnID) error {
 	return CheckID("turn", turn)
 }
 
+// CheckClaim checks the input of OutboxStore.ClaimDue: a time, a limit
+// between 1 and MaxLimit, a worker. Bad input is ErrInvalid.
+func CheckClaim(now time.Time, limit int, worker string) error {
+	if err := CheckTime("now", now); err != nil {
+		return err
+	}
+	if err := CheckLimit("limit", limit); err != nil {
+		return err
+	}
+	return CheckWorker(worker)
+}
+
+// CheckResolve checks the input of OutboxStore.Resolve: a row id, a verdict
+// that settles something, a code within bounds, a time. Bad input is
+// ErrInvalid.
+func CheckResolve(id OutboxID, v Verdict, code string, now time.Time) error {
+	if err := CheckID("id", id); err != nil {
+		return err
+	}
+	if err := CheckVerdict(v); err != nil {
+		return err
+	}
+	if err := CheckCode("code", code); err != nil {
+		return err
+	}
+	return CheckTime("now", now)
+}
+
 // CheckVerdict returns ErrInvalid unless v settles something: Completed,
 // Failed or Resend. VerdictUnresolved leaves a row or entry as it is and is
 // never written.

@@ -21,13 +21,7 @@ type orderKey struct {
 // its account and non-empty order key holds the order (judged on the rows as
 // they were before this claim).
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
-	if err := turnframe.CheckTime("now", now); err != nil {
-		return nil, err
-	}
-	if err := turnframe.CheckLimit("limit", limit); err != nil {
-		return nil, err
-	}
-	if err := turnframe.CheckWorker(worker); err != nil {
+	if err := turnframe.CheckClaim(now, limit, worker); err != nil {
 		return nil, err
 	}
 	now = stamp(now)
@@ -141,16 +135,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 // VerdictUnresolved, ErrNotFound for no such row, ErrConflict for a row in
 // another status.
 func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.Verdict, code string, now time.Time) error {
-	if err := turnframe.CheckID("id", id); err != nil {
-		return err
-	}
-	if err := turnframe.CheckVerdict(v); err != nil {
-		return err
-	}
-	if err := turnframe.CheckCode("code", code); err != nil {
-		return err
-	}
-	if err := turnframe.CheckTime("now", now); err != nil {
+	if err := turnframe.CheckResolve(id, v, code, now); err != nil {
 		return err
 	}
 	now = stamp(now)

@@ -57,13 +57,7 @@ const claimSQL = `UPDATE outbox
 // A crash after the commit leaves the rows Dispatching until
 // ReleaseExpiredClaims puts them back.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
-	if err := turnframe.CheckTime("now", now); err != nil {
-		return nil, err
-	}
-	if err := turnframe.CheckLimit("limit", limit); err != nil {
-		return nil, err
-	}
-	if err := turnframe.CheckWorker(worker); err != nil {
+	if err := turnframe.CheckClaim(now, limit, worker); err != nil {
 		return nil, err
 	}
 	now = stamp(now)

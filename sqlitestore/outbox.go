@@ -16,16 +16,7 @@ import (
 // for no such row; ErrConflict, changing nothing, for a row in any other
 // status.
 func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.Verdict, code string, now time.Time) error {
-	if err := turnframe.CheckID("id", id); err != nil {
-		return err
-	}
-	if err := turnframe.CheckVerdict(v); err != nil {
-		return err
-	}
-	if err := turnframe.CheckCode("code", code); err != nil {
-		return err
-	}
-	if err := turnframe.CheckTime("now", now); err != nil {
+	if err := turnframe.CheckResolve(id, v, code, now); err != nil {
 		return err
 	}
 	now = stamp(now)
