@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -27,22 +28,7 @@ func TestApplyTx(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
-			s := mustOpen(t)
-			tx, err := s.BeginTx(ctx)
-			is.NoErr(err)
-			_, err = tx.ExecContext(ctx, `CREATE TABLE bookings (seat TEXT PRIMARY KEY) STRICT`)
-			is.NoErr(err)
-			is.NoErr(tx.Commit())
-
-			prepare, commit := commitWrites("acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-			_, err = s.Apply(ctx, prepare)
-			is.NoErr(err)
-
-			tx, err = s.BeginTx(ctx)
-			is.NoErr(err)
-			defer tx.Rollback()
-			_, err = tx.ExecContext(ctx, `INSERT INTO bookings (seat) VALUES ('1A')`)
-			is.NoErr(err)
+			s, tx, commit := appTxWithItsOwnRow(t)
 			applied, err := s.ApplyTx(ctx, tx, commit)
 			is.NoErr(err)
 			is.Equal(len(applied.Outbox), 1)
@@ -71,24 +57,10 @@ func TestApplyTx(t *testing.T) {
 	t.Run("ARefusedWriteUndoesItselfAndKeepsTheAppsRows", func(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
-		s := mustOpen(t)
-		tx, err := s.BeginTx(ctx)
-		is.NoErr(err)
-		_, err = tx.ExecContext(ctx, `CREATE TABLE bookings (seat TEXT PRIMARY KEY) STRICT`)
-		is.NoErr(err)
-		is.NoErr(tx.Commit())
-		prepare, commit := commitWrites("acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-		_, err = s.Apply(ctx, prepare)
-		is.NoErr(err)
-
-		tx, err = s.BeginTx(ctx)
-		is.NoErr(err)
-		defer tx.Rollback()
-		_, err = tx.ExecContext(ctx, `INSERT INTO bookings (seat) VALUES ('1A')`)
-		is.NoErr(err)
+		s, tx, commit := appTxWithItsOwnRow(t)
 		moved := commit
 		moved.Expect = map[turnframe.CaseKey]turnframe.CaseRevision{moved.Events[0].Case: 7} // refused inside the transaction
-		_, err = s.ApplyTx(ctx, tx, moved)
+		_, err := s.ApplyTx(ctx, tx, moved)
 		is.True(errors.Is(err, turnframe.ErrConflict)) // the revision moved
 		_, err = s.ApplyTx(ctx, tx, commit)
 		is.NoErr(err) // the same tx goes on
@@ -108,6 +80,33 @@ func TestApplyTx(t *testing.T) {
 		_, err = s.ApplyTx(ctx, tx, turnframe.Write{Account: "acme"})
 		is.True(errors.Is(err, turnframe.ErrInvalid))
 	})
+}
+
+// appTxWithItsOwnRow opens a store whose file holds the application's own
+// table, prepares a turn whose command is running, and begins a transaction
+// that has written one row of the application's. It returns the store, the
+// transaction (rolled back at the end of the test unless committed) and the
+// Write that commits the command with one outbox row.
+func appTxWithItsOwnRow(t *testing.T) (*sqlitestore.Store, *sql.Tx, turnframe.Write) {
+	t.Helper()
+	is := is.New(t)
+	is.Helper()
+	ctx := context.Background()
+	s := mustOpen(t)
+	tx, err := s.BeginTx(ctx)
+	is.NoErr(err)
+	_, err = tx.ExecContext(ctx, `CREATE TABLE bookings (seat TEXT PRIMARY KEY) STRICT`)
+	is.NoErr(err)
+	is.NoErr(tx.Commit())
+	prepare, commit := commitWrites("acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+	_, err = s.Apply(ctx, prepare)
+	is.NoErr(err)
+	tx, err = s.BeginTx(ctx)
+	is.NoErr(err)
+	t.Cleanup(func() { tx.Rollback() })
+	_, err = tx.ExecContext(ctx, `INSERT INTO bookings (seat) VALUES ('1A')`)
+	is.NoErr(err)
+	return s, tx, commit
 }
 
 func count(t *testing.T, s *sqlitestore.Store, table string) int {
