@@ -30,6 +30,13 @@ var (
 
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("turnframe: store closed")
+
+	// ErrBusy: the store could not take the call now, because another
+	// writer (another Store, another process) held it for longer than the
+	// store waits. Nothing was written, and the same call may be tried again:
+	// it is the one transient error, and the Dispatcher retries a settlement
+	// that meets it.
+	ErrBusy = errors.New("turnframe: store busy")
 )
 
 // InvalidError is the error for bad input: Field names what was wrong, in the

@@ -115,8 +115,9 @@ func ParseAttemptID(s string) (AttemptID, error) { return parseID[attemptKind](s
 
 // IDGenerator makes ids that never go backwards: every id it returns sorts
 // after every id it returned before, across goroutines, even when the clock
-// steps back. Within one millisecond it counts up from a random start. It is
-// safe for concurrent use.
+// steps back. Within one millisecond it counts up from a random start. A
+// time before 1970 or past what a ULID holds is taken as the nearest time it
+// holds, so no clock makes it fail. It is safe for concurrent use.
 //
 // ulid.Make is unique but not ordered under contention (it reads the clock
 // before taking its lock); IDGenerator reads the time under its own lock and
@@ -144,10 +145,24 @@ func NewIDGeneratorFrom(r io.Reader) *IDGenerator {
 	return &IDGenerator{entropy: r}
 }
 
+// idMillis is the millisecond an id made at now encodes: now's, clamped to
+// what a ULID holds (the Unix epoch to the year 10889), so that a clock out
+// of range never makes the generator fail. Times the stores take are
+// checked by CheckTime long before that.
+func idMillis(now time.Time) uint64 {
+	switch {
+	case now.Before(time.Unix(0, 0)):
+		return 0
+	case now.After(ulid.Time(ulid.MaxTime())):
+		return ulid.MaxTime()
+	}
+	return ulid.Timestamp(now)
+}
+
 func (g *IDGenerator) next(now time.Time) ulid.ULID {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ms := ulid.Timestamp(now)
+	ms := idMillis(now)
 	if g.last != (ulid.ULID{}) && ms <= g.last.Time() {
 		u := g.last
 		if increment(u[6:]) {
@@ -158,7 +173,9 @@ func (g *IDGenerator) next(now time.Time) ulid.ULID {
 	}
 	var u ulid.ULID
 	if err := u.SetTime(ms); err != nil {
-		panic(fmt.Sprintf("turnframe: id time: %v", err)) // a time past the year 10889
+		// Only the very last millisecond a ULID holds, with its 80 bits
+		// spent, gets here: an id generator made 2^80 ids in it.
+		panic(fmt.Sprintf("turnframe: id time: %v", err))
 	}
 	if _, err := io.ReadFull(g.entropy, u[6:]); err != nil {
 		// crypto/rand does not fail; a test fixture's reader that does is a

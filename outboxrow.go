@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -13,7 +14,7 @@ type OutboxMessage struct {
 	Destination string    // where the sender sends it, e.g. "payments"; 1–200 bytes
 	Payload     []byte    // the body, opaque here
 	OrderKey    string    // optional: strict enqueue order among this account's rows of this key
-	NotBefore   time.Time // optional: not due before this time
+	NotBefore   time.Time // optional: not due before this time (at most MaxTime; a row due after MaxTime less a claim's lease is never claimed)
 }
 
 // OutboxEntry is what a Sender is handed: one row and the key it must
@@ -22,30 +23,84 @@ type OutboxEntry struct {
 	ID      OutboxID
 	Account AccountID
 	Turn    TurnID
-	// Key is the idempotency key of the command that enqueued the row, or
-	// "key/1", "key/2", … when one command enqueued several, so a resumed
-	// command produces the same keys. Per account: see RemoteKey.
+	// Key is the row's idempotency key: the key of the command that
+	// enqueued it, or that key with the row's position ("k~1", "k~2", …)
+	// when the command enqueued several (OutboxKey), so a resumed command
+	// produces the same keys. Unique per account, and per account only:
+	// see RemoteKey.
 	Key         IdempotencyKey
 	Destination string
 	Payload     []byte
 	OrderKey    string
-	Attempts    int // attempts started, this one included once claimed
+	// Attempts counts the attempts started, this one included once claimed.
+	// It only grows: a claim's fence never repeats.
+	Attempts int
+	// AttemptBase is the number of attempts made before the current attempt
+	// budget began: 0, or Attempts at the row's last Requeue. The
+	// dispatcher gives a row MaxAttempts attempts per budget.
+	AttemptBase int
 	CreatedAt   time.Time
 }
 
-// RemoteKey returns the row's key qualified by its account, for a remote that
-// several tenants share: two accounts may both use the key "k1", and a shared
-// remote must not take the second for a replay of the first. It is
-// deterministic (every resend carries the same value) and at most 255 bytes:
-// "LEN.ACCOUNT.KEY" when that fits, else its SHA-256 in hex (64 bytes).
-// A sender whose remote is per tenant may forward Key instead.
+// RemoteKey returns the row's key qualified by its account, for a remote
+// that several tenants share: two accounts may both use the key "k1", and a
+// shared remote must not take the second for a replay of the first.
+//
+// It is deterministic (every resend carries the same value), injective
+// (distinct account and key pairs never give one value), at most 255 bytes,
+// and safe as an HTTP header value: printable ASCII, never beginning or
+// ending with white space, so no transport trims or rewrites it. Its forms:
+//
+//	"LEN.ACCOUNT.KEY"    both printable ASCII (LEN is the account's length in bytes)
+//	"xLEN.ACCOUNT.KEY"   otherwise, each percent-encoded (every byte outside '!'…'~', and '%')
+//	64 hex digits        the SHA-256 of "LEN.ACCOUNT.KEY" (raw), when the form above is longer than 255 bytes
+//
+// The forms cannot meet: the first begins with a digit, the second with
+// 'x', and neither hash holds a '.'. A sender whose remote is per tenant may
+// forward Key instead.
 func (e OutboxEntry) RemoteKey() string {
-	plain := strconv.Itoa(len(e.Account)) + "." + string(e.Account) + "." + string(e.Key)
-	if len(plain) <= 255 {
-		return plain
+	account, key := string(e.Account), string(e.Key)
+	var v string
+	if printableASCII(account) && printableASCII(key) && !strings.HasSuffix(key, " ") {
+		v = strconv.Itoa(len(account)) + "." + account + "." + key
+	} else {
+		acc := percentEncode(account)
+		v = "x" + strconv.Itoa(len(acc)) + "." + acc + "." + percentEncode(key)
 	}
-	sum := sha256.Sum256([]byte(plain))
+	if len(v) <= MaxKeyLen {
+		return v
+	}
+	sum := sha256.Sum256([]byte(strconv.Itoa(len(account)) + "." + account + "." + key))
 	return hex.EncodeToString(sum[:])
+}
+
+// printableASCII reports whether s holds only the bytes ' ' to '~'.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// percentEncode writes every byte of s outside '!'…'~', and '%' itself, as
+// %XX: the result is printable ASCII without white space, and decodes back
+// to s alone.
+func percentEncode(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c > ' ' && c <= '~' && c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
 }
 
 // OutboxRecord is an outbox row with its whole state, as GetOutbox and
@@ -56,7 +111,8 @@ type OutboxRecord struct {
 	DueAt      time.Time // when it is next due (Pending)
 	ClaimedBy  string    // the worker holding or last holding a claim
 	ClaimedAt  time.Time // when that claim was made; zero if never claimed
-	LastCode   string    // the last retry, failure or reconciliation code
+	LeaseUntil time.Time // Dispatching: when the claim's lease ends (ExtendClaims moves it); else zero
+	LastCode   string    // the code of the last settlement, reconciliation or retry
 	RemoteRef  string    // the remote's reference, if it gave one
 	UpdatedAt  time.Time
 	FinishedAt time.Time // when it became Completed or Failed; else zero
@@ -70,6 +126,10 @@ type Claim struct {
 	OutboxEntry
 	Worker    string
 	ClaimedAt time.Time
+	// LeaseUntil is when the claim's lease ended when it was made. Until
+	// then no release takes the row from the worker; after, a release may,
+	// and a settlement is then ErrClaimLost. ExtendClaims moves it.
+	LeaseUntil time.Time
 }
 
 // OutboxFilter selects rows for ListOutbox. Zero fields do not filter, except

@@ -68,9 +68,10 @@ const (
 	// a reconciliation that found the remote never received it. Moved here
 	// by Runtime.Plan and Runtime.ReconcileCommand.
 	JournalPending
-	// JournalExecuting: an attempt started. Runtime.Execute moves an entry
-	// here, under a fresh attempt id, before it calls the handler. A crash
-	// leaves it here, and the next Execute runs it again under the same key.
+	// JournalExecuting: an attempt holds it, under a lease (LeaseUntil).
+	// Runtime.Execute moves an entry here, under a fresh attempt id, before
+	// it calls the handler. A crash leaves it here; once the lease ended,
+	// the next Execute takes it over and runs it again under the same key.
 	JournalExecuting
 	// JournalCommitted: the command's events, outbox rows and this status
 	// were written in one transaction. Terminal. Runtime.Execute (a commit)
@@ -102,18 +103,20 @@ func ParseJournalStatus(s string) (JournalStatus, error) {
 	return JournalStatus(n), err
 }
 
-// OutboxStatus is the state of one outbox row (DESIGN §5). The zero value is
+// OutboxStatus is the state of one outbox row (DESIGN.md, State machines). The zero value is
 // invalid.
 type OutboxStatus uint8
 
 const (
 	outboxUnset OutboxStatus = iota
 	// OutboxPending: waiting to be claimed once due. Store.Apply enqueues
-	// rows here; Retry, ReleaseExpiredClaims, Resolve (resend) and Requeue
-	// move rows back here.
+	// rows here; Retry, ReleaseExpiredClaims (a lease that ended),
+	// ReleaseClaim (an operator), Resolve (resend) and Requeue move rows
+	// back here.
 	OutboxPending
-	// OutboxDispatching: claimed by one worker, which is sending it.
-	// ClaimDue moves rows here. A crash leaves the row here until
+	// OutboxDispatching: claimed by one worker, which is sending it, under
+	// a lease (LeaseUntil) the worker extends while it runs. ClaimDue moves
+	// rows here. A crash leaves the row here until its lease ends and
 	// ReleaseExpiredClaims puts it back to Pending.
 	OutboxDispatching
 	// OutboxCompleted: the remote confirmed. Terminal. Complete, or Resolve

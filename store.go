@@ -9,9 +9,9 @@ import (
 // Store.Apply: the only way a turn changes.
 //
 // The parts are applied in this order inside one transaction: Begin, Admit,
-// Settle, Expect, Events, Outbox, Phase, Replay. Events and Outbox rows
-// belong to the one Settlement of the Write that moves an entry to
-// JournalCommitted; a Write that carries events or outbox rows without
+// Settle, Expect, Events, Outbox, Phase or Advance, Replay. Events and
+// Outbox rows belong to the one Settlement of the Write that moves an entry
+// to JournalCommitted; a Write that carries events or outbox rows without
 // exactly one such settlement is ErrInvalid.
 type Write struct {
 	Account AccountID
@@ -22,13 +22,22 @@ type Write struct {
 	// Phase is the turn's new phase; PhaseUnset leaves it unchanged. The
 	// move must be allowed by NextPhase, or the Write is ErrConflict.
 	Phase TurnPhase
+	// Advance is a phase the turn moves to after everything else of the
+	// Write, if NextPhase allows the move then; a move it refuses is
+	// skipped and the rest of the Write still lands (Applied.Phase says
+	// where the turn is). A settlement carries its turn's move to
+	// PhaseCommitted this way, so that the settlement lands even when the
+	// turn was abandoned, or another entry went back to pending, meanwhile.
+	// Setting both Phase and Advance is ErrInvalid.
+	Advance TurnPhase
 	// Replay, when not nil, replaces the turn's replay record.
 	Replay *ReplayRecord
 	// Admit admits commands Pending, in order; a terminal turn admits none
-	// (ErrConflict, CheckAdmit). A key the account already
-	// used for the same command is not admitted again: Applied.Admitted
-	// holds the existing entry, whatever its turn and status. The same key
-	// with a different command is ErrConflict.
+	// (ErrConflict, CheckAdmit). A key the account already used for the
+	// same command is not admitted again: Applied.Admitted holds the
+	// existing entry, whatever its turn and status — except an entry that
+	// never settled in a turn that was abandoned, which this turn adopts
+	// (see Readmit). The same key with a different command is ErrConflict.
 	Admit []Command
 	// Settle moves journal entries of this turn, each by NextEntry.
 	Settle []Settlement
@@ -38,19 +47,34 @@ type Write struct {
 	// given is ErrConflict. 0 expects a case with no event.
 	Expect map[CaseKey]CaseRevision
 	// Outbox rows are enqueued Pending, carrying the account, the turn and
-	// the committing command's key (key/1, key/2, … when several).
+	// a key derived from the committing command's key by OutboxKey. No two
+	// rows of one account share a key: a row whose key exists is
+	// ErrConflict.
 	Outbox []OutboxMessage
 	// Now stamps every row the Write creates or changes. Zero is ErrInvalid.
 	Now time.Time
 }
 
-// Settlement moves one journal entry of the Write's turn to a new status.
+// Settlement moves one journal entry of the Write's turn to a new status,
+// by the rules of NextEntry.
 type Settlement struct {
-	Key       IdempotencyKey
-	To        JournalStatus
-	Attempt   AttemptID // Executing: the new attempt; Committed, Rejected, OutcomeUnknown after Executing: the attempt that ran (a fence)
-	Code      string    // Rejected: the reason code
-	RemoteRef string    // OutcomeUnknown: the remote's reference, if any
+	Key IdempotencyKey
+	To  JournalStatus
+	// Attempt says who moves the entry. To Executing: the attempt that takes
+	// it (a new one), or the attempt that holds it renewing its lease.
+	// From Executing to Committed, Rejected or OutcomeUnknown: the attempt
+	// that ran, which must still hold the entry (a fence). Zero: a
+	// reconciliation, the only mover of an OutcomeUnknown entry.
+	Attempt AttemptID
+	// Prior is, when a new attempt takes the entry (To Executing), the
+	// attempt the caller saw on it: zero for an entry never run. The take
+	// is a compare-and-set: an entry that moved since is ErrConflict.
+	Prior AttemptID
+	// Lease is, To Executing, how long the attempt holds the entry from the
+	// Write's Now; another attempt may take it over only once it ended.
+	Lease     time.Duration
+	Code      string // Rejected: the reason code
+	RemoteRef string // OutcomeUnknown: the remote's reference, if any
 }
 
 // Applied is what one Store.Apply wrote.
@@ -74,7 +98,7 @@ type TurnStore interface {
 	// turns in scope for which Unfinished holds: non-terminal turns, turns
 	// holding an OutcomeUnknown entry (a delivered turn can still have an
 	// unsettled effect), and delivered turns holding a pending entry (a
-	// resend after delivery).
+	// resend after delivery). scope.After pages through them.
 	ListUnfinishedTurns(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error)
 }
 
@@ -112,12 +136,19 @@ type ReplayStore interface {
 // the row is still Dispatching under that worker and attempt number.
 type OutboxStore interface {
 	// ClaimDue moves at most limit rows due at now to Dispatching under
-	// worker (attempts + 1, claimed at now) and returns them, in claim
-	// order: due time, then enqueue order. A row is due when it is Pending,
-	// its due time is not after now, and no earlier row of its account and
-	// non-empty order key is Pending, Dispatching or OutcomeUnknown. Two
-	// callers never claim the same row.
-	ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]Claim, error)
+	// worker (ClaimRow: attempts + 1, claimed at now, leased until now +
+	// lease) and returns them, in claim order: due time, then enqueue
+	// order. A row is due when it is Pending, its due time is not after
+	// now, and no earlier row of its account and non-empty order key is
+	// Pending, Dispatching or OutcomeUnknown. Two callers never claim the
+	// same row.
+	ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]Claim, error)
+	// ExtendClaims moves the lease of each claimed row to now + lease
+	// (ExtendRow), for a worker whose sends are still running. results[i]
+	// is the outcome for claims[i] alone: nil, or ErrClaimLost when the row
+	// is no longer Dispatching under that claim (nothing changes then). err
+	// is for the call as a whole; when it is not nil nothing was written.
+	ExtendClaims(ctx context.Context, claims []Claim, now time.Time, lease time.Duration) (results []error, err error)
 	// Complete settles a claimed row Completed with the remote's reference.
 	Complete(ctx context.Context, claim Claim, remoteRef string, now time.Time) error
 	// Retry settles a claimed row back to Pending, due at at, keeping code.
@@ -141,9 +172,18 @@ type OutboxStore interface {
 	// Requeue moves a Failed row back to Pending, due at at, for an
 	// operator. ErrConflict for a row in any other status.
 	Requeue(ctx context.Context, id OutboxID, at time.Time) error
-	// ReleaseExpiredClaims moves every Dispatching row claimed before
-	// claimedBefore back to Pending (attempts kept) and returns their ids.
-	ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]OutboxID, error)
+	// ReleaseExpiredClaims moves every Dispatching row whose lease ended at
+	// now (LeaseEnded) back to Pending (ReleaseRow: attempts and due time
+	// kept, so it is due again at once, in its place) and returns their ids
+	// in enqueue order. A row whose lease is
+	// still running is never released.
+	ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]OutboxID, error)
+	// ReleaseClaim moves one Dispatching row back to Pending at now,
+	// whether or not its lease ended: for an operator who knows its worker
+	// is gone. If that worker is in fact still sending, the row may be sent
+	// twice. ErrNotFound for no such row; ErrConflict for a row that is not
+	// Dispatching.
+	ReleaseClaim(ctx context.Context, id OutboxID, now time.Time) error
 	// GetOutbox returns one row. ErrNotFound if it does not exist.
 	GetOutbox(ctx context.Context, id OutboxID) (OutboxRecord, error)
 	// ListOutbox returns rows matching filter, oldest first.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// This file holds the state machines of DESIGN §5 as pure functions. Every
+// This file holds the state machines (DESIGN.md, "State machines") as pure functions. Every
 // store calls them inside its write transaction with the row as it is stored
 // and writes back what they return, so a rule lives here once.
 
@@ -67,15 +67,29 @@ func SameCommand(a, b Command) bool {
 	return a.Name == b.Name && a.Case == b.Case && bytes.Equal(a.Payload, b.Payload)
 }
 
-// Readmit checks a command against the entry its key already admitted:
-// nil when it is the same command (the existing entry stands and nothing
-// runs), ErrConflict when the key was used for a different one.
-func Readmit(existing JournalEntry, cmd Command) error {
+// Readmit decides what admitting cmd into turn does when its key already
+// admitted existing, an entry of a turn in existingPhase:
+//
+//   - a different command under the key is ErrConflict;
+//   - an entry that never settled (Pending, or Executing with its lease
+//     ended at now) in another turn that was abandoned is adopted: it is
+//     returned moved to turn (adopt is true), and the store gives it its
+//     place at the end of turn's admission order. An abandoned turn never
+//     runs its commands, so without this the command would silently never
+//     run;
+//   - otherwise the existing entry stands as it is and nothing runs here.
+func Readmit(existing JournalEntry, existingPhase TurnPhase, cmd Command, turn TurnID, now time.Time) (entry JournalEntry, adopt bool, err error) {
 	if !SameCommand(existing.Command, cmd) {
-		return fmt.Errorf("%w: key %q was admitted for another command (%s on %s)",
+		return existing, false, fmt.Errorf("%w: key %q was admitted for another command (%s on %s)",
 			ErrConflict, cmd.Key, existing.Name, existing.Case)
 	}
-	return nil
+	unsettled := existing.Status == JournalPending ||
+		(existing.Status == JournalExecuting && !existing.LeaseUntil.After(now))
+	if existing.Turn == turn || existingPhase != PhaseAbandoned || !unsettled {
+		return existing, false, nil
+	}
+	existing.Turn, existing.UpdatedAt = turn, now
+	return existing, true, nil
 }
 
 // NewEntry returns the Pending journal entry admitting cmd.
@@ -84,29 +98,45 @@ func NewEntry(account AccountID, turn TurnID, cmd Command, now time.Time) Journa
 	return JournalEntry{Account: account, Turn: turn, Command: cmd, Status: JournalPending, AdmittedAt: now, UpdatedAt: now}
 }
 
-// NextEntry applies a settlement to an entry and returns the entry as it must
-// be stored, or ErrConflict for a move the journal refuses:
+// NextEntry applies a settlement to an entry of a turn in phase (as stored
+// before the Write's own phase move) and returns the entry as it must be
+// stored, or ErrConflict for a move the journal refuses:
 //
-//	Pending → Executing
-//	Executing → Executing (new attempt) | Committed | Rejected | OutcomeUnknown
-//	OutcomeUnknown → Committed | Rejected | Pending (reconciliation)
+//	Pending → Executing                 a new attempt takes it
+//	Executing → Executing               the holder renews its lease, or a new attempt takes it over once the lease ended
+//	Executing → Committed | Rejected | OutcomeUnknown   by the attempt that holds it
+//	OutcomeUnknown → Committed | Rejected | Pending     by a reconciliation only
 //
-// Leaving Executing for a settled or unknown status needs s.Attempt to be the
-// attempt that is running, so a superseded attempt cannot settle. events are
-// the events the Write appends for a Committed settlement; each must belong to
-// the command's case (ErrInvalid otherwise).
-func NextEntry(e JournalEntry, s Settlement, events []StoredEvent, now time.Time) (JournalEntry, error) {
-	if err := checkEntryMove(e, s); err != nil {
+// A take (a new attempt moving the entry to Executing) is a compare-and-set:
+// s.Prior must be the attempt the entry is under (zero if it never ran), so
+// of two callers that saw the same entry only the first takes it; and an
+// entry Executing under a lease that has not ended at now cannot be taken.
+// The taker holds it until now + s.Lease, and the holder may renew that
+// (never shortening it). So a command runs in at most one place at a time. A settlement from an attempt (s.Attempt not zero) needs
+// the entry Executing under that attempt: a superseded attempt settles
+// nothing. A reconciliation carries no attempt, and is the only move out of
+// OutcomeUnknown. Nothing is taken or resent on an abandoned turn, whose
+// commands never run; an attempt already running there still settles.
+// events are the events the Write appends for a Committed settlement; each
+// must belong to the command's case (ErrInvalid otherwise).
+func NextEntry(e JournalEntry, s Settlement, events []StoredEvent, phase TurnPhase, now time.Time) (JournalEntry, error) {
+	if err := checkEntryMove(e, s, phase, now); err != nil {
 		return JournalEntry{}, err
 	}
 	next := e
 	next.UpdatedAt = now
 	next.Status = s.To
 	next.Code, next.RemoteRef = "", ""
+	next.LeaseUntil = time.Time{}
 	switch s.To {
 	case JournalExecuting:
-		next.Attempt = s.Attempt
-		next.Attempts++
+		next.LeaseUntil = leaseEnd(now, s.Lease)
+		if s.Attempt != e.Attempt {
+			next.Attempt = s.Attempt
+			next.Attempts++
+		} else if e.LeaseUntil.After(next.LeaseUntil) {
+			next.LeaseUntil = e.LeaseUntil // a renewal never shortens the lease
+		}
 	case JournalCommitted:
 		next.EventIDs = nil
 		for _, ev := range events {
@@ -129,24 +159,68 @@ var entryMoves = map[JournalStatus][]JournalStatus{
 	JournalOutcomeUnknown: {JournalCommitted, JournalRejected, JournalPending},
 }
 
-func checkEntryMove(e JournalEntry, s Settlement) error {
+func checkEntryMove(e JournalEntry, s Settlement, phase TurnPhase, now time.Time) error {
 	if !slices.Contains(entryMoves[e.Status], s.To) {
 		return fmt.Errorf("%w: entry %q cannot move from %v to %v", ErrConflict, e.Key, e.Status, s.To)
 	}
-	if e.Status == JournalExecuting && s.To != JournalExecuting && s.Attempt != e.Attempt {
-		return fmt.Errorf("%w: entry %q is running attempt %v, not %v", ErrConflict, e.Key, e.Attempt, s.Attempt)
+	switch {
+	case s.To == JournalExecuting:
+		return checkTake(e, s, phase, now)
+	case e.Status == JournalExecuting:
+		if s.Attempt != e.Attempt {
+			return fmt.Errorf("%w: entry %q is running attempt %v, not %v", ErrConflict, e.Key, e.Attempt, s.Attempt)
+		}
+	case e.Status == JournalOutcomeUnknown:
+		if !s.Attempt.IsZero() {
+			return fmt.Errorf("%w: entry %q is outcome_unknown: only a reconciliation moves it, not attempt %v", ErrConflict, e.Key, s.Attempt)
+		}
+		if s.To == JournalPending && phase == PhaseAbandoned {
+			return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run: a resend would never be sent", ErrConflict, e.Key)
+		}
 	}
 	return nil
 }
 
-// OutboxKey returns the idempotency key of the i-th (0-based) of n outbox rows
-// enqueued by the command admitted under key: key itself when n is 1, else
-// "key/1", "key/2", …, so a resumed command produces identical keys.
+// checkTake checks a move to Executing: the holder renewing its lease, or a
+// new attempt taking the entry.
+func checkTake(e JournalEntry, s Settlement, phase TurnPhase, now time.Time) error {
+	if e.Status == JournalExecuting && s.Attempt == e.Attempt {
+		return nil // the holder renews its lease
+	}
+	switch {
+	case phase == PhaseAbandoned:
+		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run", ErrConflict, e.Key)
+	case s.Attempt == e.Attempt:
+		return fmt.Errorf("%w: entry %q: attempt %v already ran; a new attempt needs a new id", ErrConflict, e.Key, s.Attempt)
+	case s.Prior != e.Attempt:
+		return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the caller saw: another caller took it", ErrConflict, e.Key, e.Attempt, s.Prior)
+	case e.Status == JournalExecuting && e.LeaseUntil.After(now):
+		return fmt.Errorf("%w: entry %q is held by attempt %v until %s", ErrConflict, e.Key, e.Attempt, e.LeaseUntil.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// AdvancePhase returns where Write.Advance leaves a turn in phase from: to,
+// when NextPhase allows the move with pending entries left, else from.
+func AdvancePhase(from, to TurnPhase, pending int) TurnPhase {
+	if to == PhaseUnset || NextPhase(from, to, pending) != nil {
+		return from
+	}
+	return to
+}
+
+// OutboxKey returns the key of the i-th (0-based) of n outbox rows enqueued
+// by the command admitted under key: key itself when n is 1, else key, the
+// OutboxKeySeparator and the row's 1-based position ("k~1", "k~2", …). A
+// resumed command produces identical keys. No command key holds the
+// separator, so the keys of every row of every command of an account are
+// distinct: no remote that deduplicates by key drops one effect as a replay
+// of another.
 func OutboxKey(key IdempotencyKey, i, n int) IdempotencyKey {
 	if n == 1 {
 		return key
 	}
-	return key + "/" + IdempotencyKey(strconv.Itoa(i+1))
+	return key + IdempotencyKey(string(OutboxKeySeparator)+strconv.Itoa(i+1))
 }
 
 // NewOutboxRecord returns the Pending row enqueuing m for the command
@@ -173,15 +247,17 @@ func (s OutboxStatus) HoldsOrder() bool {
 	return s == OutboxPending || s == OutboxDispatching || s == OutboxOutcomeUnknown
 }
 
-// ClaimRow claims r for worker at now. It returns the row as it must be
-// stored (Dispatching, attempts + 1, claimed by worker at now) and the claim
-// the worker holds. The caller has checked that r is due: Pending, its due
-// time not after now, and no earlier row of its order key holding it back.
-func ClaimRow(r OutboxRecord, worker string, now time.Time) (OutboxRecord, Claim) {
+// ClaimRow claims r for worker at now, leased until now + lease. It returns
+// the row as it must be stored (Dispatching, attempts + 1, claimed by
+// worker at now) and the claim the worker holds. The caller has checked that
+// r is due: Pending, its due time not after now, and no earlier row of its
+// order key holding it back.
+func ClaimRow(r OutboxRecord, worker string, now time.Time, lease time.Duration) (OutboxRecord, Claim) {
 	r.Status = OutboxDispatching
 	r.Attempts++
 	r.ClaimedBy, r.ClaimedAt, r.UpdatedAt = worker, now, now
-	return r, Claim{OutboxEntry: r.OutboxEntry, Worker: worker, ClaimedAt: now}
+	r.LeaseUntil = leaseEnd(now, lease)
+	return r, Claim{OutboxEntry: r.OutboxEntry, Worker: worker, ClaimedAt: now, LeaseUntil: r.LeaseUntil}
 }
 
 // OutboxSettlement is one settlement of a claimed row: to Completed, Pending
@@ -189,34 +265,66 @@ func ClaimRow(r OutboxRecord, worker string, now time.Time) (OutboxRecord, Claim
 type OutboxSettlement struct {
 	Claim     Claim
 	To        OutboxStatus
-	Code      string    // Pending (retry) and Failed: the reason code
+	Code      string    // the sender's code, kept as the row's last code whatever the status
 	RemoteRef string    // Completed and OutcomeUnknown: the remote's reference
 	RetryAt   time.Time // Pending: when it is due again
 	Now       time.Time // when the settlement happened
 }
 
+// checkHeld returns ErrClaimLost unless r is still Dispatching under the
+// worker and attempt number c holds. Its lease may have ended: until another
+// caller released the row, the claim still holds it.
+func checkHeld(r OutboxRecord, c Claim) error {
+	if r.Status != OutboxDispatching || r.ClaimedBy != c.Worker || r.Attempts != c.Attempts {
+		return fmt.Errorf("%w: row %v is %v, claimed by %q at attempt %d; the claim was %q at attempt %d",
+			ErrClaimLost, r.ID, r.Status, r.ClaimedBy, r.Attempts, c.Worker, c.Attempts)
+	}
+	return nil
+}
+
 // SettleRow applies a settlement to r as stored. It is ErrClaimLost, and r
 // must not change, unless r is still Dispatching under the same worker and
-// attempt number the claim holds.
+// attempt number the claim holds. The settlement's code becomes the row's
+// last code, whatever the status (a completed row shows how it completed,
+// not an earlier failure; an unknown one shows why it is unknown).
 func SettleRow(r OutboxRecord, s OutboxSettlement) (OutboxRecord, error) {
-	c := s.Claim
-	if r.Status != OutboxDispatching || r.ClaimedBy != c.Worker || r.Attempts != c.Attempts {
-		return OutboxRecord{}, fmt.Errorf("%w: row %v is %v, claimed by %q at attempt %d; the claim was %q at attempt %d",
-			ErrClaimLost, r.ID, r.Status, r.ClaimedBy, r.Attempts, c.Worker, c.Attempts)
+	if err := checkHeld(r, s.Claim); err != nil {
+		return OutboxRecord{}, err
 	}
 	r.Status = s.To
 	r.UpdatedAt = s.Now
+	r.LastCode = s.Code
+	r.LeaseUntil = time.Time{}
 	switch s.To {
 	case OutboxCompleted:
 		r.RemoteRef, r.FinishedAt = s.RemoteRef, s.Now
 	case OutboxPending:
-		r.LastCode, r.DueAt = s.Code, s.RetryAt
+		r.DueAt = s.RetryAt
 	case OutboxFailed:
-		r.LastCode, r.FinishedAt = s.Code, s.Now
+		r.FinishedAt = s.Now
 	case OutboxOutcomeUnknown:
 		r.RemoteRef = s.RemoteRef
 	}
 	return r, nil
+}
+
+// ExtendRow moves the lease of a row c holds to now + lease, or leaves it
+// when it already runs later. ErrClaimLost, and r must not change, unless r
+// is still Dispatching under c's worker and attempt number.
+func ExtendRow(r OutboxRecord, c Claim, now time.Time, lease time.Duration) (OutboxRecord, error) {
+	if err := checkHeld(r, c); err != nil {
+		return OutboxRecord{}, err
+	}
+	if until := leaseEnd(now, lease); until.After(r.LeaseUntil) {
+		r.LeaseUntil = until
+	}
+	return r, nil
+}
+
+// leaseEnd is when a lease of length lease taken at now ends, cut to the
+// microsecond the stores keep, so what a rule returns is what a read returns.
+func leaseEnd(now time.Time, lease time.Duration) time.Time {
+	return now.Add(lease).Truncate(time.Microsecond)
 }
 
 // ResolveRow settles an OutcomeUnknown row by verdict: Completed, Failed with
@@ -241,29 +349,38 @@ func ResolveRow(r OutboxRecord, v Verdict, code string, now time.Time) (OutboxRe
 	return r, nil
 }
 
-// RequeueRow moves a Failed row back to Pending, due at at. ErrConflict for a
-// row in another status.
+// RequeueRow moves a Failed row back to Pending, due at at, with a fresh
+// attempt budget: AttemptBase becomes its attempts so far, so the dispatcher
+// grants it MaxAttempts more, while attempt numbers keep rising (the claim's
+// fence never repeats). ErrConflict for a row in another status.
 func RequeueRow(r OutboxRecord, at time.Time) (OutboxRecord, error) {
 	if r.Status != OutboxFailed {
 		return OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only a failed row is requeued", ErrConflict, r.ID, r.Status)
 	}
 	r.Status, r.DueAt, r.UpdatedAt, r.FinishedAt = OutboxPending, at, at, time.Time{}
+	r.AttemptBase = r.Attempts
 	return r, nil
 }
 
-// ClaimExpired reports whether r is a claim to release: Dispatching and
-// claimed before claimedBefore.
-func ClaimExpired(r OutboxRecord, claimedBefore time.Time) bool {
-	return r.Status == OutboxDispatching && r.ClaimedAt.Before(claimedBefore)
+// LeaseEnded reports whether r is a claim to release at now: Dispatching,
+// and its lease is not running after now.
+func LeaseEnded(r OutboxRecord, now time.Time) bool {
+	return r.Status == OutboxDispatching && !r.LeaseUntil.After(now)
 }
 
-// ReleaseRow returns an expired claim to Pending, attempts kept. The row was
-// due when it was claimed, so it is due again at once. Its update time is
-// claimedBefore: a release takes no clock of its own.
-func ReleaseRow(r OutboxRecord, claimedBefore time.Time) OutboxRecord {
+// ReleaseRow returns a Dispatching row to Pending at now, attempts kept and
+// lease cleared. The row was due when it was claimed, so it keeps its due
+// time and is due again at once, in its place. ErrConflict for a row in
+// another status. A send of it may have started: released, it is sent again
+// under the same key (at least once, for this case).
+func ReleaseRow(r OutboxRecord, now time.Time) (OutboxRecord, error) {
+	if r.Status != OutboxDispatching {
+		return OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only a dispatching row is released", ErrConflict, r.ID, r.Status)
+	}
 	r.Status = OutboxPending
-	r.UpdatedAt = claimedBefore
-	return r
+	r.UpdatedAt = now
+	r.LeaseUntil = time.Time{}
+	return r, nil
 }
 
 // Prunable reports whether Prune deletes r: Completed or Failed, finished

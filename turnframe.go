@@ -12,8 +12,12 @@
 //   - Outbox atomicity. A command's events, its journal settlement, its outbox
 //     rows and the turn's phase are one transaction (one Write), so an outbox
 //     row exists if and only if the domain change that caused it committed.
-//   - Claims are exclusive: two dispatchers, in one process or two, never
-//     hold the same outbox row, and a settlement needs the claim.
+//   - Work is exclusive: an outbox row is claimed by one dispatcher at a
+//     time and a command runs in one place at a time, each under a lease
+//     recorded on its row; a settlement needs the claim or the attempt.
+//
+// The design, with the reasons behind each rule, is DESIGN.md in the
+// repository; the package docs cite its sections by name.
 //
 // The application drives all work from its own loop: nothing in this module
 // starts a goroutine that outlives the call that started it, except a Handler
@@ -40,7 +44,9 @@ type AccountID string
 type CaseKey string
 
 // IdempotencyKey identifies a command across retries, turns and crashes:
-// 1 to 255 bytes of UTF-8, unique per account, and never forgotten.
+// 1 to 255 bytes of UTF-8 with no control character, no white space at
+// either end and no OutboxKeySeparator ('~'); unique per account, and never
+// forgotten. See IdempotencyKey.Validate.
 type IdempotencyKey string
 
 // CaseRevision counts the events of one case: 0 means no event yet, and each
@@ -63,9 +69,14 @@ type JournalEntry struct {
 	Account AccountID
 	Turn    TurnID // the turn that admitted it
 	Command
-	Status     JournalStatus
-	Attempt    AttemptID // the current or last attempt; zero while never run
-	Attempts   int       // how many attempts were started
+	Status   JournalStatus
+	Attempt  AttemptID // the current or last attempt; zero while never run
+	Attempts int       // how many attempts were started
+	// LeaseUntil is, while the entry is Executing, when its attempt's hold
+	// on it ends: until then no other attempt may take the entry over, so
+	// a command runs in at most one place at a time. Zero in every other
+	// status.
+	LeaseUntil time.Time
 	EventIDs   []EventID // Committed: the events it appended, in order
 	Code       string    // Rejected: the reason code
 	RemoteRef  string    // OutcomeUnknown: the remote's reference, if it gave one
@@ -119,4 +130,7 @@ type RecoveryScope struct {
 	// UpdatedBefore, when not zero, leaves out turns updated at or after it,
 	// so a sweep in a running process leaves turns in flight alone.
 	UpdatedBefore time.Time
+	// After, when not zero, is a cursor: only turns whose id sorts after it
+	// are listed. Pass the last turn of one page to get the next.
+	After TurnID
 }

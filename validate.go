@@ -2,7 +2,9 @@ package turnframe
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -35,8 +37,34 @@ func (a AccountID) Validate() error { return checkString("account", string(a), 1
 // Validate returns ErrInvalid unless c is 1–200 bytes of UTF-8.
 func (c CaseKey) Validate() error { return checkString("case", string(c), 1, MaxCaseLen) }
 
-// Validate returns ErrInvalid unless k is 1–255 bytes of UTF-8.
-func (k IdempotencyKey) Validate() error { return checkString("key", string(k), 1, MaxKeyLen) }
+// OutboxKeySeparator joins a command's key and a row's position in the keys
+// of a command's outbox rows when it enqueued several ("k~1", "k~2"; see
+// OutboxKey). No command key contains it, so no row key of one command is
+// the key of another.
+const OutboxKeySeparator = '~'
+
+// Validate returns ErrInvalid unless k is a key every remote receives as it
+// is: 1–255 bytes of UTF-8, no control character anywhere, no white space at
+// either end (HTTP trims the ends of a header value, so "k1" and "k1 " would
+// reach a remote as one key), and no OutboxKeySeparator.
+func (k IdempotencyKey) Validate() error {
+	if err := checkString("key", string(k), 1, MaxKeyLen); err != nil {
+		return err
+	}
+	s := string(k)
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		return invalid("key", "%q holds a control character at byte %d", s, i)
+	}
+	first, _ := utf8.DecodeRuneInString(s)
+	last, _ := utf8.DecodeLastRuneInString(s)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return invalid("key", "%q begins or ends with white space", s)
+	}
+	if strings.ContainsRune(s, OutboxKeySeparator) {
+		return invalid("key", "%q holds %q, which turnframe reserves for the keys of a command's outbox rows", s, OutboxKeySeparator)
+	}
+	return nil
+}
 
 // CheckLimit returns ErrInvalid naming field unless 1 ≤ n ≤ MaxLimit.
 func CheckLimit(field string, n int) error {
@@ -57,12 +85,50 @@ func CheckCode(field, code string) error { return checkString(field, code, 0, Ma
 // text is allowed: a voice turn may have none.
 func CheckText(text string) error { return checkString("text", text, 0, MaxTextLen) }
 
-// CheckTime returns ErrInvalid naming field if t is the zero time: every
-// time the stores take (a write's now, a claim's now, a cut-off) must be
-// given.
+// The range of times the stores take. Stores keep a time as integer Unix
+// microseconds with 0 for "no time", and ids encode milliseconds since the
+// Unix epoch, so a time must be at least one microsecond after the epoch;
+// and it must print as a four-digit year, as RFC 3339 and JSON need.
+var (
+	MinTime = time.Unix(0, 1000).UTC()                                            // 1970-01-01T00:00:00.000001Z
+	MaxTime = time.Date(9999, time.December, 31, 23, 59, 59, 999999000, time.UTC) // the last microsecond of 9999
+)
+
+// CheckTime returns ErrInvalid naming field unless t is given and between
+// MinTime and MaxTime: every time the stores take (a write's now, a claim's
+// now, a cut-off, a due time) must be, so that every accepted time reads back
+// as itself.
 func CheckTime(field string, t time.Time) error {
 	if t.IsZero() {
 		return invalid(field, "zero time")
+	}
+	return checkTimeRange(field, t)
+}
+
+// checkOptionalTime is CheckTime for a time that may be left zero.
+func checkOptionalTime(field string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	return checkTimeRange(field, t)
+}
+
+func checkTimeRange(field string, t time.Time) error {
+	if t.Before(MinTime) || t.After(MaxTime) {
+		return invalid(field, "%s is outside %s … %s", t.UTC().Format(time.RFC3339Nano),
+			MinTime.Format(time.RFC3339Nano), MaxTime.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// CheckLease returns ErrInvalid naming field unless lease is positive and a
+// lease taken at now ends by MaxTime.
+func CheckLease(field string, now time.Time, lease time.Duration) error {
+	if lease <= 0 {
+		return invalid(field, "%v is not a positive duration", lease)
+	}
+	if now.After(MaxTime.Add(-lease)) {
+		return invalid(field, "a lease of %v from %s ends after %s", lease, now.UTC().Format(time.RFC3339Nano), MaxTime.Format(time.RFC3339Nano))
 	}
 	return nil
 }
@@ -77,15 +143,32 @@ func CheckTurnRef(account AccountID, turn TurnID) error {
 }
 
 // CheckClaim checks the input of OutboxStore.ClaimDue: a time, a limit
-// between 1 and MaxLimit, a worker. Bad input is ErrInvalid.
-func CheckClaim(now time.Time, limit int, worker string) error {
+// between 1 and MaxLimit, a worker, a lease. Bad input is ErrInvalid.
+func CheckClaim(now time.Time, limit int, worker string, lease time.Duration) error {
 	if err := CheckTime("now", now); err != nil {
 		return err
 	}
 	if err := CheckLimit("limit", limit); err != nil {
 		return err
 	}
-	return CheckWorker(worker)
+	if err := CheckWorker(worker); err != nil {
+		return err
+	}
+	return CheckLease("lease", now, lease)
+}
+
+// CheckExtend checks the input of OutboxStore.ExtendClaims: each claim's
+// fence (id, worker, attempt), a time and a lease. Bad input is ErrInvalid.
+func CheckExtend(claims []Claim, now time.Time, lease time.Duration) error {
+	for i, c := range claims {
+		if err := c.validateFence(); err != nil {
+			return prefixed(fmt.Sprintf("claims[%d]", i), err)
+		}
+	}
+	if err := CheckTime("now", now); err != nil {
+		return err
+	}
+	return CheckLease("lease", now, lease)
 }
 
 // CheckResolve checks the input of OutboxStore.Resolve: a row id, a verdict
@@ -142,13 +225,39 @@ func (cmd Command) Validate() error {
 	return checkString("name", cmd.Name, 1, MaxNameLen)
 }
 
-// Validate checks m's destination and order key. Bad input is ErrInvalid
-// naming the field.
+// Validate checks m's destination, order key and NotBefore (zero, or
+// between MinTime and MaxTime). Bad input is ErrInvalid naming the field.
 func (m OutboxMessage) Validate() error {
 	if err := checkString("destination", m.Destination, 1, MaxNameLen); err != nil {
 		return err
 	}
-	return checkString("order_key", m.OrderKey, 0, MaxNameLen)
+	if err := checkString("order_key", m.OrderKey, 0, MaxNameLen); err != nil {
+		return err
+	}
+	return checkOptionalTime("not_before", m.NotBefore)
+}
+
+// Validate checks a replay record before a store keeps it: every answer
+// basis one of the three, every loaded case valid, the response and the
+// abandon code within their bounds. Bad input is ErrInvalid naming the
+// field. A store that kept a basis it cannot read back would wedge the turn.
+func (r ReplayRecord) Validate() error {
+	if r.Understanding != nil {
+		for i, q := range r.Understanding.Questions {
+			if q.Basis > BasisGeneralDomainKnowledge {
+				return invalid(fmt.Sprintf("understanding.questions[%d].basis", i), "%v is not an answer basis", q.Basis)
+			}
+		}
+	}
+	for i, c := range r.LoadedCases {
+		if err := c.Validate(); err != nil {
+			return prefixed(fmt.Sprintf("loaded_cases[%d]", i), err)
+		}
+	}
+	if err := checkString("response", r.Response, 0, MaxTextLen); err != nil {
+		return err
+	}
+	return CheckCode("abandon_code", r.AbandonCode)
 }
 
 // Validate checks everything about w that can be checked without reading the
@@ -177,11 +286,25 @@ func (w Write) validate() error {
 	if w.Phase > PhaseAbandoned {
 		return invalid("phase", "%v is not a phase", w.Phase)
 	}
+	if w.Advance > PhaseAbandoned {
+		return invalid("advance", "%v is not a phase", w.Advance)
+	}
+	if w.Phase != PhaseUnset && w.Advance != PhaseUnset {
+		return invalid("advance", "a write moves the phase (%v) or advances it if it may (%v), not both", w.Phase, w.Advance)
+	}
+	if w.Replay != nil {
+		if err := w.Replay.Validate(); err != nil {
+			return prefixed("replay", err)
+		}
+	}
 	if err := w.validateAdmit(); err != nil {
 		return err
 	}
 	commits, err := w.validateSettle()
 	if err != nil {
+		return err
+	}
+	if err := w.validateAbandon(); err != nil {
 		return err
 	}
 	if (len(w.Events) > 0 || len(w.Outbox) > 0) && commits != 1 {
@@ -199,6 +322,9 @@ func (w Write) validateBegin() error {
 		return invalid("begin", "turn %v of %q does not match the write's turn %v of %q", b.ID, b.Account, w.Turn, w.Account)
 	}
 	if err := CheckID("begin.conversation", b.Conversation); err != nil {
+		return err
+	}
+	if err := checkOptionalTime("begin.received_at", b.ReceivedAt); err != nil {
 		return err
 	}
 	return prefixed("begin", CheckText(b.Text))
@@ -237,6 +363,9 @@ func (w Write) validateSettle() (commits int, err error) {
 			if err := CheckID(field+".attempt", s.Attempt); err != nil {
 				return 0, err
 			}
+			if err := CheckLease(field+".lease", w.Now, s.Lease); err != nil {
+				return 0, err
+			}
 		}
 		if err := CheckCode(field+".code", s.Code); err != nil {
 			return 0, err
@@ -249,6 +378,22 @@ func (w Write) validateSettle() (commits int, err error) {
 		}
 	}
 	return commits, nil
+}
+
+// validateAbandon refuses a Write that abandons its turn and, in the same
+// step, takes or resends one of its commands: NextEntry judges a settlement
+// by the phase the turn had before the Write, and an abandoned turn never
+// runs a command, so such an entry would silently never run.
+func (w Write) validateAbandon() error {
+	if w.Phase != PhaseAbandoned && w.Advance != PhaseAbandoned {
+		return nil
+	}
+	for i, s := range w.Settle {
+		if s.To == JournalPending || s.To == JournalExecuting {
+			return invalid(fmt.Sprintf("settle[%d].to", i), "a write that abandons its turn moves no command to %v: it would never run", s.To)
+		}
+	}
+	return nil
 }
 
 func (w Write) validateEffects() error {
@@ -274,18 +419,27 @@ func (w Write) validateEffects() error {
 	return nil
 }
 
+// validateFence checks what a claim presents to hold its row: an id, a
+// worker and an attempt number.
+func (c Claim) validateFence() error {
+	if err := CheckID("id", c.ID); err != nil {
+		return err
+	}
+	if err := CheckWorker(c.Worker); err != nil {
+		return err
+	}
+	if c.Attempts < 1 {
+		return invalid("attempts", "%d: a claimed row has at least one attempt", c.Attempts)
+	}
+	return nil
+}
+
 // Validate checks a settlement before a store opens its transaction: a
 // claim with an id, a worker and an attempt; a status a claim settles to; a
 // time; a code and reference within bounds. Bad input is ErrInvalid.
 func (s OutboxSettlement) Validate() error {
-	if err := CheckID("claim.id", s.Claim.ID); err != nil {
-		return err
-	}
-	if err := CheckWorker(s.Claim.Worker); err != nil {
-		return err
-	}
-	if s.Claim.Attempts < 1 {
-		return invalid("claim.attempts", "%d: a claimed row has at least one attempt", s.Claim.Attempts)
+	if err := s.Claim.validateFence(); err != nil {
+		return prefixed("claim", err)
 	}
 	switch s.To {
 	case OutboxCompleted, OutboxFailed, OutboxOutcomeUnknown:
@@ -319,10 +473,13 @@ func (f OutboxFilter) Validate() error {
 	return CheckLimit("limit", f.Limit)
 }
 
-// Validate checks a recovery scope: an account that is empty or valid.
+// Validate checks a recovery scope: an account that is empty or valid, and a
+// cut-off that is zero or in range.
 func (s RecoveryScope) Validate() error {
 	if s.Account != "" {
-		return s.Account.Validate()
+		if err := s.Account.Validate(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return checkOptionalTime("updated_before", s.UpdatedBefore)
 }

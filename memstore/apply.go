@@ -16,8 +16,8 @@ import (
 type change struct {
 	turn     turnframe.StoredTurn
 	newTurn  bool
-	entries  map[entryKey]turnframe.JournalEntry // new and moved entries
-	admitted []entryKey                          // new entries, in admission order
+	entries  map[entryKey]turnframe.JournalEntry // new, adopted and moved entries
+	admitted []entryKey                          // new and adopted entries, in admission order
 	events   []turnframe.StoredEvent
 	outbox   []turnframe.OutboxRecord
 	replay   *turnframe.ReplayRecord
@@ -25,8 +25,9 @@ type change struct {
 
 // Apply validates w and writes it entirely, or writes nothing and returns the
 // error: ErrInvalid for bad input, ErrNotFound for a turn that does not exist
-// for the account, ErrConflict for a refused transition, a moved revision or
-// a key reused for a different command.
+// for the account, ErrConflict for a refused transition, a moved revision, a
+// key reused for a different command or an outbox row key the account holds
+// already. Write.Advance is applied last and never refuses the Write.
 func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
@@ -78,10 +79,17 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 	for _, cmd := range w.Admit {
 		k := entryKey{w.Account, cmd.Key}
 		if old, ok := s.entries[k]; ok {
-			if err := turnframe.Readmit(old.entry, cmd); err != nil {
+			e, adopt, err := turnframe.Readmit(old.entry, s.turns[old.entry.Turn].turn.Phase, cmd, w.Turn, w.Now)
+			if err != nil {
 				return nil, applied, err
 			}
-			applied.Admitted = append(applied.Admitted, copyEntry(old.entry))
+			if adopt {
+				// Moved to this turn, it takes the next place in its
+				// admission order (commit).
+				c.entries[k] = e
+				c.admitted = append(c.admitted, k)
+			}
+			applied.Admitted = append(applied.Admitted, copyEntry(e))
 			continue
 		}
 		e := turnframe.NewEntry(w.Account, w.Turn, cmd, w.Now)
@@ -129,10 +137,13 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		if st.To == turnframe.JournalCommitted {
 			evs = c.events
 		}
-		moved, err := turnframe.NextEntry(e, st, evs, w.Now)
+		// c.turn.Phase is the phase as stored: this Write's own move
+		// comes after Settle.
+		moved, err := turnframe.NextEntry(e, st, evs, c.turn.Phase, w.Now)
 		if err != nil {
 			return nil, applied, err
 		}
+		moved.LeaseUntil = stamp(moved.LeaseUntil)
 		c.entries[k] = moved
 		applied.Settled = append(applied.Settled, copyEntry(moved))
 	}
@@ -147,20 +158,29 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		applied.Events = append(applied.Events, copyEvent(ev))
 	}
 
-	// Outbox.
+	// Outbox. No two rows of an account share a key.
+	keys := make(map[rowKey]bool, len(w.Outbox))
 	for i, m := range w.Outbox {
 		m.NotBefore = stamp(m.NotBefore)
 		r := turnframe.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
+		rk := rowKey{r.Account, r.Key}
+		if _, ok := s.rowKeys[rk]; ok || keys[rk] {
+			return nil, applied, fmt.Errorf("%w: account %q already holds an outbox row keyed %q", turnframe.ErrConflict, r.Account, r.Key)
+		}
+		keys[rk] = true
 		c.outbox = append(c.outbox, r)
 		applied.Outbox = append(applied.Outbox, copyRecord(r).OutboxEntry)
 	}
 
-	// Phase.
-	if w.Phase != turnframe.PhaseUnset {
+	// Phase, or Advance: a move Advance may not make is skipped.
+	switch {
+	case w.Phase != turnframe.PhaseUnset:
 		if err := turnframe.NextPhase(c.turn.Phase, w.Phase, s.pendingAfter(c, w.Turn)); err != nil {
 			return nil, applied, err
 		}
 		c.turn.Phase = w.Phase
+	case w.Advance != turnframe.PhaseUnset:
+		c.turn.Phase = turnframe.AdvancePhase(c.turn.Phase, w.Advance, s.pendingAfter(c, w.Turn))
 	}
 	applied.Phase = c.turn.Phase
 
@@ -209,6 +229,9 @@ func (s *Store) commit(c *change) {
 		t.replay = c.replay
 	}
 	for _, k := range c.admitted {
+		if old, ok := s.entries[k]; ok { // adopted: it leaves its old turn
+			s.byTurn[old.entry.Turn] = slices.DeleteFunc(s.byTurn[old.entry.Turn], func(o entryKey) bool { return o == k })
+		}
 		s.seq++
 		s.entries[k] = &entryRow{seq: s.seq}
 		s.byTurn[id] = append(s.byTurn[id], k)
@@ -226,6 +249,7 @@ func (s *Store) commit(c *change) {
 	for _, r := range c.outbox {
 		s.seq++
 		s.outbox[r.ID] = &outboxRow{rec: r, seq: s.seq}
+		s.rowKeys[rowKey{r.Account, r.Key}] = r.ID
 	}
 }
 

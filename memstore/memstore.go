@@ -38,6 +38,7 @@ type Store struct {
 	eventAt map[turnframe.EventID]int
 	cases   map[caseKey][]int // indexes into events, in revision order
 	outbox  map[turnframe.OutboxID]*outboxRow
+	rowKeys map[rowKey]turnframe.OutboxID // the key of every outbox row held, per account
 }
 
 type turnRow struct {
@@ -58,6 +59,13 @@ type entryRow struct {
 type caseKey struct {
 	account turnframe.AccountID
 	c       turnframe.CaseKey
+}
+
+// rowKey is an outbox row's key within its account: unique among the rows
+// the store holds.
+type rowKey struct {
+	account turnframe.AccountID
+	key     turnframe.IdempotencyKey
 }
 
 type outboxRow struct {
@@ -83,6 +91,7 @@ func New(opts ...Option) *Store {
 		eventAt: make(map[turnframe.EventID]int),
 		cases:   make(map[caseKey][]int),
 		outbox:  make(map[turnframe.OutboxID]*outboxRow),
+		rowKeys: make(map[rowKey]turnframe.OutboxID),
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -102,7 +111,7 @@ func (s *Store) Close() error {
 		return errClosed
 	}
 	s.closed = true
-	s.turns, s.entries, s.byTurn, s.events, s.eventAt, s.cases, s.outbox = nil, nil, nil, nil, nil, nil, nil
+	s.turns, s.entries, s.byTurn, s.events, s.eventAt, s.cases, s.outbox, s.rowKeys = nil, nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -178,7 +187,8 @@ func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn 
 }
 
 // ListUnfinishedTurns returns, oldest first by turn id, at most limit turns in
-// scope for which turnframe.Unfinished holds.
+// scope for which turnframe.Unfinished holds; with scope.After, only turns
+// whose id sorts after it.
 func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
@@ -197,6 +207,9 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 			continue
 		}
 		if !before.IsZero() && !t.turn.UpdatedAt.Before(before) {
+			continue
+		}
+		if !scope.After.IsZero() && id.Compare(scope.After) <= 0 {
 			continue
 		}
 		if !turnframe.Unfinished(t.turn.Phase, s.holds(id, turnframe.JournalOutcomeUnknown), s.holds(id, turnframe.JournalPending, turnframe.JournalExecuting)) {

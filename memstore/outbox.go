@@ -15,13 +15,14 @@ type orderKey struct {
 	key     string
 }
 
-// ClaimDue moves at most limit due rows to Dispatching under worker and
-// returns them in claim order: due time, then enqueue order. A row is due
-// when it is Pending, its due time is not after now, and no earlier row of
-// its account and non-empty order key holds the order (judged on the rows as
-// they were before this claim).
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
-	if err := turnframe.CheckClaim(now, limit, worker); err != nil {
+// ClaimDue moves at most limit due rows to Dispatching under worker, leased
+// until now + lease (turnframe.ClaimRow), and returns them in claim order:
+// due time, then enqueue order. A row is due when it is Pending, its due
+// time is not after now, and no earlier row of its account and non-empty
+// order key holds the order (judged on the rows as they were before this
+// claim).
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
+	if err := turnframe.CheckClaim(now, limit, worker, lease); err != nil {
 		return nil, err
 	}
 	now = stamp(now)
@@ -53,7 +54,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 	claims := make([]turnframe.Claim, 0, len(due))
 	for _, r := range due {
 		var c turnframe.Claim
-		r.rec, c = turnframe.ClaimRow(r.rec, worker, now)
+		r.rec, c = turnframe.ClaimRow(r.rec, worker, now, lease)
+		r.rec.LeaseUntil = stamp(r.rec.LeaseUntil)
+		c.LeaseUntil = r.rec.LeaseUntil
 		c.Payload = slices.Clone(c.Payload)
 		claims = append(claims, c)
 	}
@@ -181,26 +184,91 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	return nil
 }
 
-// ReleaseExpiredClaims moves every Dispatching row claimed before
-// claimedBefore back to Pending, attempts kept, and returns their ids in
-// enqueue order.
-func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turnframe.OutboxID, error) {
-	if err := turnframe.CheckTime("claimed_before", claimedBefore); err != nil {
+// ReleaseExpiredClaims moves every Dispatching row whose lease ended at now
+// (turnframe.LeaseEnded) back to Pending by turnframe.ReleaseRow, due time
+// and attempts kept, and returns their ids in enqueue order. A row whose
+// lease runs after now is never released.
+func (s *Store) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+	if err := turnframe.CheckTime("now", now); err != nil {
 		return nil, err
 	}
-	claimedBefore = stamp(claimedBefore)
+	now = stamp(now)
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	var ids []turnframe.OutboxID
 	for _, r := range s.sortedOutbox() {
-		if turnframe.ClaimExpired(r.rec, claimedBefore) {
-			r.rec = turnframe.ReleaseRow(r.rec, claimedBefore)
-			ids = append(ids, r.rec.ID)
+		if !turnframe.LeaseEnded(r.rec, now) {
+			continue
 		}
+		next, err := turnframe.ReleaseRow(r.rec, now)
+		if err != nil {
+			return nil, fmt.Errorf("memstore: release: %w", err) // LeaseEnded holds only for a Dispatching row
+		}
+		r.rec = next
+		ids = append(ids, r.rec.ID)
 	}
 	return ids, nil
+}
+
+// ReleaseClaim moves one Dispatching row back to Pending at now by
+// turnframe.ReleaseRow, whether or not its lease ended. ErrNotFound for no
+// such row, ErrConflict for a row that is not Dispatching.
+func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckTime("now", now); err != nil {
+		return err
+	}
+	now = stamp(now)
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.outbox[id]
+	if !ok {
+		return fmt.Errorf("memstore: outbox row %v: %w", id, turnframe.ErrNotFound)
+	}
+	next, err := turnframe.ReleaseRow(r.rec, now)
+	if err != nil {
+		return fmt.Errorf("memstore: release claim: %w", err)
+	}
+	r.rec = next
+	return nil
+}
+
+// ExtendClaims moves the lease of each claimed row to now + lease by
+// turnframe.ExtendRow, never backwards. results[i] is nil, or ErrClaimLost
+// for claims[i] alone when its row is no longer Dispatching under it (or is
+// gone); such a row does not change. err is for the call as a whole: bad
+// input, a closed store or an ended context, and then nothing changed.
+func (s *Store) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	if err := turnframe.CheckExtend(claims, now, lease); err != nil {
+		return nil, err
+	}
+	now = stamp(now)
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	results := make([]error, len(claims))
+	for i, c := range claims {
+		r, ok := s.outbox[c.ID]
+		if !ok {
+			results[i] = fmt.Errorf("memstore: extend: outbox row %v does not exist: %w", c.ID, turnframe.ErrClaimLost)
+			continue
+		}
+		next, err := turnframe.ExtendRow(r.rec, c, now, lease)
+		if err != nil {
+			results[i] = fmt.Errorf("memstore: extend: %w", err)
+			continue
+		}
+		next.LeaseUntil = stamp(next.LeaseUntil)
+		r.rec = next
+	}
+	return results, nil
 }
 
 // GetOutbox returns one row. ErrNotFound if it does not exist.
@@ -260,6 +328,7 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 	for id, r := range s.outbox {
 		if turnframe.Prunable(r.rec, finishedBefore) {
 			delete(s.outbox, id)
+			delete(s.rowKeys, rowKey{r.rec.Account, r.rec.Key})
 			n++
 		}
 	}

@@ -27,9 +27,40 @@ var FS embed.FS
 // VersionTable is the table in which goose records the applied migrations.
 const VersionTable = "goose_db_version"
 
+// Version is the schema version this build of turnframe reads and writes:
+// the number of the last migration in FS. A file at another version is
+// opened only by migrating it (Up), and only forward.
+const Version int64 = 2
+
+// Querier is what FileVersion reads through: a *sql.DB, *sql.Conn or
+// *sql.Tx.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// FileVersion returns the schema version of the file behind q: the highest
+// migration goose recorded as applied there, 0 for a file without
+// VersionTable (no turnframe schema) or with no migration applied. It only
+// reads; its error is the driver's.
+func FileVersion(ctx context.Context, q Querier) (int64, error) {
+	var tables int
+	err := q.QueryRowContext(ctx,
+		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", VersionTable).Scan(&tables)
+	if err != nil || tables == 0 {
+		return 0, err
+	}
+	var v int64
+	err = q.QueryRowContext(ctx,
+		"SELECT coalesce(max(version_id), 0) FROM "+VersionTable+" WHERE is_applied").Scan(&v)
+	return v, err
+}
+
 // Up applies every migration db does not have yet, each in its own
 // transaction with its version row, and returns nil when the schema is
-// current.
+// current. A crash leaves the file at the last migration that committed;
+// the next Up goes on from there. Up never goes down: a file of a newer
+// turnframe (FileVersion above Version) is left as it is, and the caller
+// refuses it.
 //
 // goose takes no lock on SQLite, and creates its version table after
 // checking, outside any transaction, that it is missing: two processes

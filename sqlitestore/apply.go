@@ -15,9 +15,15 @@ import (
 // it in one BEGIN IMMEDIATE transaction, or writes nothing and returns the
 // error: ErrNotFound for a turn that does not exist for the account (or an
 // entry to settle that is not the turn's), ErrConflict for a refused
-// transition, a moved revision, a key reused for a different command or a
-// Begin of a turn id that exists. A crash before the commit leaves nothing
-// of w; after it, all of w.
+// transition (turnframe.NextEntry, NextPhase), a moved revision, a key
+// reused for a different command, an outbox row whose key the account's
+// rows already hold (the UNIQUE index outbox_key) or a Begin of a turn id
+// that exists; ErrBusy when another connection kept the file locked past
+// the busy timeout; ErrClosed after Close. A refused Advance is no error:
+// the turn stays where it was (turnframe.AdvancePhase) and Applied.Phase
+// says so. An entry turnframe.Readmit adopts is moved to w's turn after the
+// entries it admitted before. A crash before the commit leaves nothing of
+// w; after it, all of w.
 //
 // Apply is BeginTx, ApplyTx and Commit; use those to write the
 // application's own tables in the same transaction.
@@ -32,15 +38,15 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 	defer done()
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return turnframe.Applied{}, fail(ctx, "apply", err)
+		return turnframe.Applied{}, s.fail(ctx, "apply", err)
 	}
 	defer tx.Rollback()
 	applied, err := s.apply(ctx, s.wrap(tx), w)
 	if err != nil {
-		return turnframe.Applied{}, fail(ctx, "apply", err)
+		return turnframe.Applied{}, s.fail(ctx, "apply", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return turnframe.Applied{}, fail(ctx, "apply: commit", err)
+		return turnframe.Applied{}, s.fail(ctx, "apply: commit", err)
 	}
 	return applied, nil
 }
@@ -66,7 +72,7 @@ func (s *Store) BeginTx(ctx context.Context) (*sql.Tx, error) {
 	defer done()
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fail(ctx, "begin", err)
+		return nil, s.fail(ctx, "begin", err)
 	}
 	return tx, nil
 }
@@ -92,20 +98,20 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 	defer done()
 	t := s.wrap(tx)
 	if _, err := t.ExecContext(ctx, savepointSQL); err != nil {
-		return turnframe.Applied{}, fail(ctx, "apply: savepoint", err)
+		return turnframe.Applied{}, s.fail(ctx, "apply: savepoint", err)
 	}
 	applied, err := s.apply(ctx, t, w)
 	if err != nil {
 		// Undo w alone, even if ctx ended: the caller's own rows stay.
 		undo := context.WithoutCancel(ctx)
 		if _, rerr := t.ExecContext(undo, rollbackToSavepointSQL); rerr != nil {
-			return turnframe.Applied{}, fail(ctx, "apply", fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr))
+			return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr))
 		}
 		t.ExecContext(undo, releaseSavepointSQL)
-		return turnframe.Applied{}, fail(ctx, "apply", err)
+		return turnframe.Applied{}, s.fail(ctx, "apply", err)
 	}
 	if _, err := t.ExecContext(ctx, releaseSavepointSQL); err != nil {
-		return turnframe.Applied{}, fail(ctx, "apply: release savepoint", err)
+		return turnframe.Applied{}, s.fail(ctx, "apply: release savepoint", err)
 	}
 	return applied, nil
 }
@@ -126,22 +132,33 @@ const (
 	// page to write at the commit) even when its value stays the same.
 	touchTurnSQL = `UPDATE turns SET updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`
 
-	insertEntrySQL = `INSERT INTO journal (` + entryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	// updateEntrySQL takes entryArgs with account and key moved to the end.
-	updateEntrySQL = `UPDATE journal SET turn = ?, case_key = ?, name = ?, payload = ?, status = ?,
-		attempt = ?, attempts = ?, event_ids = ?, code = ?, remote_ref = ?, admitted_at = ?, updated_at = ?
-		WHERE account = ? AND key = ?`
+	insertEntrySQL = `INSERT INTO journal (` + entryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// entrySetSQL writes every column of an entry but its account and key:
+	// it takes entryArgs with account and key moved to the end.
+	entrySetSQL = `turn = ?, case_key = ?, name = ?, payload = ?, status = ?,
+		attempt = ?, attempts = ?, event_ids = ?, code = ?, remote_ref = ?, admitted_at = ?, updated_at = ?,
+		lease_until = ? WHERE account = ? AND key = ?`
+	updateEntrySQL = `UPDATE journal SET ` + entrySetSQL
+	// adoptEntrySQL is updateEntrySQL that also gives the entry the next
+	// admission sequence number: a turn that adopts an entry lists it
+	// after the entries it admitted before (journal_turn is (turn, seq)).
+	// seq is the rowid, so max(seq) reads one end of the table's b-tree.
+	adoptEntrySQL = `UPDATE journal SET seq = (SELECT max(seq) + 1 FROM journal), ` + entrySetSQL
 	// settleEntrySQL writes the columns of updateEntrySQL that a settlement
 	// changes, leaving the command's (and with it the journal_turn index
 	// entry, another page at the commit) as stored; see sameCommandColumns.
+	// It takes settleEntryArgs.
 	settleEntrySQL = `UPDATE journal SET status = ?, attempt = ?, attempts = ?, event_ids = ?, code = ?,
-		remote_ref = ?, updated_at = ? WHERE account = ? AND key = ?`
+		remote_ref = ?, updated_at = ?, lease_until = ? WHERE account = ? AND key = ?`
 	countPendingSQL = `SELECT status FROM journal WHERE turn = ?`
 
-	insertEventSQL  = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventSQL = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// insertOutboxSQL fails on the UNIQUE index outbox_key when the
+	// account already has a row with the key: ErrConflict.
 	insertOutboxSQL = `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key,
-		status, attempts, due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		status, attempts, due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at,
+		lease_until, attempt_base)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // apply writes a validated w into tx, in the order Write documents.
@@ -153,6 +170,9 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	if err != nil {
 		return applied, err
 	}
+	// stored is the turn's phase before this Write moves it: the phase the
+	// journal rules (Readmit, NextEntry) read.
+	stored := turn.Phase
 
 	if len(w.Admit) > 0 {
 		if err := turnframe.CheckAdmit(turn.Phase); err != nil {
@@ -160,7 +180,7 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		}
 	}
 	for _, cmd := range w.Admit {
-		e, err := admit(ctx, tx, w, cmd)
+		e, err := admit(ctx, tx, w, stored, cmd)
 		if err != nil {
 			return applied, err
 		}
@@ -186,7 +206,7 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		if st.To == turnframe.JournalCommitted {
 			evs = events
 		}
-		e, err := settleEntry(ctx, tx, w, st, evs)
+		e, err := settleEntry(ctx, tx, w, stored, st, evs)
 		if err != nil {
 			return applied, err
 		}
@@ -218,23 +238,30 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	for i, m := range w.Outbox {
 		r := turnframe.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
 		if err := insertOutbox(ctx, tx, r); err != nil {
-			return applied, fmt.Errorf("outbox row %v: %w", r.ID, err)
+			return applied, fmt.Errorf("outbox row %v, key %q: %w", r.ID, r.Key, err)
 		}
 		applied.Outbox = append(applied.Outbox, r.OutboxEntry)
 	}
 
-	stored := turn.Phase
-	if w.Phase != turnframe.PhaseUnset {
-		pending := 0
-		if pendingMatters(turn.Phase, w.Phase) {
-			if pending, err = countPending(ctx, tx, w.Turn); err != nil {
-				return applied, err
-			}
+	// Phase, or Advance (Validate refuses both), counting the turn's
+	// pending entries after everything else of this Write, and only when
+	// the rule's answer depends on them.
+	switch {
+	case w.Phase != turnframe.PhaseUnset:
+		pending, err := pendingAfter(ctx, tx, w.Turn, turn.Phase, w.Phase)
+		if err != nil {
+			return applied, err
 		}
 		if err := turnframe.NextPhase(turn.Phase, w.Phase, pending); err != nil {
 			return applied, err
 		}
 		turn.Phase = w.Phase
+	case w.Advance != turnframe.PhaseUnset:
+		pending, err := pendingAfter(ctx, tx, w.Turn, turn.Phase, w.Advance)
+		if err != nil {
+			return applied, err
+		}
+		turn.Phase = turnframe.AdvancePhase(turn.Phase, w.Advance, pending)
 	}
 	applied.Phase = turn.Phase
 
@@ -303,16 +330,14 @@ func beginOrFindTurn(ctx context.Context, tx *wtx, w turnframe.Write) (turnframe
 	return t, nil
 }
 
-// admit returns the entry for cmd: the one its key already admitted when it
-// is the same command (Readmit), or a new Pending one.
-func admit(ctx context.Context, tx *wtx, w turnframe.Write, cmd turnframe.Command) (turnframe.JournalEntry, error) {
+// admit returns the entry for cmd, admitted into w's turn, whose phase is
+// phase: a new Pending one, or, for a key the account used already, what
+// turnframe.Readmit makes of the entry it admitted.
+func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, cmd turnframe.Command) (turnframe.JournalEntry, error) {
 	existing, err := findEntry(ctx, tx, w.Account, cmd.Key)
 	switch {
 	case err == nil:
-		if err := turnframe.Readmit(existing, cmd); err != nil {
-			return existing, err
-		}
-		return existing, nil
+		return readmit(ctx, tx, w, phase, existing, cmd)
 	case !errors.Is(err, turnframe.ErrNotFound):
 		return existing, err
 	}
@@ -327,8 +352,35 @@ func admit(ctx context.Context, tx *wtx, w turnframe.Write, cmd turnframe.Comman
 	return e, nil
 }
 
-// settleEntry moves the turn's entry by NextEntry and stores the result.
-func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, st turnframe.Settlement, events []turnframe.StoredEvent) (turnframe.JournalEntry, error) {
+// readmit applies turnframe.Readmit to existing, the entry cmd's key
+// admitted, reading the phase of its turn (phase, when that is w's turn).
+// An entry the rule adopts is stored moved to w's turn, with the next
+// admission sequence number; any other stands as it is.
+func readmit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, existing turnframe.JournalEntry, cmd turnframe.Command) (turnframe.JournalEntry, error) {
+	if existing.Turn != w.Turn {
+		owner, err := findTurn(ctx, tx, w.Account, existing.Turn)
+		if err != nil {
+			return existing, fmt.Errorf("turn of entry %q: %w", cmd.Key, err)
+		}
+		phase = owner.Phase
+	}
+	entry, adopt, err := turnframe.Readmit(existing, phase, cmd, w.Turn, w.Now)
+	if err != nil || !adopt {
+		return entry, err
+	}
+	args, err := entryArgs(entry)
+	if err != nil {
+		return existing, err
+	}
+	if _, err := tx.ExecContext(ctx, adoptEntrySQL, append(args[2:], args[0], args[1])...); err != nil {
+		return existing, fmt.Errorf("adopt %q: %w", cmd.Key, translate(ctx, err))
+	}
+	return entry, nil
+}
+
+// settleEntry moves the turn's entry by NextEntry, for a turn whose phase
+// as stored is phase, and stores the result.
+func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, st turnframe.Settlement, events []turnframe.StoredEvent) (turnframe.JournalEntry, error) {
 	e, err := findEntry(ctx, tx, w.Account, st.Key)
 	if err != nil {
 		return e, err
@@ -336,10 +388,13 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, st turnframe.S
 	if e.Turn != w.Turn {
 		return e, fmt.Errorf("entry %q of turn %v: %w", st.Key, w.Turn, turnframe.ErrNotFound)
 	}
-	next, err := turnframe.NextEntry(e, st, events, w.Now)
+	next, err := turnframe.NextEntry(e, st, events, phase, w.Now)
 	if err != nil {
 		return e, err
 	}
+	// The lease is now + a duration: kept, like every time, to the
+	// microsecond, so what Apply returns is what a read returns.
+	next.LeaseUntil = stamp(next.LeaseUntil)
 	args, err := entryArgs(next)
 	if err != nil {
 		return e, err
@@ -347,8 +402,7 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, st turnframe.S
 	// entryArgs begins with account and key, which do not change: they
 	// become the WHERE clause's arguments.
 	if sameCommandColumns(e, next) {
-		_, err = tx.ExecContext(ctx, settleEntrySQL,
-			args[6], args[7], args[8], args[9], args[10], args[11], args[13], args[0], args[1])
+		_, err = tx.ExecContext(ctx, settleEntrySQL, settleEntryArgs(args)...)
 	} else {
 		_, err = tx.ExecContext(ctx, updateEntrySQL, append(args[2:], args[0], args[1])...)
 	}
@@ -356,6 +410,16 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, st turnframe.S
 		return e, fmt.Errorf("settle %q: %w", st.Key, translate(ctx, err))
 	}
 	return next, nil
+}
+
+// settleEntryArgs picks settleEntrySQL's arguments out of entryArgs.
+func settleEntryArgs(args []any) []any {
+	const (
+		account, key, status, attempt, attempts, eventIDs, code, remoteRef = 0, 1, 6, 7, 8, 9, 10, 11
+		updatedAt, leaseUntil                                              = 13, 14
+	)
+	return []any{args[status], args[attempt], args[attempts], args[eventIDs], args[code], args[remoteRef],
+		args[updatedAt], args[leaseUntil], args[account], args[key]}
 }
 
 // sameCommandColumns reports whether next, what NextEntry made of e, holds
@@ -419,7 +483,7 @@ func insertOutbox(ctx context.Context, tx *wtx, r turnframe.OutboxRecord) error 
 	res, err := tx.ExecContext(ctx, insertOutboxSQL,
 		r.ID.String(), string(r.Account), r.Turn.String(), string(r.Key), r.Destination, blob(r.Payload), r.OrderKey,
 		r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt), r.LastCode, r.RemoteRef,
-		micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt))
+		micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase)
 	if err != nil || r.OrderKey == "" {
 		return translate(ctx, err)
 	}
@@ -438,6 +502,16 @@ func insertOutbox(ctx context.Context, tx *wtx, r turnframe.OutboxRecord) error 
 // read of every entry of the turn, and most moves need no count.
 func pendingMatters(from, to turnframe.TurnPhase) bool {
 	return (turnframe.NextPhase(from, to, 0) == nil) != (turnframe.NextPhase(from, to, 1) == nil)
+}
+
+// pendingAfter returns the number of the turn's pending entries as this
+// Write leaves them, for the rule's move from one phase to another: 0 when
+// the rule does not read it.
+func pendingAfter(ctx context.Context, tx *wtx, turn turnframe.TurnID, from, to turnframe.TurnPhase) (int, error) {
+	if !pendingMatters(from, to) {
+		return 0, nil
+	}
+	return countPending(ctx, tx, turn)
 }
 
 // countPending counts the turn's entries that IsPending, as NextPhase needs

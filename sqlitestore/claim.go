@@ -31,10 +31,11 @@ import (
 // INDEXED BY turns a schema without those indexes into an error at once,
 // instead of a claim that silently reads the whole table.
 //
-// The SET clause must produce what turnframe.ClaimRow produces; ClaimDue
-// checks that it does for every row.
+// The SET clause must produce what turnframe.ClaimRow produces (?4 is the
+// lease's end, now + lease); ClaimDue checks that it does for every row.
 const claimSQL = `UPDATE outbox
-	SET status = 'dispatching', attempts = attempts + 1, claimed_by = ?1, claimed_at = ?2, updated_at = ?2
+	SET status = 'dispatching', attempts = attempts + 1, claimed_by = ?1, claimed_at = ?2, updated_at = ?2,
+	    lease_until = ?4
 	WHERE seq IN (
 		SELECT o.seq FROM outbox AS o INDEXED BY outbox_due
 		WHERE o.status = 'pending' AND o.held = 0 AND o.due_at <= ?2
@@ -47,17 +48,19 @@ const claimSQL = `UPDATE outbox
 	RETURNING ` + outboxCols
 
 // ClaimDue moves at most limit rows due at now to Dispatching under worker
-// (attempts + 1, claimed at now) and returns their claims in claim order:
-// due time, then enqueue order. A row is due when it is Pending, its due
-// time is not after now, and no earlier row of its account and non-empty
-// order key is Pending, Dispatching or OutcomeUnknown. The claim is one
-// statement in a BEGIN IMMEDIATE transaction, so two callers — in this
-// process or another on the same file — never claim the same row.
-// ErrInvalid for a zero now, a limit outside 1–MaxLimit or a bad worker.
-// A crash after the commit leaves the rows Dispatching until
+// (turnframe.ClaimRow: attempts + 1, claimed at now, leased until now +
+// lease, to the microsecond) and returns their claims in claim order: due
+// time, then enqueue order. A row is due when it is Pending, its due time
+// is not after now, and no earlier row of its account and non-empty order
+// key is Pending, Dispatching or OutcomeUnknown. The claim is one statement
+// in a BEGIN IMMEDIATE transaction, so two callers — in this process or
+// another on the same file — never claim the same row. ErrInvalid for a
+// now out of range (turnframe.CheckClaim), a limit outside 1–MaxLimit, a
+// bad worker or a lease that is not positive. A crash after the commit
+// leaves the rows Dispatching until their lease ends and
 // ReleaseExpiredClaims puts them back.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
-	if err := turnframe.CheckClaim(now, limit, worker); err != nil {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
+	if err := turnframe.CheckClaim(now, limit, worker, lease); err != nil {
 		return nil, err
 	}
 	now = stamp(now)
@@ -68,12 +71,13 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 	defer done()
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fail(ctx, "claim", err)
+		return nil, s.fail(ctx, "claim", err)
 	}
 	defer tx.Rollback()
-	rows, err := scanOutboxRows(s.wrap(tx).QueryContext(ctx, claimSQL, worker, micros(now), limit))
+	until := stamp(now.Add(lease))
+	rows, err := scanOutboxRows(s.wrap(tx).QueryContext(ctx, claimSQL, worker, micros(now), limit, micros(until)))
 	if err != nil {
-		return nil, fail(ctx, "claim", err)
+		return nil, s.fail(ctx, "claim", err)
 	}
 	// RETURNING promises no order.
 	slices.SortFunc(rows, func(a, b outboxRow) int {
@@ -84,26 +88,30 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 	})
 	claims := make([]turnframe.Claim, 0, len(rows))
 	for _, got := range rows {
-		claim, err := claimOf(got.rec, worker, now)
+		claim, err := claimOf(got.rec, worker, now, lease)
 		if err != nil {
-			return nil, fail(ctx, "claim", err)
+			return nil, s.fail(ctx, "claim", err)
 		}
 		claims = append(claims, claim)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fail(ctx, "claim: commit", err)
+		return nil, s.fail(ctx, "claim: commit", err)
 	}
 	return claims, nil
 }
 
 // claimOf rebuilds the row as it was before the claim statement and runs
-// turnframe.ClaimRow on it: the claim handed out is the rule's, and a
-// statement that stored anything else is an error (the claim rolls back).
-func claimOf(got turnframe.OutboxRecord, worker string, now time.Time) (turnframe.Claim, error) {
+// turnframe.ClaimRow on it: the claim handed out is the rule's (its lease
+// kept to the microsecond, as every time), and a statement that stored
+// anything else is an error (the claim rolls back).
+func claimOf(got turnframe.OutboxRecord, worker string, now time.Time, lease time.Duration) (turnframe.Claim, error) {
 	before := got
 	before.Status = turnframe.OutboxPending
 	before.Attempts--
-	want, claim := turnframe.ClaimRow(before, worker, now)
+	before.LeaseUntil = time.Time{} // a Pending row holds no lease
+	want, claim := turnframe.ClaimRow(before, worker, now, lease)
+	want.LeaseUntil = stamp(want.LeaseUntil)
+	claim.LeaseUntil = want.LeaseUntil
 	if !sameRecord(want, got) {
 		return turnframe.Claim{}, fmt.Errorf("claimed row %v stored as %+v, but turnframe.ClaimRow makes %+v", got.ID, got, want)
 	}
@@ -121,5 +129,6 @@ func sameRecord(a, b turnframe.OutboxRecord) bool {
 		bytes.Equal(a.Payload, b.Payload) && (a.Payload == nil) == (b.Payload == nil) &&
 		a.CreatedAt == b.CreatedAt && a.Status == b.Status && a.DueAt == b.DueAt &&
 		a.ClaimedBy == b.ClaimedBy && a.ClaimedAt == b.ClaimedAt && a.LastCode == b.LastCode &&
-		a.RemoteRef == b.RemoteRef && a.UpdatedAt == b.UpdatedAt && a.FinishedAt == b.FinishedAt
+		a.RemoteRef == b.RemoteRef && a.UpdatedAt == b.UpdatedAt && a.FinishedAt == b.FinishedAt &&
+		a.AttemptBase == b.AttemptBase && a.LeaseUntil == b.LeaseUntil
 }

@@ -19,7 +19,7 @@ func TestSameRecordReadsEveryField(t *testing.T) {
 			Payload: []byte("{}"), OrderKey: "card", Attempts: 1, CreatedAt: now,
 		},
 		Status: turnframe.OutboxDispatching, DueAt: now, ClaimedBy: "w", ClaimedAt: now,
-		LastCode: "c", RemoteRef: "r", UpdatedAt: now, FinishedAt: now,
+		LastCode: "c", RemoteRef: "r", UpdatedAt: now, FinishedAt: now, LeaseUntil: now,
 	}
 	if !sameRecord(rec, rec) {
 		t.Fatal("a record differs from itself")

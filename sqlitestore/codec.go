@@ -128,7 +128,10 @@ func marker(t turnframe.StoredTurn) turnframe.TurnPhaseMarker {
 
 // Journal entries.
 
-const entryCols = `account, key, turn, case_key, name, payload, status, attempt, attempts, event_ids, code, remote_ref, admitted_at, updated_at`
+const entryCols = `account, key, turn, case_key, name, payload, status, attempt, attempts, event_ids, code, remote_ref,
+	admitted_at, updated_at, lease_until`
+
+// entryArgs returns the values of e's entryCols, in their order.
 
 func entryArgs(e turnframe.JournalEntry) ([]any, error) {
 	ids := make([]string, len(e.EventIDs))
@@ -142,7 +145,7 @@ func entryArgs(e turnframe.JournalEntry) ([]any, error) {
 	return []any{
 		string(e.Account), string(e.Key), e.Turn.String(), string(e.Case), e.Name, blob(e.Payload),
 		e.Status.String(), idText(e.Attempt), e.Attempts, string(idsJSON), e.Code, e.RemoteRef,
-		micros(e.AdmittedAt), micros(e.UpdatedAt),
+		micros(e.AdmittedAt), micros(e.UpdatedAt), micros(e.LeaseUntil),
 	}, nil
 }
 
@@ -152,10 +155,10 @@ func scanEntry(sc scanner) (turnframe.JournalEntry, error) {
 		account, key, turn, caseKey, status, att string
 		idsJSON                                  string
 		payload                                  any
-		admitted, updated                        int64
+		admitted, updated, lease                 int64
 	)
 	err := sc.Scan(&account, &key, &turn, &caseKey, &e.Name, &payload, &status, &att, &e.Attempts,
-		&idsJSON, &e.Code, &e.RemoteRef, &admitted, &updated)
+		&idsJSON, &e.Code, &e.RemoteRef, &admitted, &updated, &lease)
 	if err != nil {
 		return e, err
 	}
@@ -181,7 +184,7 @@ func scanEntry(sc scanner) (turnframe.JournalEntry, error) {
 		}
 		e.EventIDs = append(e.EventIDs, id)
 	}
-	e.AdmittedAt, e.UpdatedAt = fromMicros(admitted), fromMicros(updated)
+	e.AdmittedAt, e.UpdatedAt, e.LeaseUntil = fromMicros(admitted), fromMicros(updated), fromMicros(lease)
 	return e, nil
 }
 
@@ -217,7 +220,7 @@ func scanEvent(sc scanner) (turnframe.StoredEvent, error) {
 // Outbox rows.
 
 const outboxCols = `seq, id, account, turn, key, destination, payload, order_key, status, attempts, due_at,
-	claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at`
+	claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at, lease_until, attempt_base`
 
 // outboxRow is an outbox record and its enqueue sequence number.
 type outboxRow struct {
@@ -231,10 +234,12 @@ func scanOutbox(sc scanner) (outboxRow, error) {
 		id, account, turn, key, status      string
 		payload                             any
 		due, claimed, created, updated, fin int64
+		lease                               int64
 	)
 	r := &row.rec
 	err := sc.Scan(&row.seq, &id, &account, &turn, &key, &r.Destination, &payload, &r.OrderKey, &status,
-		&r.Attempts, &due, &r.ClaimedBy, &claimed, &r.LastCode, &r.RemoteRef, &created, &updated, &fin)
+		&r.Attempts, &due, &r.ClaimedBy, &claimed, &r.LastCode, &r.RemoteRef, &created, &updated, &fin,
+		&lease, &r.AttemptBase)
 	if err != nil {
 		return row, err
 	}
@@ -250,7 +255,7 @@ func scanOutbox(sc scanner) (outboxRow, error) {
 	r.Account, r.Key = turnframe.AccountID(account), turnframe.IdempotencyKey(key)
 	r.Payload = readBlob(payload)
 	r.DueAt, r.ClaimedAt, r.CreatedAt = fromMicros(due), fromMicros(claimed), fromMicros(created)
-	r.UpdatedAt, r.FinishedAt = fromMicros(updated), fromMicros(fin)
+	r.UpdatedAt, r.FinishedAt, r.LeaseUntil = fromMicros(updated), fromMicros(fin), fromMicros(lease)
 	return row, nil
 }
 

@@ -13,7 +13,9 @@ import (
 // translate turns a driver error into the error the caller can act on: a
 // cancelled or expired context is that context error; a UNIQUE or PRIMARY
 // KEY violation is turnframe.ErrConflict; a lock that outlasted the busy
-// timeout is ErrBusy. The driver's error stays in the chain. Errors that are
+// timeout (SQLITE_BUSY, or SQLITE_LOCKED: a lock held on the same file
+// through another connection of a shared cache or a conflicting statement)
+// is turnframe.ErrBusy. The driver's error stays in the chain. Errors that are
 // already turnframe's pass unchanged.
 func translate(ctx context.Context, err error) error {
 	if err == nil {
@@ -23,19 +25,16 @@ func translate(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
 	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return err
+	if !errors.As(err, &se) || errors.Is(err, turnframe.ErrConflict) || errors.Is(err, turnframe.ErrBusy) {
+		return err // not the driver's, or translated already
 	}
 	switch code := se.Code(); {
 	case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 		return fmt.Errorf("%w: %w", turnframe.ErrConflict, err)
 	case code&0xff == sqlite3.SQLITE_BUSY:
 		return fmt.Errorf("%w: another connection held the write lock past the busy timeout: %w", ErrBusy, err)
+	case code&0xff == sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%w: a lock on the file or a table was held through another connection or statement: %w", ErrBusy, err)
 	}
 	return err
-}
-
-// fail wraps err for the operation op at the API boundary.
-func fail(ctx context.Context, op string, err error) error {
-	return fmt.Errorf("sqlitestore: %s: %w", op, translate(ctx, err))
 }

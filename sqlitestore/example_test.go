@@ -49,7 +49,7 @@ func ExampleStore_ApplyTx() {
 		Account: "acme", Turn: turn, Now: now, Phase: turnframe.PhaseExecuting,
 		Begin:  &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "seat 12A please"},
 		Admit:  []turnframe.Command{{Key: "book-12A", Case: "flight/7", Name: "book"}},
-		Settle: []turnframe.Settlement{{Key: "book-12A", To: turnframe.JournalExecuting, Attempt: attempt}},
+		Settle: []turnframe.Settlement{{Key: "book-12A", To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -2,15 +2,30 @@ package sqlitestore
 
 // Exported for the external tests, which read the hot queries' plans.
 const (
-	ClaimSQL      = claimSQL
-	UnfinishedSQL = unfinishedSQL
-	ReleaseSQL    = releaseSQL
-	PruneSQL      = pruneSQL
-	HoldSQL       = holdSQL
-	LetGoSQL      = letGoSQL
-	HoldLaterSQL  = holdLaterSQL
-	ReadOutboxSQL = readOutboxSQL
+	ClaimSQL        = claimSQL
+	UnfinishedSQL   = unfinishedSQL
+	ReleaseSQL      = releaseSQL
+	PruneSQL        = pruneSQL
+	HoldSQL         = holdSQL
+	LetGoSQL        = letGoSQL
+	HoldLaterSQL    = holdLaterSQL
+	ReadOutboxSQL   = readOutboxSQL
+	ExtendSQL       = extendSQL
+	SettleOutboxSQL = settleOutboxSQL
+	AdoptEntrySQL   = adoptEntrySQL
 )
+
+// Translate is translate, for the tests of driver errors no store call
+// produces on demand.
+var Translate = translate
+
+// WriterWaits returns how many times a call waited for the writer pool's one
+// connection.
+func WriterWaits(s *Store) int64 { return s.write.Stats().WaitCount }
+
+// WriterConnections returns how many connections the writer pool has open,
+// in use or idle.
+func WriterConnections(s *Store) int { return s.write.Stats().OpenConnections }
 
 // UnpreparedStatements returns how many statements s's write transactions
 // ran from their text instead of a statement prepared at Open.

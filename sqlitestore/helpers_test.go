@@ -13,6 +13,9 @@ import (
 // t0 is the tests' clock: a fixed instant, on the microsecond.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
+// lease is how long the tests' claims and attempts hold their rows.
+const lease = time.Minute
+
 var ids = turnframe.NewIDGenerator()
 
 // mustOpen opens a store on a new file in a temporary directory and closes
@@ -49,7 +52,7 @@ func commitWrites(account turnframe.AccountID, key turnframe.IdempotencyKey, msg
 	cmd := turnframe.Command{Key: key, Case: "booking/1", Name: "book", Payload: []byte(`{"seat":"1A"}`)}
 	attempt := ids.AttemptID(t0)
 	prepare.Admit = []turnframe.Command{cmd}
-	prepare.Settle = []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}}
+	prepare.Settle = []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt, Lease: lease}}
 	prepare.Phase = turnframe.PhaseExecuting
 	commit = turnframe.Write{
 		Account: account, Turn: prepare.Turn, Now: t0.Add(time.Second),

@@ -35,13 +35,20 @@ const migrateAttempts = 3
 // sqliteHeader is how every SQLite database file begins.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
-// Open opens the store in the SQLite file at path, creating the file and
-// applying the migrations if needed (unless WithExisting), and returns it
-// ready: WAL mode verified, schema current. Errors: ErrInvalid for an empty
-// path; with WithExisting, ErrNotFound for a missing file and ErrInvalid for
-// a file that is not a turnframe store; otherwise the error of the file
-// system, the driver or a migration. Two processes may open one new file at
-// the same time: both succeed, and the schema is applied once.
+// Open opens the store in the SQLite file at path and returns it ready:
+// WAL mode verified, schema at schema.Version. Without WithExisting it
+// creates the file if needed and applies the migrations the file lacks
+// (each in its own transaction: a crash leaves the file at the last one that
+// committed, and the next Open goes on). With WithExisting it opens the file
+// as it is: it never creates it and never migrates it (see WithExisting).
+//
+// Errors: ErrInvalid for an empty path, and for a file whose schema is newer
+// than this build's (written by a newer turnframe: never touched); with
+// WithExisting, ErrNotFound for a missing file and ErrInvalid for a file
+// that is not a turnframe store or whose schema is older than this build's
+// (run `turnframe migrate`); otherwise the error of the file system, the
+// driver or a migration. Two processes may open one new file at the same
+// time: both succeed, and the schema is applied once.
 //
 // The writer pool is one connection with busy_timeout, foreign_keys,
 // synchronous=FULL (NORMAL with WithSynchronousNormal) and BEGIN IMMEDIATE
@@ -90,6 +97,18 @@ func busyPragma(cfg config) string {
 	return "busy_timeout(" + strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10) + ")"
 }
 
+// existingMode makes SQLite itself refuse to create the file, for a store
+// opened WithExisting: "mode=rw" in a file: URI opens read-write, never
+// create.
+func existingMode(params url.Values, cfg config) url.Values {
+	if cfg.existing {
+		params.Set("mode", "rw")
+	}
+	return params
+}
+
+// openWriter opens the writer pool, switches the file to WAL, migrates it
+// (unless WithExisting) and checks its schema version.
 func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 	sync := "FULL" // an outbox exists not to lose things: a commit survives a power loss
 	if cfg.syncNormal {
@@ -107,7 +126,7 @@ func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 			"journal_size_limit(67108864)", // truncate the WAL to 64 MiB after a checkpoint
 		},
 	}
-	db, err := sql.Open("sqlite", dsn(path, params))
+	db, err := sql.Open("sqlite", dsn(path, existingMode(params, cfg)))
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +140,16 @@ func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := migrate(ctx, db); err != nil {
+	if !cfg.existing {
+		if err := migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	// checkExisting checked the version of an existing file already; this
+	// checks it again on the connection the store will use, and checks a
+	// migrated file: a newer turnframe's file is refused, never used.
+	if err := checkVersion(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -193,7 +221,7 @@ func openReader(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 		busyPragma(cfg), // a read waits only while a checkpoint resets the WAL
 		"query_only(1)", // this pool never writes
 	}}
-	db, err := sql.Open("sqlite", dsn(path, params))
+	db, err := sql.Open("sqlite", dsn(path, existingMode(params, cfg)))
 	if err != nil {
 		return nil, err
 	}
@@ -207,9 +235,9 @@ func openReader(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 }
 
 // checkExisting refuses, without changing a byte of it, a path that is not
-// an existing turnframe store: it reads the header itself before the driver
-// touches the file, and then looks for the schema through a read-only
-// connection.
+// an existing turnframe store at this build's schema version: it reads the
+// header itself before the driver touches the file, and then reads the
+// schema version through a read-only connection that cannot create it.
 func checkExisting(ctx context.Context, path string, cfg config) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -230,28 +258,33 @@ func checkExisting(ctx context.Context, path string, cfg config) error {
 	}
 
 	params := url.Values{"_pragma": {busyPragma(cfg), "query_only(1)"}}
-	db, err := sql.Open("sqlite", dsn(path, params))
+	db, err := sql.Open("sqlite", dsn(path, existingMode(params, cfg)))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	var n int
-	err = db.QueryRowContext(ctx,
-		"SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", schema.VersionTable).Scan(&n)
-	if err != nil {
-		return fmt.Errorf("%w: not a readable SQLite database: %w", turnframe.ErrInvalid, translate(ctx, err))
-	}
-	if n == 0 {
+	return checkVersion(ctx, db)
+}
+
+// checkVersion returns nil when the file behind db holds the turnframe
+// schema at exactly schema.Version, else an error wrapping
+// turnframe.ErrInvalid that says what to do.
+func checkVersion(ctx context.Context, db *sql.DB) error {
+	v, err := schema.FileVersion(ctx, db)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return translate(ctx, err)
+	case err != nil:
+		return fmt.Errorf("%w: not a readable turnframe database: %w", turnframe.ErrInvalid, translate(ctx, err))
+	case v == 0:
 		return fmt.Errorf("%w: a SQLite database without the turnframe schema", turnframe.ErrInvalid)
-	}
-	err = db.QueryRowContext(ctx,
-		"SELECT count(*) FROM "+schema.VersionTable+" WHERE version_id = 1 AND is_applied").Scan(&n)
-	if err != nil {
-		return fmt.Errorf("%w: unreadable migration table: %w", turnframe.ErrInvalid, translate(ctx, err))
-	}
-	if n == 0 {
-		return fmt.Errorf("%w: a SQLite database without the turnframe schema", turnframe.ErrInvalid)
+	case v < schema.Version:
+		return fmt.Errorf("%w: the file's schema is version %d, older than version %d, which this turnframe uses; "+
+			"run `turnframe migrate` on it first (it was left unchanged)", turnframe.ErrInvalid, v, schema.Version)
+	case v > schema.Version:
+		return fmt.Errorf("%w: the file's schema is version %d, written by a newer turnframe (this one knows up to version %d); "+
+			"use that newer turnframe (the file was left unchanged)", turnframe.ErrInvalid, v, schema.Version)
 	}
 	return nil
 }

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 
 	_ "modernc.org/sqlite"
@@ -110,6 +112,7 @@ func TestOpenExisting(t *testing.T) {
 		name string
 		make func(t *testing.T, path string) // nil: no file
 		want error
+		says string // what the error tells the operator
 	}{
 		{name: "MissingFileIsErrNotFound", want: turnframe.ErrNotFound},
 		{name: "TextFileIsErrInvalid", want: turnframe.ErrInvalid, make: func(t *testing.T, path string) {
@@ -143,6 +146,16 @@ func TestOpenExisting(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "OlderSchemaIsErrInvalidAndNotMigrated", want: turnframe.ErrInvalid, says: "run `turnframe migrate`",
+			make: func(t *testing.T, path string) {
+				db := createAtVersion(t, path, 1)
+				newV1Fixture().write(t, db)
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "NewerSchemaIsErrInvalid", want: turnframe.ErrInvalid, says: "written by a newer turnframe",
+			make: makeNewerFile},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +172,9 @@ func TestOpenExisting(t *testing.T) {
 			}
 			is.True(errors.Is(err, tc.want)) // the refusal
 			t.Log(err)
+			if tc.says != "" {
+				is.True(strings.Contains(err.Error(), tc.says)) // the error says what to do
+			}
 			is.Equal(snapshotDir(t, dir), before) // the directory is byte for byte unchanged
 		})
 	}
@@ -177,6 +193,23 @@ func TestOpenExisting(t *testing.T) {
 		is.Equal(entry.Status, turnframe.JournalCommitted)
 	})
 
+	// The application's own Open migrates, but never a file a newer
+	// turnframe wrote: it refuses it, unchanged.
+	t.Run("MigratingOpenRefusesNewerSchema", func(t *testing.T) {
+		is := is.New(t)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "store.db")
+		makeNewerFile(t, path)
+		before := snapshotDir(t, dir)
+		s, err := sqlitestore.Open(context.Background(), path)
+		if err == nil {
+			s.Close()
+		}
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // the refusal
+		is.True(strings.Contains(err.Error(), "written by a newer turnframe"))
+		is.Equal(snapshotDir(t, dir), before) // the directory is byte for byte unchanged
+	})
+
 	t.Run("StoreInUseOpens", func(t *testing.T) {
 		is := is.New(t)
 		path := filepath.Join(t.TempDir(), "store.db")
@@ -188,6 +221,28 @@ func TestOpenExisting(t *testing.T) {
 		_, err = s.ByKey(context.Background(), "acme", "k1")
 		is.NoErr(err)
 	})
+}
+
+// makeNewerFile makes at path a store file as a newer turnframe, one
+// migration ahead of this build, would leave it.
+func makeNewerFile(t *testing.T, path string) {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec(`INSERT INTO `+schema.VersionTable+` (version_id, is_applied) VALUES (?, 1)`, schema.Version+1)
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // snapshotDir returns the name and content of every file in dir.

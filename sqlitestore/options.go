@@ -57,11 +57,16 @@ func WithIDGenerator(g *turnframe.IDGenerator) Option {
 	return func(c *config) { c.ids = g }
 }
 
-// WithExisting makes Open refuse to create or migrate a file from scratch:
-// the file must exist (else an error wrapping turnframe.ErrNotFound) and be
-// a SQLite database that already holds the turnframe schema (else an error
-// wrapping turnframe.ErrInvalid). A refused file is not modified. Operator
-// tools use it, so that a mistyped path is an error, not a new empty store.
+// WithExisting makes Open open the file as it is: never create it, never
+// migrate it. The file must exist (else an error wrapping
+// turnframe.ErrNotFound) and be a SQLite database holding the turnframe
+// schema at exactly schema.Version, the version this build uses (else an
+// error wrapping turnframe.ErrInvalid: for an older schema it says to run
+// `turnframe migrate`, for a newer one that a newer turnframe wrote the
+// file). A refused file is not modified. Operator tools use it, so that a
+// mistyped path is an error, not a new empty store, and so that running
+// one never changes the schema of a live application's file: only the
+// application's own Open, and `turnframe migrate`, migrate.
 func WithExisting() Option {
 	return func(c *config) { c.existing = true }
 }

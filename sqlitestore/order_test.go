@@ -47,7 +47,7 @@ func TestHeldRowsStayOutOfTheClaimIndex(t *testing.T) {
 	is.NoErr(s.Resolve(ctx, head.ID, turnframe.VerdictFailed, "declined", later))
 	is.Equal(inClaimIndex(t, s), 1) // the next row is let go
 	second := claimOne(t, s, later)
-	is.Equal(second.Key, turnframe.IdempotencyKey("k1/2"))
+	is.Equal(second.Key, turnframe.IdempotencyKey("k1~2"))
 	is.NoErr(s.Complete(ctx, second, "ref", later))
 	is.Equal(inClaimIndex(t, s), 1) // and the one after it
 
@@ -60,7 +60,7 @@ func TestHeldRowsStayOutOfTheClaimIndex(t *testing.T) {
 // claimDue claims every row due at now, at most 16.
 func claimDue(t *testing.T, s *sqlitestore.Store, now time.Time) []turnframe.Claim {
 	t.Helper()
-	claims, err := s.ClaimDue(context.Background(), now, 16, "w")
+	claims, err := s.ClaimDue(context.Background(), now, 16, "w", lease)
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}

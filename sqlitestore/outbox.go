@@ -28,9 +28,10 @@ func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.
 }
 
 // Requeue moves a Failed row back to Pending, due at at, for an operator
-// (turnframe.RequeueRow). ErrInvalid for a zero id or a zero at;
-// ErrNotFound for no such row; ErrConflict, changing nothing, for a row in
-// any other status.
+// (turnframe.RequeueRow: a fresh attempt budget, its AttemptBase set to its
+// attempts so far, which keep rising). ErrInvalid for a zero id or an at
+// out of range (turnframe.CheckTime); ErrNotFound for no such row;
+// ErrConflict, changing nothing, for a row in any other status.
 func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
@@ -52,6 +53,12 @@ func moveOutbox(ctx context.Context, tx *wtx, id turnframe.OutboxID, rule func(t
 	if err != nil {
 		return err
 	}
+	return storeMove(ctx, tx, row, rule)
+}
+
+// storeMove applies rule to row, as stored, and stores the result, with the
+// held marks of its order key.
+func storeMove(ctx context.Context, tx *wtx, row outboxRow, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
 	next, err := rule(row.rec)
 	if err != nil {
 		return err
@@ -62,38 +69,47 @@ func moveOutbox(ctx context.Context, tx *wtx, id turnframe.OutboxID, rule func(t
 	return keepOrder(ctx, tx, row.seq, row.rec, next)
 }
 
-// releaseSQL reads the expired claims through the partial index of
-// Dispatching rows. It has no ORDER BY: with one, SQLite prefers to walk the
+// releaseSQL reads the claims whose lease ended at ?1 through the partial
+// index of Dispatching rows by lease end (outbox_leases), so its cost
+// follows the ended leases, not the table. It restates the test of
+// turnframe.LeaseEnded, which ReleaseExpiredClaims applies again to every
+// row it reads. It has no ORDER BY: with one, SQLite prefers to walk the
 // whole table in seq order.
-const releaseSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND claimed_at < ?`
+const releaseSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND lease_until <= ?1`
 
 // pruneSQL deletes through the partial index of finished rows.
 const pruneSQL = `DELETE FROM outbox WHERE status IN ('completed', 'failed') AND finished_at < ? RETURNING ` + outboxCols
 
-// ReleaseExpiredClaims moves every Dispatching row claimed before
-// claimedBefore back to Pending, attempts kept (turnframe.ReleaseRow), and
-// returns their ids in enqueue order. It reads only Dispatching rows.
-// ErrInvalid for a zero claimedBefore. A worker that still holds a released
-// claim loses it: its settlement is ErrClaimLost.
-func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]turnframe.OutboxID, error) {
-	if err := turnframe.CheckTime("claimed_before", claimedBefore); err != nil {
+// ReleaseExpiredClaims moves every Dispatching row whose lease ended at now
+// (turnframe.LeaseEnded: its lease end is not after now) back to Pending
+// (turnframe.ReleaseRow: attempts and due time kept, lease cleared, updated
+// at now) and returns their ids in enqueue order; none when no lease ended.
+// A lease still running is never released. It reads only Dispatching rows
+// whose lease ended. ErrInvalid for a now out of range (turnframe.CheckTime).
+// A worker that still holds a released claim loses it: its settlement and
+// its extension are ErrClaimLost. A crash before the commit releases
+// nothing.
+func (s *Store) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+	if err := turnframe.CheckTime("now", now); err != nil {
 		return nil, err
 	}
-	claimedBefore = stamp(claimedBefore)
+	now = stamp(now)
 	var ids []turnframe.OutboxID
 	err := s.inTx(ctx, "release expired claims", func(tx *wtx) error {
-		rows, err := scanOutboxRows(tx.QueryContext(ctx, releaseSQL, micros(claimedBefore)))
+		rows, err := scanOutboxRows(tx.QueryContext(ctx, releaseSQL, micros(now)))
 		if err != nil {
-			return err
+			return translate(ctx, err)
 		}
 		slices.SortFunc(rows, func(a, b outboxRow) int { return cmp.Compare(a.seq, b.seq) })
 		for _, row := range rows {
-			if !turnframe.ClaimExpired(row.rec, claimedBefore) {
-				continue
+			if !turnframe.LeaseEnded(row.rec, now) {
+				return fmt.Errorf("row %v read as an ended lease, but turnframe.LeaseEnded says it runs until %v",
+					row.rec.ID, row.rec.LeaseUntil)
 			}
-			next := turnframe.ReleaseRow(row.rec, claimedBefore)
-			if _, err := tx.ExecContext(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...); err != nil {
-				return translate(ctx, err)
+			if err := storeMove(ctx, tx, row, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+				return turnframe.ReleaseRow(r, now)
+			}); err != nil {
+				return err
 			}
 			ids = append(ids, row.rec.ID)
 		}
@@ -103,6 +119,29 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Tim
 		return nil, err
 	}
 	return ids, nil
+}
+
+// ReleaseClaim moves the Dispatching row id back to Pending at now, whether
+// or not its lease ended (turnframe.ReleaseRow: attempts and due time kept,
+// lease cleared), for an operator who knows its worker is gone. If that
+// worker is in fact still sending, the row may be sent twice, under the
+// same key; the worker's settlement is then ErrClaimLost. ErrInvalid for a
+// zero id or a now out of range; ErrNotFound for no such row; ErrConflict,
+// changing nothing, for a row that is not Dispatching. A crash before the
+// commit releases nothing.
+func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckTime("now", now); err != nil {
+		return err
+	}
+	now = stamp(now)
+	return s.inTx(ctx, "release claim", func(tx *wtx) error {
+		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+			return turnframe.ReleaseRow(r, now)
+		})
+	})
 }
 
 // Prune deletes Completed and Failed rows finished before finishedBefore
@@ -149,7 +188,7 @@ func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe
 	defer done()
 	row, err := findOutbox(ctx, s.read, id)
 	if err != nil {
-		return turnframe.OutboxRecord{}, fail(ctx, "get outbox", err)
+		return turnframe.OutboxRecord{}, s.fail(ctx, "get outbox", err)
 	}
 	return row.rec, nil
 }
@@ -178,7 +217,7 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 	args = append(args, filter.Limit)
 	rows, err := scanOutboxRows(s.read.QueryContext(ctx, query, args...))
 	if err != nil {
-		return nil, fail(ctx, "list outbox", err)
+		return nil, s.fail(ctx, "list outbox", err)
 	}
 	var out []turnframe.OutboxRecord
 	for _, r := range rows {

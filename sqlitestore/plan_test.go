@@ -48,18 +48,43 @@ func TestQueryPlans(t *testing.T) {
 		name    string
 		query   string
 		args    []any
-		uses    []string // index names the plan must use
+		uses    []string // index names (with their constraints) the plan must use
 		noScans []string // tables the plan must not scan
+		avoids  []string // indexes the plan must not use
 	}{
 		{
 			name: "ClaimReadsDueAndOrderedIndexes", query: sqlitestore.ClaimSQL,
-			args: []any{"w", int64(1), 16},
-			uses: []string{"outbox_due", "outbox_ordered"}, noScans: []string{"outbox"},
+			args: []any{"w", int64(1), 16, int64(2)},
+			uses: []string{"outbox_due", "outbox_ordered"}, noScans: []string{"outbox"}, avoids: []string{"outbox_key"},
 		},
 		{
-			name:  "ReleaseReadsDispatchingIndex",
+			name:  "ReleaseReadsDispatchingRowsByLeaseEnd",
 			query: sqlitestore.ReleaseSQL, args: []any{int64(1)},
-			uses: []string{"outbox_dispatching"}, noScans: []string{"outbox"},
+			uses: []string{"outbox_leases (lease_until<?)"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "SettleWritesTheRowByItsSeq",
+			query: sqlitestore.SettleOutboxSQL,
+			args:  []any{"completed", 1, int64(1), "w", int64(1), "", "", int64(1), int64(1), int64(0), 0, int64(1), "w", 1},
+			uses:  []string{"INTEGER PRIMARY KEY (rowid=?)"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "ExtendFindsTheRowByItsSeq",
+			query: sqlitestore.ExtendSQL, args: []any{int64(2), int64(1), "w", 1},
+			uses: []string{"INTEGER PRIMARY KEY (rowid=?)"}, noScans: []string{"outbox"},
+		},
+		{
+			// The UNIQUE index that refuses a second row of an account's key
+			// also finds a row by its key.
+			name:  "RowByAccountAndKeyReadsTheUniqueIndex",
+			query: `SELECT seq FROM outbox WHERE account = ? AND key = ?`, args: []any{"acme", "k1"},
+			uses: []string{"outbox_key (account=? AND key=?)"}, noScans: []string{"outbox"},
+		},
+		{
+			name:  "AdoptionNumbersFromTheEndOfTheJournal",
+			query: sqlitestore.AdoptEntrySQL,
+			args:  []any{"t", "c", "n", nil, "pending", "", 0, "[]", "", "", int64(1), int64(1), int64(0), "acme", "k1"},
+			uses:  []string{"sqlite_autoindex_journal_1 (account=? AND key=?)"}, noScans: []string{"journal"},
 		},
 		{
 			name:  "PruneReadsFinishedIndex",
@@ -89,8 +114,9 @@ func TestQueryPlans(t *testing.T) {
 		},
 		{
 			name:  "UnfinishedReadsPartialIndexesOnly",
-			query: sqlitestore.UnfinishedSQL + ` AND t.account = ? ORDER BY t.id LIMIT ?`, args: []any{"acme", 10},
-			uses: []string{"turns_unfinished", "journal_unknown", "journal_pending"}, noScans: []string{"turns", "journal"},
+			query: sqlitestore.UnfinishedSQL + ` AND t.account = ? ORDER BY t.id LIMIT ?`, args: []any{"", "acme", 10},
+			uses:    []string{"turns_unfinished (id>?)", "journal_unknown (turn>?)", "journal_pending (turn>?)"},
+			noScans: []string{"turns", "journal"},
 		},
 	}
 	for _, tc := range tests {
@@ -101,6 +127,9 @@ func TestQueryPlans(t *testing.T) {
 			all := strings.Join(plan, "\n")
 			for _, idx := range tc.uses {
 				is.True(strings.Contains(all, idx)) // the plan uses the index
+			}
+			for _, idx := range tc.avoids {
+				is.True(!strings.Contains(all, idx)) // the plan does not use the index
 			}
 			for _, line := range plan {
 				for _, table := range tc.noScans {
@@ -120,15 +149,15 @@ func TestTimesAreIntegers(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
 	applied := mustCommit(t, s, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-	claims, err := s.ClaimDue(ctx, t0.Add(time.Hour), 1, "w")
+	claims, err := s.ClaimDue(ctx, t0.Add(time.Hour), 1, "w", lease)
 	is.NoErr(err)
 	is.NoErr(s.Complete(ctx, claims[0], "ref", t0.Add(time.Hour)))
 
 	columns := map[string][]string{
 		"turns":   {"received_at", "updated_at"},
-		"journal": {"admitted_at", "updated_at"},
+		"journal": {"admitted_at", "updated_at", "lease_until"},
 		"events":  {"at"},
-		"outbox":  {"due_at", "claimed_at", "created_at", "updated_at", "finished_at"},
+		"outbox":  {"due_at", "claimed_at", "created_at", "updated_at", "finished_at", "lease_until"},
 	}
 	for table, cols := range columns {
 		for _, col := range cols {

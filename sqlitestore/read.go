@@ -37,7 +37,7 @@ func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn 
 	defer done()
 	t, err := findTurn(ctx, s.read, account, turn)
 	if err != nil {
-		return t, fail(ctx, "load turn", err)
+		return t, s.fail(ctx, "load turn", err)
 	}
 	return t, nil
 }
@@ -55,27 +55,32 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 // unfinishedSQL lists the turns recovery must look at, restating
 // turnframe.Unfinished as a listing filter: non-terminal turns, turns
 // holding an outcome_unknown entry, and delivered turns holding a pending
-// or executing entry. Each part reads a partial index only, so the
-// listing's cost follows the unfinished turns, not the history. It also
-// returns the two facts Unfinished takes, so every listed turn is checked
-// against the rule. The scope's filters are appended.
+// or executing entry. Each part reads a partial index only, from the
+// cursor ?1 on (a turn id, or ” for the first page: every id sorts after
+// it), so the listing's cost follows the unfinished turns after the cursor,
+// not the history. It also returns the two facts Unfinished takes, so every
+// listed turn is checked against the rule. The scope's filters are
+// appended, each with a plain ? (numbered after ?1).
 const unfinishedSQL = `SELECT ` + turnCols + `,
 		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status = 'outcome_unknown'),
 		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing'))
 	FROM turns AS t
 	WHERE t.id IN (
-		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned')
+		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned') AND id > ?1
 		UNION
-		SELECT turn FROM journal WHERE status = 'outcome_unknown'
+		SELECT turn FROM journal WHERE status = 'outcome_unknown' AND turn > ?1
 		UNION
 		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
-			WHERE j.status IN ('pending', 'executing') AND d.phase = 'delivered')`
+			WHERE j.status IN ('pending', 'executing') AND j.turn > ?1 AND d.phase = 'delivered')`
 
 // ListUnfinishedTurns returns, oldest first (by turn id), at most limit
 // turns in scope for which turnframe.Unfinished holds: non-terminal turns,
 // turns holding an OutcomeUnknown entry, and delivered turns holding a
-// pending entry. A scope's UpdatedBefore leaves out turns updated at or
-// after it. ErrInvalid for a bad scope or a limit outside 1–MaxLimit.
+// pending or executing entry. A scope's UpdatedBefore leaves out turns
+// updated at or after it; its After, when not zero, every turn whose id
+// does not sort after it (pass the last turn of a page to get the next).
+// ErrInvalid for a bad scope (turnframe.RecoveryScope.Validate) or a limit
+// outside 1–MaxLimit.
 func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
@@ -88,7 +93,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 		return nil, err
 	}
 	defer done()
-	query, args := unfinishedSQL, []any{}
+	query, args := unfinishedSQL, []any{idText(scope.After)}
 	if scope.Account != "" {
 		query += ` AND t.account = ?`
 		args = append(args, string(scope.Account))
@@ -101,7 +106,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 	args = append(args, limit)
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fail(ctx, "list unfinished turns", err)
+		return nil, s.fail(ctx, "list unfinished turns", err)
 	}
 	defer rows.Close()
 	var out []turnframe.TurnPhaseMarker
@@ -109,16 +114,16 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 		var unknown, pending bool
 		t, err := scanTurn(rows, &unknown, &pending)
 		if err != nil {
-			return nil, fail(ctx, "list unfinished turns", err)
+			return nil, s.fail(ctx, "list unfinished turns", err)
 		}
 		if !turnframe.Unfinished(t.Phase, unknown, pending) {
-			return nil, fail(ctx, "list unfinished turns",
+			return nil, s.fail(ctx, "list unfinished turns",
 				fmt.Errorf("turn %v (%v, unknown %t, pending %t) listed, but turnframe.Unfinished says finished", t.ID, t.Phase, unknown, pending))
 		}
 		out = append(out, marker(t))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "list unfinished turns", err)
+		return nil, s.fail(ctx, "list unfinished turns", err)
 	}
 	return out, nil
 }
@@ -138,19 +143,19 @@ func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn t
 	rows, err := s.read.QueryContext(ctx,
 		`SELECT `+entryCols+` FROM journal WHERE turn = ? AND account = ? ORDER BY seq`, turn.String(), string(account))
 	if err != nil {
-		return nil, fail(ctx, "for turn", err)
+		return nil, s.fail(ctx, "for turn", err)
 	}
 	defer rows.Close()
 	var out []turnframe.JournalEntry
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err != nil {
-			return nil, fail(ctx, "for turn", err)
+			return nil, s.fail(ctx, "for turn", err)
 		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "for turn", err)
+		return nil, s.fail(ctx, "for turn", err)
 	}
 	return out, nil
 }
@@ -171,7 +176,7 @@ func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turn
 	defer done()
 	e, err := findEntry(ctx, s.read, account, key)
 	if err != nil {
-		return e, fail(ctx, "by key", err)
+		return e, s.fail(ctx, "by key", err)
 	}
 	return e, nil
 }
@@ -211,11 +216,11 @@ func (s *Store) EventsByID(ctx context.Context, account turnframe.AccountID, ids
 	}
 	list, err := json.Marshal(texts)
 	if err != nil {
-		return nil, fail(ctx, "events by id", err)
+		return nil, s.fail(ctx, "events by id", err)
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT `+eventCols+` FROM events
 		WHERE id IN (SELECT value FROM json_each(?)) AND account = ? ORDER BY seq`, string(list), string(account))
-	return scanEvents(ctx, "events by id", out, rows, err)
+	return s.scanEvents(ctx, "events by id", out, rows, err)
 }
 
 // EventsSince returns at most limit events of the case with a revision
@@ -242,23 +247,23 @@ func (s *Store) EventsSince(ctx context.Context, account turnframe.AccountID, c 
 	rows, err := s.read.QueryContext(ctx, `SELECT `+eventCols+` FROM events
 		WHERE account = ? AND case_key = ? AND revision > ? ORDER BY revision LIMIT ?`,
 		string(account), string(c), int64(since), limit)
-	return scanEvents(ctx, "events since", nil, rows, err)
+	return s.scanEvents(ctx, "events since", nil, rows, err)
 }
 
-func scanEvents(ctx context.Context, op string, out []turnframe.StoredEvent, rows *sql.Rows, err error) ([]turnframe.StoredEvent, error) {
+func (s *Store) scanEvents(ctx context.Context, op string, out []turnframe.StoredEvent, rows *sql.Rows, err error) ([]turnframe.StoredEvent, error) {
 	if err != nil {
-		return nil, fail(ctx, op, err)
+		return nil, s.fail(ctx, op, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		ev, err := scanEvent(rows)
 		if err != nil {
-			return nil, fail(ctx, op, err)
+			return nil, s.fail(ctx, op, err)
 		}
 		out = append(out, ev)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, op, err)
+		return nil, s.fail(ctx, op, err)
 	}
 	return out, nil
 }
@@ -279,7 +284,7 @@ func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c
 	defer done()
 	rev, err := caseRevision(ctx, s.read, account, c)
 	if err != nil {
-		return 0, fail(ctx, "case revision", err)
+		return 0, s.fail(ctx, "case revision", err)
 	}
 	return rev, nil
 }
@@ -314,12 +319,12 @@ func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn tu
 	case errors.Is(err, sql.ErrNoRows):
 		return r, fmt.Errorf("sqlitestore: replay: turn %v: %w", turn, turnframe.ErrNotFound)
 	case err != nil:
-		return r, fail(ctx, "replay", err)
+		return r, s.fail(ctx, "replay", err)
 	case !text.Valid:
 		return r, fmt.Errorf("sqlitestore: replay: turn %v has no replay record: %w", turn, turnframe.ErrNotFound)
 	}
 	if err := json.Unmarshal([]byte(text.String), &r); err != nil {
-		return turnframe.ReplayRecord{}, fail(ctx, "replay", fmt.Errorf("stored replay record: %w", err))
+		return turnframe.ReplayRecord{}, s.fail(ctx, "replay", fmt.Errorf("stored replay record: %w", err))
 	}
 	return r, nil
 }

@@ -45,7 +45,9 @@ func (s *Store) settleOne(ctx context.Context, st turnframe.OutboxSettlement) er
 }
 
 // Settle applies several settlements in one BEGIN IMMEDIATE transaction
-// (group commit: one commit for all). results[i] is the outcome of
+// (group commit: one commit for all), each by turnframe.SettleRow: the
+// sender's code becomes the row's last code, whatever the status, and the
+// lease is cleared. results[i] is the outcome of
 // settlements[i] alone: nil; ErrInvalid for a bad settlement (checked
 // before the transaction); ErrClaimLost, changing nothing of that row,
 // unless it is still Dispatching under the claim's worker and attempt
@@ -72,7 +74,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fail(ctx, "settle", err)
+		return nil, s.fail(ctx, "settle", err)
 	}
 	defer tx.Rollback()
 	w := s.wrap(tx)
@@ -84,7 +86,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 	}
 	stored, err := readOutboxRows(ctx, w, ids)
 	if err != nil {
-		return nil, fail(ctx, "settle", err)
+		return nil, s.fail(ctx, "settle", err)
 	}
 	for i, st := range settlements {
 		if results[i] != nil {
@@ -92,12 +94,12 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 		}
 		refused, err := settleRow(ctx, w, st, stored)
 		if err != nil {
-			return nil, fail(ctx, "settle", err)
+			return nil, s.fail(ctx, "settle", err)
 		}
 		results[i] = refused
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fail(ctx, "settle: commit", err)
+		return nil, s.fail(ctx, "settle: commit", err)
 	}
 	return results, nil
 }
@@ -175,7 +177,7 @@ func readOutboxRows(ctx context.Context, tx *wtx, ids []turnframe.OutboxID) (map
 // updateOutboxSQL writes every column a transition may change; the caller
 // appends the rest of the WHERE clause.
 const updateOutboxSQL = `UPDATE outbox SET status = ?, attempts = ?, due_at = ?, claimed_by = ?, claimed_at = ?,
-	last_code = ?, remote_ref = ?, updated_at = ?, finished_at = ? WHERE seq = ?`
+	last_code = ?, remote_ref = ?, updated_at = ?, finished_at = ?, lease_until = ?, attempt_base = ? WHERE seq = ?`
 
 // settleOutboxSQL is updateOutboxSQL fenced on the claim: the row is still
 // Dispatching under the claim's worker and attempt number, given after
@@ -184,7 +186,7 @@ const settleOutboxSQL = updateOutboxSQL + ` AND status = 'dispatching' AND claim
 
 func updateOutboxArgs(seq int64, r turnframe.OutboxRecord) []any {
 	return []any{r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt),
-		r.LastCode, r.RemoteRef, micros(r.UpdatedAt), micros(r.FinishedAt), seq}
+		r.LastCode, r.RemoteRef, micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase, seq}
 }
 
 const findOutboxSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE id = ?`
@@ -195,4 +197,100 @@ func findOutbox(ctx context.Context, q querier, id turnframe.OutboxID) (outboxRo
 		return row, fmt.Errorf("outbox row %v: %w", id, turnframe.ErrNotFound)
 	}
 	return row, translate(ctx, err)
+}
+
+// extendSQL moves one row's lease, fenced like settleOutboxSQL: the row is
+// still Dispatching under the claim's worker and attempt number. It writes
+// lease_until alone, the one column turnframe.ExtendRow changes (extendRow
+// checks that), so no index but the lease's is touched.
+const extendSQL = `UPDATE outbox SET lease_until = ?1
+	WHERE seq = ?2 AND status = 'dispatching' AND claimed_by = ?3 AND attempts = ?4`
+
+// ExtendClaims moves the lease of each claimed row to now + lease (to the
+// microsecond), or leaves it when it already runs later
+// (turnframe.ExtendRow), all in one BEGIN IMMEDIATE transaction.
+// results[i] is the outcome of claims[i] alone: nil, or ErrClaimLost,
+// changing nothing of that row, unless it is still Dispatching under the
+// claim's worker and attempt number (a lease that ended counts while no
+// release took the row; a row that no longer exists holds no claim). err is
+// for the call as a whole: ErrInvalid for a bad claim, a now out of range or
+// a lease that is not positive (turnframe.CheckExtend, before anything is
+// read), ErrClosed, ErrBusy, a context or driver error; when it is not nil
+// nothing was written and results is nil. A crash before the commit leaves
+// every lease as it was.
+func (s *Store) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	if err := turnframe.CheckExtend(claims, now, lease); err != nil {
+		return nil, err
+	}
+	now = stamp(now)
+	done, err := s.enter("extend claims")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	results := make([]error, len(claims))
+	if len(claims) == 0 {
+		return results, nil
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.fail(ctx, "extend claims", err)
+	}
+	defer tx.Rollback()
+	w := s.wrap(tx)
+	ids := make([]turnframe.OutboxID, len(claims))
+	for i, c := range claims {
+		ids[i] = c.ID
+	}
+	stored, err := readOutboxRows(ctx, w, ids)
+	if err != nil {
+		return nil, s.fail(ctx, "extend claims", err)
+	}
+	for i, c := range claims {
+		if results[i], err = extendRow(ctx, w, c, now, lease, stored); err != nil {
+			return nil, s.fail(ctx, "extend claims", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.fail(ctx, "extend claims: commit", err)
+	}
+	return results, nil
+}
+
+// extendRow applies turnframe.ExtendRow to the row c claims, as stored
+// holds it (and keeps it, for a claim twice in one call). refused is the
+// claim's own outcome (ErrClaimLost); err fails the whole transaction.
+func extendRow(ctx context.Context, tx *wtx, c turnframe.Claim, now time.Time, lease time.Duration, stored map[turnframe.OutboxID]outboxRow) (refused, err error) {
+	row, ok := stored[c.ID]
+	if !ok {
+		return fmt.Errorf("sqlitestore: extend claims: outbox row %v does not exist: %w", c.ID, turnframe.ErrClaimLost), nil
+	}
+	next, err := turnframe.ExtendRow(row.rec, c, now, lease)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: extend claims: %w", err), nil
+	}
+	next.LeaseUntil = stamp(next.LeaseUntil)
+	if unchanged := withLease(next, row.rec.LeaseUntil); !sameRecord(unchanged, row.rec) {
+		return nil, fmt.Errorf("row %v: turnframe.ExtendRow changed more than the lease (%+v to %+v)", c.ID, row.rec, next)
+	}
+	if next.LeaseUntil.Equal(row.rec.LeaseUntil) {
+		return nil, nil // the lease already runs that long: nothing to write
+	}
+	res, err := tx.ExecContext(ctx, extendSQL, micros(next.LeaseUntil), row.seq, c.Worker, c.Attempts)
+	if err != nil {
+		return nil, translate(ctx, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, err
+	} else if n != 1 {
+		return fmt.Errorf("sqlitestore: extend claims: row %v: %w", c.ID, turnframe.ErrClaimLost), nil
+	}
+	stored[c.ID] = outboxRow{seq: row.seq, rec: next}
+	return nil, nil
+}
+
+// withLease returns r with its lease ending at until.
+func withLease(r turnframe.OutboxRecord, until time.Time) turnframe.OutboxRecord {
+	r.LeaseUntil = until
+	return r
 }

@@ -24,7 +24,7 @@ func TestSettleBatchLongerThanOneRead(t *testing.T) {
 	}
 	mustCommit(t, s, "acme", "k1", msgs...)
 	later := t0.Add(time.Hour)
-	claims, err := s.ClaimDue(ctx, later, 20, "w")
+	claims, err := s.ClaimDue(ctx, later, 20, "w", lease)
 	is.NoErr(err)
 	is.Equal(len(claims), 20)
 

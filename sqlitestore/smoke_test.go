@@ -18,7 +18,7 @@ func TestRoundTrip(t *testing.T) {
 		turnframe.OutboxMessage{Destination: "email", Payload: nil})
 	is.Equal(applied.Phase, turnframe.PhaseCommitted)
 	is.Equal(len(applied.Outbox), 2)
-	is.Equal(applied.Outbox[0].Key, turnframe.IdempotencyKey("k1/1"))
+	is.Equal(applied.Outbox[0].Key, turnframe.IdempotencyKey("k1~1"))
 
 	entries, err := s.ForTurn(ctx, "acme", applied.Outbox[0].Turn)
 	is.NoErr(err)
@@ -30,7 +30,7 @@ func TestRoundTrip(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(evs, applied.Events)
 
-	claims, err := s.ClaimDue(ctx, t0.Add(time.Hour), 10, "w1")
+	claims, err := s.ClaimDue(ctx, t0.Add(time.Hour), 10, "w1", lease)
 	is.NoErr(err)
 	is.Equal(len(claims), 2)
 	is.Equal(claims[0].ID, applied.Outbox[0].ID)

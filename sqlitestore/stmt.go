@@ -21,9 +21,9 @@ import (
 func writeQueries() []string {
 	return []string{
 		findTurnSQL, insertTurnSQL, updateTurnSQL, touchTurnSQL,
-		findEntrySQL, insertEntrySQL, updateEntrySQL, settleEntrySQL, countPendingSQL,
+		findEntrySQL, insertEntrySQL, updateEntrySQL, adoptEntrySQL, settleEntrySQL, countPendingSQL,
 		caseRevisionSQL, insertEventSQL,
-		insertOutboxSQL, claimSQL, findOutboxSQL, readOutboxSQL, settleOutboxSQL, updateOutboxSQL,
+		insertOutboxSQL, claimSQL, findOutboxSQL, readOutboxSQL, settleOutboxSQL, updateOutboxSQL, extendSQL,
 		holdSQL, letGoSQL, holdLaterSQL, releaseSQL, pruneSQL,
 		savepointSQL, rollbackToSavepointSQL, releaseSavepointSQL,
 	}

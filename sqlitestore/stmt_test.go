@@ -12,8 +12,9 @@ import (
 )
 
 // Every statement of the write path is prepared when the store opens: a
-// whole turn, a claim, every settlement, resolve, requeue, release, prune and
-// ApplyTx (kept and undone) run none from its text.
+// whole turn, an adoption, an advance, a claim, an extension, every
+// settlement, resolve, requeue, both releases, prune and ApplyTx (kept and
+// undone) run none from its text.
 func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
@@ -47,10 +48,28 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 		Phase: turnframe.PhaseDelivered, Replay: &turnframe.ReplayRecord{}})
 	step("deliver", err)
 
+	// A command admitted by a turn that was abandoned, adopted by the next
+	// turn, which then advances.
+	abandoned := begin("acme")
+	abandoned.Admit = []turnframe.Command{{Key: "a1", Case: "booking/2", Name: "book"}}
+	_, err = s.Apply(ctx, abandoned)
+	step("admit", err)
+	_, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: abandoned.Turn, Now: t0.Add(time.Second), Phase: turnframe.PhaseAbandoned})
+	step("abandon", err)
+	adopting := begin("acme")
+	adopting.Now = t0.Add(2 * time.Second)
+	adopting.Admit = abandoned.Admit
+	applied, err := s.Apply(ctx, adopting)
+	step("adopt", err)
+	is.Equal(applied.Admitted[0].Turn, adopting.Turn) // adopted
+	applied, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: adopting.Turn, Now: t0.Add(3 * time.Second), Advance: turnframe.PhaseInterpreted})
+	step("advance", err)
+	is.Equal(applied.Phase, turnframe.PhaseInterpreted)
+
 	// Claims and every settlement: the ordered head and the three
 	// unordered rows are due.
 	later := t0.Add(time.Hour)
-	claims, err := s.ClaimDue(ctx, later, 16, "w")
+	claims, err := s.ClaimDue(ctx, later, 16, "w", lease)
 	step("claim", err)
 	is.Equal(len(claims), 4)
 	head := claims[0]
@@ -69,11 +88,16 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	is.NoErr(results[2])
 	is.True(errors.Is(results[3], turnframe.ErrClaimLost))
 
-	_, err = s.ClaimDue(ctx, later, 16, "w")
+	again, err := s.ClaimDue(ctx, later, 16, "w", lease)
 	step("claim again", err)
-	released, err := s.ReleaseExpiredClaims(ctx, later.Add(time.Minute))
+	is.True(len(again) > 1)
+	extended, err := s.ExtendClaims(ctx, again, later.Add(time.Second), lease)
+	step("extend", err)
+	is.NoErr(extended[0])
+	step("release one", s.ReleaseClaim(ctx, again[0].ID, later.Add(time.Second)))
+	released, err := s.ReleaseExpiredClaims(ctx, later.Add(time.Second+lease))
 	step("release", err)
-	is.True(len(released) > 0)
+	is.Equal(len(released), len(again)-1)
 	pruned, err := s.Prune(ctx, later.Add(time.Minute))
 	step("prune", err)
 	is.Equal(pruned, 2)

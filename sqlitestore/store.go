@@ -13,11 +13,13 @@
 // then calls the transition rules of package turnframe on the rows as stored
 // and writes back what they return. Driver errors are translated at the
 // boundary: a UNIQUE violation is turnframe.ErrConflict, a cancelled context
-// stays a context error, and a file locked by another writer for longer than
-// the busy timeout is ErrBusy.
+// stays a context error, a file locked by another writer for longer than the
+// busy timeout is turnframe.ErrBusy, and a call that meets a closed store is
+// turnframe.ErrClosed.
 package sqlitestore
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -41,14 +43,17 @@ type Store struct {
 	ids         *turnframe.IDGenerator
 	busyTimeout time.Duration
 
-	mu     sync.RWMutex // held shared by every call; Close takes it exclusively
-	closed bool
+	mu     sync.Mutex     // guards closed, and calls.Add against Close's calls.Wait
+	closed bool           // set by Close: every call from then on is ErrClosed
+	calls  sync.WaitGroup // the calls in progress, which Close waits for
 }
 
-// ErrBusy is wrapped by the error of a write that waited the whole busy
-// timeout for a file another connection (another Store, another process)
-// kept locked for writing. Nothing was written; the write may be tried again.
-var ErrBusy = errors.New("sqlitestore: database busy")
+// ErrBusy is turnframe.ErrBusy, the error a call wraps when it waited the
+// whole busy timeout for a file that another connection (another Store,
+// another process) kept locked (SQLITE_BUSY or SQLITE_LOCKED). Nothing was
+// written; the call may be tried again. The name stays for the callers that
+// used it; errors.Is(err, turnframe.ErrBusy) is the same test.
+var ErrBusy = turnframe.ErrBusy
 
 // Path returns the absolute path of the file the store opened.
 func (s *Store) Path() string { return s.path }
@@ -59,27 +64,59 @@ func (s *Store) Path() string { return s.path }
 // closed by Close; do not close it yourself.
 func (s *Store) ReadDB() *sql.DB { return s.read }
 
-// Close closes the prepared statements and both pools. It waits for the calls in progress to return; a
-// transaction from BeginTx that is still open is rolled back when the
-// connection goes. Every call after Close, Close included, returns an error
-// wrapping turnframe.ErrClosed.
+// Close marks the store closed, closes its prepared statements and both
+// pools, and then waits for the calls in progress to return. It never waits
+// for a transaction from BeginTx: closing the pools fails at once every
+// call that is waiting for the writer connection that transaction holds
+// (with an error wrapping turnframe.ErrClosed), so Close returns while the
+// transaction is still open. That transaction's Commit and Rollback still
+// work; when it ends, its connection is closed. Every call after Close
+// (ApplyTx on that transaction included), Close included, returns an error
+// wrapping turnframe.ErrClosed. A transaction the caller never ends keeps
+// its connection, and the file's write lock, until the process exits.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return fmt.Errorf("sqlitestore: close: %w", turnframe.ErrClosed)
 	}
 	s.closed = true
-	return errors.Join(s.stmts.close(), s.write.Close(), s.read.Close())
+	s.mu.Unlock()
+	// database/sql's Close fails the calls queued for a connection and
+	// closes a connection in use once it is put back: nothing here waits
+	// for a transaction.
+	err := errors.Join(s.stmts.close(), s.write.Close(), s.read.Close())
+	s.calls.Wait()
+	return err
 }
 
 // enter marks a call in progress, so Close waits for it, or returns
 // ErrClosed. The caller calls the returned function when it is done.
 func (s *Store) enter(op string) (func(), error) {
-	s.mu.RLock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.RUnlock()
 		return nil, fmt.Errorf("sqlitestore: %s: %w", op, turnframe.ErrClosed)
 	}
-	return s.mu.RUnlock, nil
+	s.calls.Add(1)
+	return s.calls.Done, nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// fail wraps err for the operation op at the API boundary (translate). An
+// error met while the store is closing is also ErrClosed: database/sql
+// reports a closed pool with an error of its own ("sql: database is
+// closed"), which the caller could not tell from a broken file.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	err = translate(ctx, err)
+	if s.isClosed() && !errors.Is(err, turnframe.ErrClosed) {
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, turnframe.ErrClosed, err)
+	}
+	return fmt.Errorf("sqlitestore: %s: %w", op, err)
 }

@@ -16,14 +16,14 @@ func (s *Store) inTx(ctx context.Context, op string, f func(tx *wtx) error) erro
 	defer done()
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fail(ctx, op, err)
+		return s.fail(ctx, op, err)
 	}
 	defer tx.Rollback()
 	if err := f(s.wrap(tx)); err != nil {
-		return fail(ctx, op, err)
+		return s.fail(ctx, op, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fail(ctx, op+": commit", err)
+		return s.fail(ctx, op+": commit", err)
 	}
 	return nil
 }

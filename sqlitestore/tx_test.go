@@ -141,14 +141,14 @@ func TestSecondStoreWhileWriteTxHeld(t *testing.T) {
 	is.NoErr(err)                      // reads do not wait for the writer
 	is.Equal(turn.Text, "book a seat") // and see the last commit
 
-	_, err = second.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2")
+	_, err = second.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2", lease)
 	is.True(errors.Is(err, sqlitestore.ErrBusy)) // a claim waits for the busy timeout, then fails
 	t.Log(err)
 	_, err = second.Apply(ctx, begin("acme"))
 	is.True(errors.Is(err, sqlitestore.ErrBusy)) // so does an Apply
 
 	is.NoErr(tx.Rollback())
-	claims, err := second.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2")
+	claims, err := second.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2", lease)
 	is.NoErr(err)
 	is.Equal(len(claims), 1) // the refused claim took nothing
 }
@@ -161,7 +161,7 @@ func TestCancelledContext(t *testing.T) {
 	cancel()
 	_, err := s.Apply(ctx, begin("acme"))
 	is.True(errors.Is(err, context.Canceled))
-	_, err = s.ClaimDue(ctx, t0, 1, "w")
+	_, err = s.ClaimDue(ctx, t0, 1, "w", lease)
 	is.True(errors.Is(err, context.Canceled))
 	_, err = s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 1})
 	is.True(errors.Is(err, context.Canceled))

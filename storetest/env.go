@@ -18,6 +18,11 @@ import (
 // depends on when the suite runs.
 var base = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// lease is how long the suite's claims and journal takes are held: long
+// enough that the offsets a test steps through stay inside it unless the
+// test means to step past it.
+const lease = 10 * time.Second
+
 // at returns base plus d.
 func at(d time.Duration) time.Time { return base.Add(d) }
 
@@ -149,13 +154,21 @@ func (e *env) admit(account turnframe.AccountID, turn turnframe.TurnID, now time
 	return e.apply(turnframe.Write{Account: account, Turn: turn, Now: now, Admit: cmds})
 }
 
-// execute starts a new attempt of the entry under key and returns its id.
+// execute starts a new attempt of the entry under key, taking it from the
+// attempt it is under now (Prior), holds it for lease, and returns its id.
 func (e *env) execute(account turnframe.AccountID, turn turnframe.TurnID, key turnframe.IdempotencyKey, now time.Time) turnframe.AttemptID {
 	e.t.Helper()
 	attempt := e.ids.AttemptID(now)
+	prior := e.entry(account, key).Attempt
 	e.apply(turnframe.Write{Account: account, Turn: turn, Now: now,
-		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}}})
+		Settle: []turnframe.Settlement{take(key, attempt, prior)}})
 	return attempt
+}
+
+// take returns the settlement by which attempt takes the entry under key
+// from prior (zero for an entry never run), holding it for lease.
+func take(key turnframe.IdempotencyKey, attempt, prior turnframe.AttemptID) turnframe.Settlement {
+	return turnframe.Settlement{Key: key, To: turnframe.JournalExecuting, Attempt: attempt, Prior: prior, Lease: lease}
 }
 
 // commitWrite returns the Write committing attempt of key with events and
@@ -189,7 +202,7 @@ func (e *env) running(account turnframe.AccountID, c turnframe.CaseKey, now time
 	attempt := e.ids.AttemptID(now)
 	w := e.beginWrite(account, now)
 	w.Admit = []turnframe.Command{command(key, c)}
-	w.Settle = []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}}
+	w.Settle = []turnframe.Settlement{take(key, attempt, turnframe.AttemptID{})}
 	e.apply(w)
 	return w.Turn, key, attempt
 }
@@ -212,7 +225,7 @@ func message(orderKey string) turnframe.OutboxMessage {
 // claim claims at most limit rows at now as worker, which must succeed.
 func (e *env) claim(now time.Time, limit int, worker string) []turnframe.Claim {
 	e.t.Helper()
-	cs, err := e.s.ClaimDue(e.ctx, now, limit, worker)
+	cs, err := e.s.ClaimDue(e.ctx, now, limit, worker, lease)
 	if err != nil {
 		e.t.Fatalf("claim: %v", err)
 	}
@@ -365,8 +378,8 @@ func (e *env) refused(w turnframe.Write, want error, what string) {
 func sameEntry(a, b turnframe.JournalEntry) bool {
 	return a.Account == b.Account && a.Turn == b.Turn && a.Key == b.Key && a.Case == b.Case &&
 		a.Name == b.Name && bytes.Equal(a.Payload, b.Payload) && a.Status == b.Status &&
-		a.Attempt == b.Attempt && a.Attempts == b.Attempts && slices.Equal(a.EventIDs, b.EventIDs) &&
-		a.Code == b.Code && a.RemoteRef == b.RemoteRef &&
+		a.Attempt == b.Attempt && a.Attempts == b.Attempts && a.LeaseUntil.Equal(b.LeaseUntil) &&
+		slices.Equal(a.EventIDs, b.EventIDs) && a.Code == b.Code && a.RemoteRef == b.RemoteRef &&
 		a.AdmittedAt.Equal(b.AdmittedAt) && a.UpdatedAt.Equal(b.UpdatedAt)
 }
 

@@ -31,7 +31,8 @@ var allEntryStatuses = []turnframe.JournalStatus{
 	turnframe.JournalRejected, turnframe.JournalOutcomeUnknown,
 }
 
-// entryAllowed is the journal machine of DESIGN §5, written out.
+// entryAllowed is the journal machine of turnframe.NextEntry (DESIGN.md,
+// "State machines"), written out by status.
 func entryAllowed(from, to turnframe.JournalStatus) bool {
 	switch from {
 	case turnframe.JournalPending:
@@ -66,13 +67,18 @@ func (e *env) entryIn(account turnframe.AccountID, status turnframe.JournalStatu
 	return turn, key, attempt
 }
 
-// settlementTo returns a settlement of key to status with the fields that
-// status uses; a move to Executing starts newAttempt.
-func settlementTo(key turnframe.IdempotencyKey, to turnframe.JournalStatus, running, newAttempt turnframe.AttemptID) turnframe.Settlement {
+// settlementTo returns a settlement of key, an entry in status from, to
+// status to with the fields that status uses: a move to Executing is
+// newAttempt taking the entry from running, a move out of OutcomeUnknown is
+// a reconciliation (no attempt), any other is by running.
+func settlementTo(key turnframe.IdempotencyKey, from, to turnframe.JournalStatus, running, newAttempt turnframe.AttemptID) turnframe.Settlement {
 	s := turnframe.Settlement{Key: key, To: to, Attempt: running}
+	if from == turnframe.JournalOutcomeUnknown {
+		s.Attempt = turnframe.AttemptID{}
+	}
 	switch to {
 	case turnframe.JournalExecuting:
-		s.Attempt = newAttempt
+		s = take(key, newAttempt, running)
 	case turnframe.JournalRejected:
 		s.Code = "no_seats"
 	case turnframe.JournalOutcomeUnknown:
@@ -123,18 +129,23 @@ func testEntryAllowed(t *testing.T, e *env) {
 				is := is.New(t)
 				turn, key, running := e.entryIn(acme, from, at(0))
 				before := e.entry(acme, key)
-				next := e.ids.AttemptID(at(time.Second))
-				s := settlementTo(key, to, running, next)
-				got := e.settle(acme, turn, at(time.Second), s)
+				now := at(lease) // an executing entry's lease ended: another attempt may take it over
+				next := e.ids.AttemptID(now)
+				s := settlementTo(key, from, to, running, next)
+				got := e.settle(acme, turn, now, s)
 				stored := e.entry(acme, key)
 				is.Equal(got, stored)                               // applied as stored
 				is.Equal(stored.Status, to)                         // moved
-				is.True(stored.UpdatedAt.Equal(at(time.Second)))    // stamped
+				is.True(stored.UpdatedAt.Equal(now))                // stamped
 				is.True(stored.AdmittedAt.Equal(before.AdmittedAt)) // admission kept
+				if to != turnframe.JournalExecuting {
+					is.True(stored.LeaseUntil.IsZero()) // a lease only while executing
+				}
 				switch to {
 				case turnframe.JournalExecuting:
-					is.Equal(stored.Attempt, next)               // the new attempt runs
-					is.Equal(stored.Attempts, before.Attempts+1) // counted
+					is.Equal(stored.Attempt, next)                   // the new attempt runs
+					is.Equal(stored.Attempts, before.Attempts+1)     // counted
+					is.True(stored.LeaseUntil.Equal(now.Add(lease))) // held until now + lease
 				case turnframe.JournalRejected:
 					is.Equal(stored.Code, "no_seats")          // code kept
 					is.Equal(stored.Attempts, before.Attempts) // not an attempt
@@ -158,8 +169,9 @@ func testEntryRefused(t *testing.T, e *env) {
 			t.Run(fmt.Sprintf("%v_to_%v", from, to), func(t *testing.T) {
 				is := is.New(t)
 				turn, key, running := e.entryIn(acme, from, at(0))
-				s := settlementTo(key, to, running, e.ids.AttemptID(at(time.Second)))
-				e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Settle: []turnframe.Settlement{s},
+				now := at(lease)
+				s := settlementTo(key, from, to, running, e.ids.AttemptID(now))
+				e.refused(turnframe.Write{Account: acme, Turn: turn, Now: now, Settle: []turnframe.Settlement{s},
 					Admit: []turnframe.Command{command(e.freshKey(), "booking/9")}}, turnframe.ErrConflict, "refused entry move")
 				is.Equal(e.entry(acme, key).Status, from) // status kept
 			})
@@ -170,13 +182,17 @@ func testEntryRefused(t *testing.T, e *env) {
 func testEntrySupersededAttempt(t *testing.T, e *env) {
 	is := is.New(t)
 	turn, key, first := e.running(acme, "booking/1", at(0))
-	second := e.execute(acme, turn, key, at(time.Second)) // a resumed attempt
-	is.Equal(e.entry(acme, key).Attempts, 2)              // two attempts started
-	for _, to := range []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown} {
-		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(2 * time.Second),
-			Settle: []turnframe.Settlement{settlementTo(key, to, first, turnframe.AttemptID{})}}, turnframe.ErrConflict, "settle with the superseded attempt to "+to.String())
+	second := e.execute(acme, turn, key, at(lease)) // the first lease ended: a resumed attempt takes over
+	is.Equal(e.entry(acme, key).Attempts, 2)        // two attempts started
+	for _, to := range []turnframe.JournalStatus{turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown} {
+		s := settlementTo(key, turnframe.JournalExecuting, to, first, turnframe.AttemptID{})
+		if to == turnframe.JournalExecuting {
+			s = turnframe.Settlement{Key: key, To: to, Attempt: first, Lease: lease} // renewing a lease it lost
+		}
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(lease + time.Second), Settle: []turnframe.Settlement{s}},
+			turnframe.ErrConflict, "settle with the superseded attempt to "+to.String())
 	}
-	got := e.settle(acme, turn, at(3*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: second})
+	got := e.settle(acme, turn, at(lease+2*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: second})
 	is.Equal(got.Status, turnframe.JournalCommitted) // the running attempt settles
 }
 
@@ -187,7 +203,7 @@ func testSettleOtherTurn(t *testing.T, e *env) {
 	e.refused(turnframe.Write{Account: acme, Turn: turn2, Now: at(2 * time.Second),
 		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, Attempt: attempt}}}, turnframe.ErrNotFound, "settle another turn's entry")
 	e.refused(turnframe.Write{Account: acme, Turn: turn2, Now: at(2 * time.Second),
-		Settle: []turnframe.Settlement{{Key: "never-admitted", To: turnframe.JournalExecuting, Attempt: attempt}}}, turnframe.ErrNotFound, "settle a key never admitted")
+		Settle: []turnframe.Settlement{take("never-admitted", e.ids.AttemptID(at(2*time.Second)), turnframe.AttemptID{})}}, turnframe.ErrNotFound, "settle a key never admitted")
 }
 
 func testReadmitSame(t *testing.T, e *env) {

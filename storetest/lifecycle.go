@@ -42,7 +42,7 @@ func testClosed(t *testing.T, e *env) {
 		"EventsSince":  func() error { _, err := s.EventsSince(ctx, acme, "booking/1", 0, 10); return err },
 		"CaseRevision": func() error { _, err := s.CaseRevision(ctx, acme, "booking/1"); return err },
 		"Replay":       func() error { _, err := s.Replay(ctx, acme, turn); return err },
-		"ClaimDue":     func() error { _, err := s.ClaimDue(ctx, at(time.Hour), 10, worker); return err },
+		"ClaimDue":     func() error { _, err := s.ClaimDue(ctx, at(time.Hour), 10, worker, lease); return err },
 		"Complete":     func() error { return s.Complete(ctx, c, "", at(time.Hour)) },
 		"Retry":        func() error { return s.Retry(ctx, c, "busy", at(time.Hour)) },
 		"Fail":         func() error { return s.Fail(ctx, c, "no", at(time.Hour)) },
@@ -54,9 +54,14 @@ func testClosed(t *testing.T, e *env) {
 		"Resolve":              func() error { return s.Resolve(ctx, c.ID, turnframe.VerdictCompleted, "", at(time.Hour)) },
 		"Requeue":              func() error { return s.Requeue(ctx, c.ID, at(time.Hour)) },
 		"ReleaseExpiredClaims": func() error { _, err := s.ReleaseExpiredClaims(ctx, at(time.Hour)); return err },
-		"GetOutbox":            func() error { _, err := s.GetOutbox(ctx, c.ID); return err },
-		"ListOutbox":           func() error { _, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10}); return err },
-		"Prune":                func() error { _, err := s.Prune(ctx, at(time.Hour)); return err },
+		"ReleaseClaim":         func() error { return s.ReleaseClaim(ctx, c.ID, at(time.Hour)) },
+		"ExtendClaims": func() error {
+			_, err := s.ExtendClaims(ctx, []turnframe.Claim{c}, at(time.Hour), lease)
+			return err
+		},
+		"GetOutbox":  func() error { _, err := s.GetOutbox(ctx, c.ID); return err },
+		"ListOutbox": func() error { _, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10}); return err },
+		"Prune":      func() error { _, err := s.Prune(ctx, at(time.Hour)); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, turnframe.ErrClosed) {
@@ -76,7 +81,7 @@ func testCopiedIn(t *testing.T, e *env) {
 	}
 	attempt := e.ids.AttemptID(at(0))
 	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(0), Admit: []turnframe.Command{cmd}, Replay: replay,
-		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}}})
+		Settle: []turnframe.Settlement{take(key, attempt, turnframe.AttemptID{})}})
 	events := []turnframe.Event{{Case: "booking/1", Type: "booked", Data: []byte("event")}}
 	outbox := []turnframe.OutboxMessage{{Destination: "payments", Payload: []byte("payload")}}
 	a := e.commit(acme, turn, key, attempt, at(time.Second), events, outbox)

@@ -13,20 +13,24 @@ import (
 )
 
 // The reference model of the outbox: a list of rows in enqueue order and
-// the rules of DESIGN §5 written as plainly as they read, independent of any
-// store. testOrderedModel drives a store and the model with the same random
-// steps and fails at the first step where they disagree.
+// the rules of the OutboxStore contract (claims, leases, settlements,
+// releases, requeues, pruning) written as plainly as they read, independent
+// of any store. testOrderedModel drives a store and the model with the same
+// random steps and fails at the first step where they disagree.
 
 type modelRow struct {
-	id        turnframe.OutboxID
-	account   turnframe.AccountID
-	orderKey  string
-	status    turnframe.OutboxStatus
-	due       time.Time
-	attempts  int
-	worker    string
-	claimedAt time.Time
-	finished  time.Time
+	id          turnframe.OutboxID
+	account     turnframe.AccountID
+	orderKey    string
+	status      turnframe.OutboxStatus
+	due         time.Time
+	attempts    int
+	attemptBase int
+	worker      string
+	claimedAt   time.Time
+	leaseUntil  time.Time // Dispatching: when the claim's lease ends
+	lastCode    string
+	finished    time.Time
 }
 
 type outboxModel struct {
@@ -62,8 +66,8 @@ func (m *outboxModel) heldBack(i int) bool {
 }
 
 // claim returns the rows a claim at now takes, in claim order, and marks
-// them claimed.
-func (m *outboxModel) claim(now time.Time, limit int, worker string) []turnframe.OutboxID {
+// them claimed, leased until now + d.
+func (m *outboxModel) claim(now time.Time, limit int, worker string, d time.Duration) []turnframe.OutboxID {
 	var due []*modelRow
 	for i, r := range m.rows {
 		if r.status == turnframe.OutboxPending && !r.due.After(now) && !m.heldBack(i) {
@@ -78,6 +82,7 @@ func (m *outboxModel) claim(now time.Time, limit int, worker string) []turnframe
 	ids := make([]turnframe.OutboxID, len(due))
 	for i, r := range due {
 		r.status, r.attempts, r.worker, r.claimedAt = turnframe.OutboxDispatching, r.attempts+1, worker, now
+		r.leaseUntil = now.Add(d)
 		ids[i] = r.id
 	}
 	return ids
@@ -89,9 +94,10 @@ func (m *outboxModel) holds(c turnframe.Claim) bool {
 	return r != nil && r.status == turnframe.OutboxDispatching && r.worker == c.Worker && r.attempts == c.Attempts
 }
 
-func (m *outboxModel) settle(c turnframe.Claim, to turnframe.OutboxStatus, retryAt, now time.Time) {
+// settle settles the row c holds; the caller checked that it does.
+func (m *outboxModel) settle(c turnframe.Claim, to turnframe.OutboxStatus, code string, retryAt, now time.Time) {
 	r := m.find(c.ID)
-	r.status = to
+	r.status, r.lastCode, r.leaseUntil = to, code, time.Time{}
 	switch to {
 	case turnframe.OutboxPending:
 		r.due = retryAt
@@ -100,15 +106,43 @@ func (m *outboxModel) settle(c turnframe.Claim, to turnframe.OutboxStatus, retry
 	}
 }
 
-func (m *outboxModel) release(before time.Time) []turnframe.OutboxID {
+// extend moves the lease of the row c holds to now + d, never backwards,
+// and reports whether c still held it.
+func (m *outboxModel) extend(c turnframe.Claim, now time.Time, d time.Duration) bool {
+	if !m.holds(c) {
+		return false
+	}
+	r := m.find(c.ID)
+	if until := now.Add(d); until.After(r.leaseUntil) {
+		r.leaseUntil = until
+	}
+	return true
+}
+
+// release releases every claim whose lease ended at now, in enqueue order:
+// back to Pending, due time and attempts kept.
+func (m *outboxModel) release(now time.Time) []turnframe.OutboxID {
 	var ids []turnframe.OutboxID
 	for _, r := range m.rows {
-		if r.status == turnframe.OutboxDispatching && r.claimedAt.Before(before) {
-			r.status = turnframe.OutboxPending
+		if r.status == turnframe.OutboxDispatching && !r.leaseUntil.After(now) {
+			r.status, r.leaseUntil = turnframe.OutboxPending, time.Time{}
 			ids = append(ids, r.id)
 		}
 	}
 	return ids
+}
+
+// releaseOne force-releases one row: the error ReleaseClaim must return.
+func (m *outboxModel) releaseOne(id turnframe.OutboxID) error {
+	r := m.find(id)
+	switch {
+	case r == nil:
+		return turnframe.ErrNotFound
+	case r.status != turnframe.OutboxDispatching:
+		return turnframe.ErrConflict
+	}
+	r.status, r.leaseUntil = turnframe.OutboxPending, time.Time{}
+	return nil
 }
 
 func (m *outboxModel) prune(before time.Time) int {
@@ -170,11 +204,26 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 		}
 	}
 	settleTo := []turnframe.OutboxStatus{turnframe.OutboxCompleted, turnframe.OutboxPending, turnframe.OutboxFailed, turnframe.OutboxOutcomeUnknown}
+	leases := []time.Duration{2 * time.Second, lease, 30 * time.Second}
+	// pick returns a claim to present: mostly one not settled yet, sometimes
+	// any claim ever made (likely stale). ok is false when none was made.
+	pick := func() (c turnframe.Claim, ok bool) {
+		if len(every) == 0 {
+			return c, false
+		}
+		if len(held) > 0 && rng.IntN(8) != 0 {
+			i := rng.IntN(len(held))
+			c = held[i]
+			held = slices.Delete(held, i, i+1)
+			return c, true
+		}
+		return every[rng.IntN(len(every))], true
+	}
 
 	for step = 0; step < steps; step++ {
 		now = now.Add(time.Duration(rng.IntN(3)) * time.Second)
 		switch p := rng.IntN(100); {
-		case p < 22: // enqueue one command's rows
+		case p < 20: // enqueue one command's rows
 			account := accounts[rng.IntN(len(accounts))]
 			msgs := make([]turnframe.OutboxMessage, 1+rng.IntN(3))
 			for i := range msgs {
@@ -188,7 +237,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 			attempt := e.ids.AttemptID(now)
 			w := e.beginWrite(account, now)
 			w.Admit = []turnframe.Command{command(key, c)}
-			w.Settle = []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}}
+			w.Settle = []turnframe.Settlement{take(key, attempt, turnframe.AttemptID{})}
 			_, err := e.s.Apply(e.ctx, w)
 			check("begin", err, nil)
 			a, err := e.s.Apply(e.ctx, commitWrite(account, w.Turn, key, attempt, now, nil, msgs))
@@ -201,43 +250,43 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				m.rows = append(m.rows, &modelRow{id: r.ID, account: account, orderKey: msgs[i].OrderKey, status: turnframe.OutboxPending, due: due})
 			}
 
-		case p < 47: // claim
-			limit, w := 1+rng.IntN(4), workers[rng.IntN(len(workers))]
-			cs, err := e.s.ClaimDue(e.ctx, now, limit, w)
+		case p < 42: // claim, under a lease of some length
+			limit, w, d := 1+rng.IntN(4), workers[rng.IntN(len(workers))], leases[rng.IntN(len(leases))]
+			cs, err := e.s.ClaimDue(e.ctx, now, limit, w, d)
 			check("claim", err, nil)
-			want := m.claim(now, limit, w)
+			want := m.claim(now, limit, w, d)
 			if got := claimedIDs(cs); !slices.Equal(got, want) {
 				fail("claim(limit %d) at +%v: store claimed %v, model %v", limit, now.Sub(base), got, want)
+			}
+			for _, c := range cs {
+				if !c.LeaseUntil.Equal(now.Add(d)) {
+					fail("claim of %v at +%v for %v: leased until +%v", c.ID, now.Sub(base), d, c.LeaseUntil.Sub(base))
+				}
 			}
 			held = append(held, cs...)
 			every = append(every, cs...)
 
-		case p < 75: // settle one claim, or a batch, sometimes a stale one
-			if len(every) == 0 {
-				continue
-			}
+		case p < 66: // settle one claim, or a batch, sometimes a stale one
 			n := 1
 			if rng.IntN(4) == 0 {
 				n = 1 + rng.IntN(3)
 			}
+			single := n == 1 && rng.IntN(2) == 0 // through Complete, Retry, Fail or MarkUnknown
 			var sts []turnframe.OutboxSettlement
 			var wants []error
 			chosen := make(map[turnframe.OutboxID]bool)
 			for range n {
-				var c turnframe.Claim
-				if len(held) > 0 && rng.IntN(8) != 0 {
-					i := rng.IntN(len(held))
-					c = held[i]
-					held = slices.Delete(held, i, i+1)
-				} else {
-					c = every[rng.IntN(len(every))]
-				}
-				if chosen[c.ID] {
+				c, ok := pick()
+				if !ok || chosen[c.ID] {
 					continue // one settlement per row in a batch keeps the expectation simple
 				}
 				chosen[c.ID] = true
 				to := settleTo[rng.IntN(len(settleTo))]
-				st := turnframe.OutboxSettlement{Claim: c, To: to, Code: "code", RemoteRef: "ref", Now: now}
+				code := fmt.Sprintf("code-%d", step)
+				if single && (to == turnframe.OutboxCompleted || to == turnframe.OutboxOutcomeUnknown) {
+					code = "" // Complete and MarkUnknown take no code
+				}
+				st := turnframe.OutboxSettlement{Claim: c, To: to, Code: code, RemoteRef: "ref", Now: now}
 				if to == turnframe.OutboxPending {
 					st.RetryAt = now.Add(time.Duration(rng.IntN(4)) * time.Second)
 				}
@@ -245,11 +294,14 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				if !m.holds(c) {
 					want = turnframe.ErrClaimLost
 				} else {
-					m.settle(c, to, st.RetryAt, now)
+					m.settle(c, to, code, st.RetryAt, now)
 				}
 				sts, wants = append(sts, st), append(wants, want)
 			}
-			if len(sts) == 1 && rng.IntN(2) == 0 {
+			if len(sts) == 0 {
+				continue
+			}
+			if single {
 				st := sts[0]
 				var err error
 				switch st.To {
@@ -274,13 +326,56 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				check(fmt.Sprintf("settle batch[%d] %v to %v", i, sts[i].Claim.ID, sts[i].To), results[i], wants[i])
 			}
 
-		case p < 83: // release expired claims
-			before := now.Add(-time.Duration(rng.IntN(4)) * time.Second)
-			ids, err := e.s.ReleaseExpiredClaims(e.ctx, before)
-			check("release", err, nil)
-			if got, want := sortedIDs(ids), sortedIDs(m.release(before)); !slices.Equal(got, want) {
-				fail("release before +%v: store released %v, model %v", before.Sub(base), got, want)
+		case p < 74: // extend the leases of some claims, some of them stale
+			var cs []turnframe.Claim
+			for range 1 + rng.IntN(3) {
+				if len(every) == 0 {
+					break
+				}
+				if len(held) > 0 && rng.IntN(4) != 0 {
+					cs = append(cs, held[rng.IntN(len(held))]) // extended, still held
+				} else {
+					cs = append(cs, every[rng.IntN(len(every))])
+				}
 			}
+			if len(cs) == 0 {
+				continue
+			}
+			d := leases[rng.IntN(len(leases))]
+			results, err := e.s.ExtendClaims(e.ctx, cs, now, d)
+			check("extend", err, nil)
+			if len(results) != len(cs) {
+				fail("extend: %d results for %d claims", len(results), len(cs))
+			}
+			for i, c := range cs {
+				var want error
+				if !m.extend(c, now, d) {
+					want = turnframe.ErrClaimLost
+				}
+				check(fmt.Sprintf("extend[%d] %v", i, c.ID), results[i], want)
+			}
+
+		case p < 81: // release the claims whose lease ended
+			ids, err := e.s.ReleaseExpiredClaims(e.ctx, now)
+			check("release", err, nil)
+			if want := m.release(now); !slices.Equal(ids, want) {
+				fail("release at +%v: store released %v, model %v (enqueue order)", now.Sub(base), ids, want)
+			}
+
+		case p < 85: // force-release one row, whatever its status
+			if len(m.rows) == 0 {
+				continue
+			}
+			r := m.rows[rng.IntN(len(m.rows))]
+			if d := m.withStatus(turnframe.OutboxDispatching); len(d) > 0 && rng.IntN(3) != 0 {
+				r = d[rng.IntN(len(d))]
+			}
+			id := r.id
+			if rng.IntN(10) == 0 {
+				id = e.ids.OutboxID(now) // no such row
+			}
+			want := m.releaseOne(id)
+			check(fmt.Sprintf("release claim %v", id), e.s.ReleaseClaim(e.ctx, id, now), want)
 
 		case p < 92: // resolve an unknown row, or try one in another status
 			if len(m.rows) == 0 {
@@ -297,6 +392,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				break
 			}
 			check("resolve", err, nil)
+			r.lastCode = "verdict"
 			switch v {
 			case turnframe.VerdictCompleted:
 				r.status, r.finished = turnframe.OutboxCompleted, now
@@ -306,7 +402,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				r.status, r.due = turnframe.OutboxPending, now
 			}
 
-		case p < 97: // requeue a failed row, or try one in another status
+		case p < 96: // requeue a failed row, or try one in another status
 			if len(m.rows) == 0 {
 				continue
 			}
@@ -321,7 +417,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				break
 			}
 			check("requeue", err, nil)
-			r.status, r.due = turnframe.OutboxPending, at
+			r.status, r.due, r.attemptBase = turnframe.OutboxPending, at, r.attempts
 
 		default: // prune
 			before := now.Add(-time.Duration(rng.IntN(10)) * time.Second)
@@ -335,8 +431,8 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 	}
 }
 
-// compareModel checks every row's status, attempts and claim holder against
-// the model.
+// compareModel checks every row's status, attempts, attempt base, last
+// code, due time, claim holder and lease against the model.
 func compareModel(t *testing.T, e *env, m *outboxModel, fail func(string, ...any)) {
 	t.Helper()
 	rows, err := e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
@@ -357,8 +453,16 @@ func compareModel(t *testing.T, e *env, m *outboxModel, fail func(string, ...any
 			fail("row %v has %d attempts in the store, %d in the model", r.ID, r.Attempts, want.attempts)
 		case r.Status == turnframe.OutboxPending && !r.DueAt.Equal(want.due):
 			fail("row %v is due at +%v in the store, +%v in the model", r.ID, r.DueAt.Sub(base), want.due.Sub(base))
+		case r.AttemptBase != want.attemptBase:
+			fail("row %v has attempt base %d in the store, %d in the model", r.ID, r.AttemptBase, want.attemptBase)
+		case r.LastCode != want.lastCode:
+			fail("row %v has last code %q in the store, %q in the model", r.ID, r.LastCode, want.lastCode)
 		case r.Status == turnframe.OutboxDispatching && r.ClaimedBy != want.worker:
 			fail("row %v is claimed by %q in the store, %q in the model", r.ID, r.ClaimedBy, want.worker)
+		case r.Status == turnframe.OutboxDispatching && !r.ClaimedAt.Equal(want.claimedAt):
+			fail("row %v was claimed at +%v in the store, +%v in the model", r.ID, r.ClaimedAt.Sub(base), want.claimedAt.Sub(base))
+		case !r.LeaseUntil.Equal(want.leaseUntil):
+			fail("row %v is leased until +%v in the store, +%v in the model (zero when not dispatching)", r.ID, r.LeaseUntil.Sub(base), want.leaseUntil.Sub(base))
 		}
 	}
 }

@@ -15,21 +15,22 @@ import (
 func outboxTests() []test {
 	return []test{
 		{"ACommitEnqueuesItsRowsPendingUnderTheCommandsKey", testEnqueue},
-		{"SeveralRowsOfOneCommandAreKeyedKeySlashN", testEnqueueKeys},
 		{"NotBeforeKeepsARowFromBeingDueUntilThen", testNotBefore},
 		{"ClaimTakesDueRowsByDueTimeThenEnqueueOrderUpToLimit", testClaimOrder},
-		{"ClaimMarksTheRowDispatchingUnderTheWorker", testClaimFields},
+		{"ClaimMarksTheRowDispatchingUnderTheWorkerLeasedUntilNowPlusTheLease", testClaimFields},
 		{"ClaimsAreExclusiveUnderConcurrentClaimers", testClaimsExclusive},
 		{"OutboxRowMakesEveryDocumentedMove", testRowAllowed},
 		{"OutboxRowRefusesEveryOtherMoveAndChangesNothing", testRowRefused},
 		{"SettleWithALostClaimIsClaimLostAndChangesNothing", testLostClaim},
 		{"ASettleBatchWhereOneClaimIsLostSettlesTheOthers", testSettleBatch},
-		{"ReleaseExpiredClaimsReleasesOnlyClaimsMadeBeforeTheCutoff", testRelease},
 		{"AnUnknownRowIsNeverClaimedAgainUntilResolved", testUnknownNotClaimed},
+		{"SettleKeepsTheSendersCodeAsLastCodeForEveryStatus", testSettleCode},
+		{"ACompletedRowShowsTheCompletionsCodeNotAnEarlierFailure", testCompletedCode},
+		{"RequeueGivesAFreshAttemptBudgetWhileAttemptsKeepRising", testRequeueBudget},
 		{"PruneRemovesOnlyRowsFinishedBeforeTheCutoff", testPrune},
 		{"PruneNeverForgetsAJournalKey", testPruneKeepsKeys},
 		{"ListOutboxFiltersByStatusAndAccountOldestFirst", testListOutbox},
-		{"OutboxRowsThatDoNotExistAreNotFound", testOutboxMissing},
+		{"OutboxRowsThatDoNotExistAreNotFoundAndHoldNoClaim", testOutboxMissing},
 	}
 }
 
@@ -132,17 +133,6 @@ func testEnqueue(t *testing.T, e *env) {
 	is.True(bytes.Equal(applied.Payload, got.Payload)) // applied as stored
 }
 
-func testEnqueueKeys(t *testing.T, e *env) {
-	is := is.New(t)
-	turn, key, attempt := e.running(acme, "payment/1", at(0))
-	a := e.commit(acme, turn, key, attempt, at(time.Second), nil, []turnframe.OutboxMessage{message(""), message(""), message("")})
-	var keys []turnframe.IdempotencyKey
-	for _, r := range a.Outbox {
-		keys = append(keys, e.row(r.ID).Key)
-	}
-	is.Equal(keys, []turnframe.IdempotencyKey{key + "/1", key + "/2", key + "/3"}) // key/1, key/2, key/3 in order
-}
-
 func testNotBefore(t *testing.T, e *env) {
 	is := is.New(t)
 	later := message("")
@@ -180,22 +170,24 @@ func testClaimFields(t *testing.T, e *env) {
 	msg := turnframe.OutboxMessage{Destination: "email", Payload: []byte("hello"), OrderKey: "user-1"}
 	r := e.enqueue(acme, at(0), msg)[0]
 	c := e.claimOne(at(time.Second), worker)
-	is.Equal(c.ID, r.ID)                             // the row
-	is.Equal(c.Worker, worker)                       // the worker
-	is.True(c.ClaimedAt.Equal(at(time.Second)))      // claimed at now
-	is.Equal(c.Attempts, 1)                          // the first attempt
-	is.Equal(c.Account, acme)                        // account
-	is.Equal(c.Turn, r.Turn)                         // turn
-	is.Equal(c.Key, r.Key)                           // key
-	is.Equal(c.Destination, "email")                 // destination
-	is.True(bytes.Equal(c.Payload, []byte("hello"))) // payload
-	is.Equal(c.OrderKey, "user-1")                   // order key
-	is.True(c.CreatedAt.Equal(at(0)))                // created at
+	is.Equal(c.ID, r.ID)                                 // the row
+	is.Equal(c.Worker, worker)                           // the worker
+	is.True(c.ClaimedAt.Equal(at(time.Second)))          // claimed at now
+	is.Equal(c.Attempts, 1)                              // the first attempt
+	is.Equal(c.Account, acme)                            // account
+	is.Equal(c.Turn, r.Turn)                             // turn
+	is.Equal(c.Key, r.Key)                               // key
+	is.Equal(c.Destination, "email")                     // destination
+	is.True(bytes.Equal(c.Payload, []byte("hello")))     // payload
+	is.Equal(c.OrderKey, "user-1")                       // order key
+	is.True(c.CreatedAt.Equal(at(0)))                    // created at
+	is.True(c.LeaseUntil.Equal(at(time.Second + lease))) // the claim is leased until now + lease
 	got := e.row(r.ID)
-	is.Equal(got.Status, turnframe.OutboxDispatching) // dispatching
-	is.Equal(got.ClaimedBy, worker)                   // claimed by
-	is.True(got.ClaimedAt.Equal(at(time.Second)))     // claimed at
-	is.Equal(got.Attempts, 1)                         // attempts + 1
+	is.Equal(got.Status, turnframe.OutboxDispatching)      // dispatching
+	is.Equal(got.ClaimedBy, worker)                        // claimed by
+	is.True(got.ClaimedAt.Equal(at(time.Second)))          // claimed at
+	is.Equal(got.Attempts, 1)                              // attempts + 1
+	is.True(got.LeaseUntil.Equal(at(time.Second + lease))) // the row is leased until now + lease
 }
 
 func testClaimsExclusive(t *testing.T, e *env) {
@@ -218,7 +210,7 @@ func testClaimsExclusive(t *testing.T, e *env) {
 		wg.Go(func() {
 			name := fmt.Sprintf("worker-%d", w)
 			for limit := 1; ; limit = limit%5 + 1 {
-				cs, err := e.s.ClaimDue(e.ctx, at(time.Second), limit, name)
+				cs, err := e.s.ClaimDue(e.ctx, at(time.Second), limit, name, lease)
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("%s claim: %w", name, err))
@@ -275,13 +267,14 @@ func testRowAllowed(t *testing.T, e *env) {
 	moves := []move{
 		{"claim", turnframe.OutboxPending, turnframe.OutboxDispatching,
 			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
-				_, err := e.s.ClaimDue(e.ctx, now, 10, "worker-2")
+				_, err := e.s.ClaimDue(e.ctx, now, 10, "worker-2", lease)
 				return err
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
-				is.Equal(after.Attempts, before.Attempts+1) // attempts + 1
-				is.Equal(after.ClaimedBy, "worker-2")       // claimed by
-				is.True(after.ClaimedAt.Equal(now))         // claimed at
+				is.Equal(after.Attempts, before.Attempts+1)     // attempts + 1
+				is.Equal(after.ClaimedBy, "worker-2")           // claimed by
+				is.True(after.ClaimedAt.Equal(now))             // claimed at
+				is.True(after.LeaseUntil.Equal(now.Add(lease))) // leased
 			}},
 		{"complete", turnframe.OutboxDispatching, turnframe.OutboxCompleted,
 			func(e *env, _ turnframe.OutboxID, c turnframe.Claim) error {
@@ -319,16 +312,39 @@ func testRowAllowed(t *testing.T, e *env) {
 				is.True(after.FinishedAt.IsZero()) // not finished
 			}},
 		{"release", turnframe.OutboxDispatching, turnframe.OutboxPending,
-			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
-				ids, err := e.s.ReleaseExpiredClaims(e.ctx, now)
+			func(e *env, id turnframe.OutboxID, c turnframe.Claim) error {
+				ids, err := e.s.ReleaseExpiredClaims(e.ctx, c.LeaseUntil)
 				if err == nil && (len(ids) != 1 || ids[0] != id) {
 					err = fmt.Errorf("released %v, want [%v]", ids, id)
 				}
 				return err
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
+				is.Equal(after.Attempts, before.Attempts)         // attempts kept
+				is.True(after.DueAt.Equal(before.DueAt))          // due time kept: due again at once
+				is.True(after.UpdatedAt.Equal(before.LeaseUntil)) // updated at the release
+				is.True(after.LeaseUntil.IsZero())                // lease cleared
+				is.Equal(after.ClaimedBy, before.ClaimedBy)       // the last claim is still recorded
+			}},
+		{"release_claim", turnframe.OutboxDispatching, turnframe.OutboxPending,
+			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
+				return e.s.ReleaseClaim(e.ctx, id, now) // the lease runs until 11s
+			},
+			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.Equal(after.Attempts, before.Attempts) // attempts kept
-				is.True(!after.DueAt.After(now))          // due again at once
+				is.True(after.DueAt.Equal(before.DueAt))  // due time kept
+				is.True(after.UpdatedAt.Equal(now))       // updated at the release
+				is.True(after.LeaseUntil.IsZero())        // lease cleared
+			}},
+		{"extend", turnframe.OutboxDispatching, turnframe.OutboxDispatching,
+			func(e *env, _ turnframe.OutboxID, c turnframe.Claim) error {
+				return extendOne(e, c, now, time.Minute)
+			},
+			func(is *is.I, before, after turnframe.OutboxRecord) {
+				is.True(after.LeaseUntil.Equal(now.Add(time.Minute))) // leased until now + the new lease
+				is.Equal(after.Attempts, before.Attempts)             // attempts kept
+				is.Equal(after.ClaimedBy, before.ClaimedBy)           // same worker
+				is.True(after.ClaimedAt.Equal(before.ClaimedAt))      // same claim
 			}},
 		{"settle_complete", turnframe.OutboxDispatching, turnframe.OutboxCompleted,
 			func(e *env, _ turnframe.OutboxID, c turnframe.Claim) error {
@@ -389,9 +405,10 @@ func testRowAllowed(t *testing.T, e *env) {
 				return e.s.Requeue(e.ctx, id, at(time.Hour))
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
-				is.True(after.DueAt.Equal(at(time.Hour))) // due at the given time
-				is.True(after.FinishedAt.IsZero())        // no longer finished
-				is.Equal(after.Attempts, before.Attempts) // attempts kept
+				is.True(after.DueAt.Equal(at(time.Hour)))    // due at the given time
+				is.True(after.FinishedAt.IsZero())           // no longer finished
+				is.Equal(after.Attempts, before.Attempts)    // attempts kept
+				is.Equal(after.AttemptBase, before.Attempts) // a fresh budget from here
 			}},
 	}
 	for _, m := range moves {
@@ -403,9 +420,24 @@ func testRowAllowed(t *testing.T, e *env) {
 			is.NoErr(m.do(e, r.ID, c)) // the move
 			after := e.row(r.ID)
 			is.Equal(after.Status, m.to) // moved
+			if m.to != turnframe.OutboxDispatching {
+				is.True(after.LeaseUntil.IsZero()) // a row holds a lease only while dispatching
+			}
 			m.check(is, before, after)
 		})
 	}
+}
+
+// extendOne extends one claim through ExtendClaims and returns its result.
+func extendOne(e *env, c turnframe.Claim, now time.Time, d time.Duration) error {
+	results, err := e.s.ExtendClaims(e.ctx, []turnframe.Claim{c}, now, d)
+	if err != nil {
+		return err
+	}
+	if len(results) != 1 {
+		return fmt.Errorf("extend returned %d results for 1 claim", len(results))
+	}
+	return results[0]
 }
 
 // settleOneBatch settles one row through Settle.
@@ -472,6 +504,17 @@ func testRowRefused(t *testing.T, e *env) {
 				is.Equal(len(ids), 0) // only a dispatching row is released
 				e.unchanged(before, "release")
 			})
+			t.Run(fmt.Sprintf("release_claim_from_%v", from), func(t *testing.T) {
+				e := newEnv(t, e.open)
+				r, _ := e.rowIn(from, true)
+				e.refusedOp("release claim", turnframe.ErrConflict, func() error { return e.s.ReleaseClaim(e.ctx, r.ID, at(3*time.Second)) })
+			})
+			// A pending row here was retried: its claim is the last one made.
+			t.Run(fmt.Sprintf("extend_from_%v", from), func(t *testing.T) {
+				e := newEnv(t, e.open)
+				_, c := e.rowIn(from, true)
+				e.refusedOp("extend", turnframe.ErrClaimLost, func() error { return extendOne(e, c, at(3*time.Second), time.Hour) })
+			})
 		}
 	}
 }
@@ -483,33 +526,35 @@ func testLostClaim(t *testing.T, e *env) {
 			e := newEnv(t, e.open)
 			r := e.enqueue(acme, at(0), message(""))[0]
 
-			// Another worker holds the row after a release and a reclaim.
+			// Another worker holds the row after its lease ended, a release
+			// and a reclaim.
 			old := e.claimOne(at(time.Second), worker)
-			_, err := e.s.ReleaseExpiredClaims(e.ctx, at(2*time.Second))
+			_, err := e.s.ReleaseExpiredClaims(e.ctx, old.LeaseUntil)
 			is.NoErr(err) // release
-			other := e.claimOne(at(2*time.Second), "worker-2")
-			e.refusedOp("settle after another worker reclaimed", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, old, at(3*time.Second)) })
+			other := e.claimOne(old.LeaseUntil, "worker-2")
+			e.refusedOp("settle after another worker reclaimed", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, old, other.ClaimedAt.Add(time.Second)) })
 
 			// The same worker holds it again, at another attempt.
-			_, err = e.s.ReleaseExpiredClaims(e.ctx, at(3*time.Second))
+			_, err = e.s.ReleaseExpiredClaims(e.ctx, other.LeaseUntil)
 			is.NoErr(err) // release
-			mine := e.claimOne(at(3*time.Second), worker)
+			mine := e.claimOne(other.LeaseUntil, worker)
 			is.Equal(mine.Attempts, 3) // the third attempt
-			e.refusedOp("settle with an older attempt of the same worker", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, old, at(4*time.Second)) })
-			e.refusedOp("settle with the other worker's expired claim", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, other, at(4*time.Second)) })
+			later := mine.ClaimedAt.Add(time.Second)
+			e.refusedOp("settle with an older attempt of the same worker", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, old, later) })
+			e.refusedOp("settle with the other worker's expired claim", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, other, later) })
 
 			// A forged attempt number or worker.
 			wrong := mine
 			wrong.Attempts = 2
-			e.refusedOp("settle with the wrong attempt", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, wrong, at(4*time.Second)) })
+			e.refusedOp("settle with the wrong attempt", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, wrong, later) })
 			wrong = mine
 			wrong.Worker = "worker-9"
-			e.refusedOp("settle as another worker", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, wrong, at(4*time.Second)) })
+			e.refusedOp("settle as another worker", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, wrong, later) })
 
 			// The holder settles; settling again is a lost claim.
-			is.NoErr(e.settleClaim(k, mine, at(4*time.Second))) // the holder settles
+			is.NoErr(e.settleClaim(k, mine, later)) // the holder settles
 			for _, again := range settleKinds {
-				e.refusedOp("settle an already settled row", turnframe.ErrClaimLost, func() error { return e.settleClaim(again, mine, at(5*time.Second)) })
+				e.refusedOp("settle an already settled row", turnframe.ErrClaimLost, func() error { return e.settleClaim(again, mine, later.Add(time.Second)) })
 			}
 			is.Equal(e.row(r.ID).Status, k.to) // settled once
 		})
@@ -559,35 +604,80 @@ func testSettleBatch(t *testing.T, e *env) {
 	is.Equal(len(results), 0) // no results
 }
 
-func testRelease(t *testing.T, e *env) {
+func testSettleCode(t *testing.T, e *env) {
+	for _, tc := range []struct {
+		to   turnframe.OutboxStatus
+		code string
+	}{
+		{turnframe.OutboxCompleted, "http.201"},
+		{turnframe.OutboxPending, "http.503"},
+		{turnframe.OutboxFailed, "http.400"},
+		{turnframe.OutboxOutcomeUnknown, "http.timeout"},
+	} {
+		t.Run(tc.to.String(), func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			r := e.enqueue(acme, at(0), message(""))[0]
+			c := e.claimOne(at(time.Second), worker)
+			st := turnframe.OutboxSettlement{Claim: c, To: tc.to, Code: tc.code, RemoteRef: "req_1", Now: at(2 * time.Second)}
+			if tc.to == turnframe.OutboxPending {
+				st.RetryAt = at(time.Minute)
+			}
+			is.NoErr(settleOneBatch(e, st))         // settled
+			is.Equal(e.row(r.ID).LastCode, tc.code) // the sender's code is the row's last code
+		})
+	}
+}
+
+func testCompletedCode(t *testing.T, e *env) {
+	for _, tc := range []struct {
+		name     string
+		complete func(e *env, c turnframe.Claim) error
+		want     string
+	}{
+		{"ThroughSettle", func(e *env, c turnframe.Claim) error {
+			return settleOneBatch(e, turnframe.OutboxSettlement{Claim: c, To: turnframe.OutboxCompleted, Code: "http.201", Now: at(3 * time.Second)})
+		}, "http.201"},
+		{"ThroughCompleteWhichCarriesNoCode", func(e *env, c turnframe.Claim) error {
+			return e.s.Complete(e.ctx, c, "ch_1", at(3*time.Second))
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			r := e.enqueue(acme, at(0), message(""))[0]
+			first := e.claimOne(at(time.Second), worker)
+			is.NoErr(settleOneBatch(e, turnframe.OutboxSettlement{Claim: first, To: turnframe.OutboxPending, Code: "http.503", RetryAt: at(2 * time.Second), Now: at(time.Second)})) // an earlier retry
+			is.Equal(e.row(r.ID).LastCode, "http.503")                                                                                                                               // the retry's code, until
+			c := e.claimOne(at(2*time.Second), worker)
+			is.NoErr(tc.complete(e, c))             // completed
+			is.Equal(e.row(r.ID).LastCode, tc.want) // the completion's code, not the earlier failure
+		})
+	}
+}
+
+func testRequeueBudget(t *testing.T, e *env) {
 	is := is.New(t)
-	rows := e.enqueue(acme, at(0), message(""), message(""), message(""))
-	a := e.claim(at(time.Second), 1, worker)[0]
-	b := e.claim(at(3*time.Second), 1, worker)[0]
-	is.Equal(a.ID, rows[0].ID) // first claimed
-	is.Equal(b.ID, rows[1].ID) // second claimed
+	r := e.enqueue(acme, at(0), message(""))[0]
+	c := e.claimOne(at(time.Second), worker)
+	is.NoErr(e.s.Retry(e.ctx, c, "http.503", at(2*time.Second))) // first attempt retried
+	c = e.claimOne(at(2*time.Second), worker)
+	is.NoErr(e.s.Fail(e.ctx, c, "attempts_exhausted", at(3*time.Second))) // second attempt failed
+	is.Equal(e.row(r.ID).AttemptBase, 0)                                  // no requeue yet
 
-	ids, err := e.s.ReleaseExpiredClaims(e.ctx, at(3*time.Second))
-	is.NoErr(err)                                   // release
-	is.Equal(ids, []turnframe.OutboxID{rows[0].ID}) // only the claim made before the cutoff
-	got := e.row(rows[0].ID)
-	is.Equal(got.Status, turnframe.OutboxPending)                   // released
-	is.Equal(got.Attempts, 1)                                       // attempts kept
-	is.Equal(e.row(rows[1].ID).Status, turnframe.OutboxDispatching) // a claim at the cutoff is kept
-	is.Equal(e.row(rows[2].ID).Status, turnframe.OutboxPending)     // never claimed, untouched
+	is.NoErr(e.s.Requeue(e.ctx, r.ID, at(4*time.Second))) // requeued
+	got := e.row(r.ID)
+	is.Equal(got.Attempts, 2)    // attempts kept
+	is.Equal(got.AttemptBase, 2) // the new budget begins after them
 
-	ids, err = e.s.ReleaseExpiredClaims(e.ctx, at(3*time.Second))
-	is.NoErr(err)         // release again
-	is.Equal(len(ids), 0) // nothing more to release
-
-	again := e.claim(at(4*time.Second), 1, "worker-2")[0]
-	is.Equal(again.ID, rows[0].ID) // the released row is due again
-	is.Equal(again.Attempts, 2)    // a second attempt
-
-	ids, err = e.s.ReleaseExpiredClaims(e.ctx, at(time.Hour))
-	is.NoErr(err) // release everything
-	is.Equal(len(ids), 2)
-	is.True((ids[0] == rows[0].ID && ids[1] == rows[1].ID) || (ids[0] == rows[1].ID && ids[1] == rows[0].ID)) // both claims
+	c = e.claimOne(at(4*time.Second), worker)
+	is.Equal(c.Attempts, 3)                                               // attempts keep rising: the fence never repeats
+	is.Equal(c.AttemptBase, 2)                                            // the claim carries the budget's base
+	is.NoErr(e.s.Fail(e.ctx, c, "attempts_exhausted", at(5*time.Second))) // the new budget spent
+	is.NoErr(e.s.Requeue(e.ctx, r.ID, at(6*time.Second)))                 // requeued again
+	is.Equal(e.row(r.ID).AttemptBase, 3)                                  // a fresh budget again
+	c = e.claimOne(at(6*time.Second), worker)
+	is.Equal(c.Attempts, 4) // the fourth attempt
 }
 
 func testUnknownNotClaimed(t *testing.T, e *env) {
@@ -712,4 +802,8 @@ func testOutboxMissing(t *testing.T, e *env) {
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // resolve
 	err = e.s.Requeue(e.ctx, id, at(0))
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // requeue
+	err = e.s.ReleaseClaim(e.ctx, id, at(0))
+	is.True(errors.Is(err, turnframe.ErrNotFound)) // release claim
+	err = extendOne(e, turnframe.Claim{OutboxEntry: turnframe.OutboxEntry{ID: id, Attempts: 1}, Worker: worker}, at(0), lease)
+	is.True(errors.Is(err, turnframe.ErrClaimLost)) // extend: no row is held by a claim
 }

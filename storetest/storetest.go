@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every turnframe.Store must pass:
-// one named subtest per rule of the store contract (DESIGN §3–§6), each on a
-// fresh store.
+// one named subtest per rule of the store contract (the turnframe.Store
+// interface and the transition rules it names), each on a fresh store.
 //
 // A store's test is little more than a call to Run:
 //
@@ -49,10 +49,16 @@ func Run(t *testing.T, open func(t *testing.T) turnframe.Store) {
 	var all []test
 	all = append(all, turnTests()...)
 	all = append(all, journalTests()...)
+	all = append(all, takeTests()...)
+	all = append(all, adoptionTests()...)
+	all = append(all, advanceTests()...)
 	all = append(all, eventTests()...)
 	all = append(all, outboxTests()...)
+	all = append(all, leaseTests()...)
+	all = append(all, rowKeyTests()...)
 	all = append(all, orderingTests()...)
 	all = append(all, validationTests()...)
+	all = append(all, timeTests()...)
 	all = append(all, tenancyTests()...)
 	all = append(all, lifecycleTests()...)
 	for _, tc := range all {

@@ -25,6 +25,7 @@ func turnTests() []test {
 		{"ListUnfinishedTurnsIncludesADeliveredTurnHoldingAnUnknownEntry", testUnfinishedIncludesDeliveredUnknown},
 		{"ListUnfinishedTurnsIncludesADeliveredTurnWhoseEntryWasPutBackToResend", testUnfinishedIncludesDeliveredResend},
 		{"ListUnfinishedTurnsRespectsScopeAndLimitOldestFirst", testUnfinishedScope},
+		{"ListUnfinishedTurnsAfterACursorPagesThroughEveryUnfinishedTurnOnceInIDOrder", testUnfinishedPages},
 	}
 }
 
@@ -33,8 +34,8 @@ var allPhases = []turnframe.TurnPhase{
 	turnframe.PhaseCommitted, turnframe.PhaseDelivered, turnframe.PhaseAbandoned,
 }
 
-// phaseAllowed is the turn phase machine of DESIGN §5, written out for a turn
-// with no pending entry.
+// phaseAllowed is the turn phase machine of turnframe.NextPhase, written
+// out for a turn with no pending entry.
 func phaseAllowed(from, to turnframe.TurnPhase) bool {
 	if from == turnframe.PhaseDelivered || from == turnframe.PhaseAbandoned {
 		return false
@@ -239,7 +240,7 @@ func testUnfinishedIncludesDeliveredUnknown(t *testing.T, e *env) {
 	is.Equal(got[0].Phase, turnframe.PhaseDelivered)          // listed with its phase
 
 	// Reconciled, it is finished.
-	e.settle(acme, unknownTurn, at(3*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: attempt})
+	e.settle(acme, unknownTurn, at(3*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted})
 	got, err = e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
 	is.NoErr(err)         // list
 	is.Equal(len(got), 1) // only the planned turn
@@ -305,4 +306,83 @@ func testUnfinishedScope(t *testing.T, e *env) {
 	// (59m itself is not before 59m).
 	is.Equal(list(turnframe.RecoveryScope{Account: acme, UpdatedBefore: at(59 * time.Minute)}, 10), acmeTurns[2:]) // staleness cut-off, strict
 	is.Equal(list(turnframe.RecoveryScope{UpdatedBefore: at(0)}, 10), []turnframe.TurnID(nil))                     // nothing that old
+}
+
+func testUnfinishedPages(t *testing.T, e *env) {
+	// Unfinished turns of both accounts, with finished ones between them,
+	// and at the head turns that stay unfinished for ever (a delivered turn
+	// whose unknown the remote cannot settle yet): a sweep with a small
+	// limit must still reach the turns behind them (issue 12 item 11).
+	var all, acmeOnly, finished []turnframe.TurnID
+	for i := range 12 {
+		now := at(time.Duration(i) * time.Second)
+		account := []turnframe.AccountID{acme, globex}[(i/4)%2]
+		var turn turnframe.TurnID
+		switch i % 4 {
+		case 0, 1: // stuck: delivered, one command unknown
+			var key turnframe.IdempotencyKey
+			var attempt turnframe.AttemptID
+			turn, key, attempt = e.running(account, "payment/1", now)
+			e.settle(account, turn, now, turnframe.Settlement{Key: key, To: turnframe.JournalOutcomeUnknown, Attempt: attempt})
+			e.apply(turnframe.Write{Account: account, Turn: turn, Now: now, Phase: turnframe.PhaseDelivered})
+		case 2: // finished
+			finished = append(finished, e.turnIn(account, turnframe.PhaseDelivered, now))
+			continue
+		default: // planned, never run
+			turn = e.turnIn(account, turnframe.PhasePlanned, now)
+		}
+		all = append(all, turn)
+		if account == acme {
+			acmeOnly = append(acmeOnly, turn)
+		}
+	}
+	finishedTurn := finished[1]
+	for _, tc := range []struct {
+		name  string
+		scope turnframe.RecoveryScope
+		want  []turnframe.TurnID
+	}{
+		{"EveryAccount", turnframe.RecoveryScope{}, all},
+		{"OneAccount", turnframe.RecoveryScope{Account: acme}, acmeOnly},
+	} {
+		for limit := 1; limit <= 4; limit++ {
+			t.Run(fmt.Sprintf("%s_limit_%d", tc.name, limit), func(t *testing.T) {
+				is := is.New(t)
+				var got []turnframe.TurnID
+				scope := tc.scope
+				for page := 0; ; page++ {
+					if page > len(tc.want) {
+						t.Fatalf("more than %d pages for %d turns", page, len(tc.want))
+					}
+					ms, err := e.s.ListUnfinishedTurns(e.ctx, scope, limit)
+					is.NoErr(err)             // list a page
+					is.True(len(ms) <= limit) // a page at a time
+					if len(ms) == 0 {
+						break
+					}
+					for _, m := range ms {
+						got = append(got, m.Turn)
+					}
+					scope.After = ms[len(ms)-1].Turn
+				}
+				is.Equal(got, tc.want) // every unfinished turn once, in id order
+			})
+		}
+	}
+	t.Run("AfterAFinishedTurn", func(t *testing.T) {
+		is := is.New(t)
+		ms, err := e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{After: finishedTurn}, turnframe.MaxLimit)
+		is.NoErr(err) // list
+		var want []turnframe.TurnID
+		for _, turn := range all {
+			if turn.Compare(finishedTurn) > 0 {
+				want = append(want, turn)
+			}
+		}
+		var got []turnframe.TurnID
+		for _, m := range ms {
+			got = append(got, m.Turn)
+		}
+		is.Equal(got, want) // the turns whose id sorts after the cursor, whatever the cursor's own turn
+	})
 }

@@ -64,6 +64,16 @@ func testBadWrites(t *testing.T, e *env) {
 		{"ZeroTurnID", "turn", func(w *turnframe.Write) { w.Turn = turnframe.TurnID{} }},
 		{"ZeroNow", "now", func(w *turnframe.Write) { w.Now = time.Time{} }},
 		{"UnknownPhase", "phase", func(w *turnframe.Write) { w.Phase = turnframe.PhaseAbandoned + 1 }},
+		{"UnknownAdvancePhase", "advance", func(w *turnframe.Write) { w.Phase, w.Advance = turnframe.PhaseUnset, turnframe.PhaseAbandoned+1 }},
+		{"PhaseAndAdvanceTogether", "advance", func(w *turnframe.Write) { w.Advance = turnframe.PhaseCommitted }},
+		{"ReplayWithAnOutOfRangeAnswerBasis", "replay.understanding.questions[0].basis", func(w *turnframe.Write) {
+			w.Replay = &turnframe.ReplayRecord{Understanding: &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{
+				{Unit: 1, Basis: turnframe.BasisGeneralDomainKnowledge + 1},
+			}}}
+		}},
+		{"ReplayWithABadLoadedCase", "replay.loaded_cases[0]", func(w *turnframe.Write) {
+			w.Replay = &turnframe.ReplayRecord{LoadedCases: []turnframe.CaseKey{""}}
+		}},
 		{"EmptyKey", "admit[0].key", func(w *turnframe.Write) { w.Admit[0].Key = "" }},
 		{"OversizeKey", "admit[0].key", func(w *turnframe.Write) { w.Admit[0].Key = turnframe.IdempotencyKey(long(turnframe.MaxKeyLen + 1)) }},
 		{"NonUTF8Key", "admit[0].key", func(w *turnframe.Write) { w.Admit[0].Key = notUTF8 }},
@@ -77,7 +87,26 @@ func testBadWrites(t *testing.T, e *env) {
 		{"EmptySettlementKey", "settle[0].key", func(w *turnframe.Write) { w.Settle[0].Key = "" }},
 		{"SettlementToNoStatus", "settle[0].to", func(w *turnframe.Write) { w.Settle[0].To = 0 }},
 		{"ExecutingWithoutAnAttempt", "settle[0].attempt", func(w *turnframe.Write) {
-			w.Settle[0] = turnframe.Settlement{Key: key, To: turnframe.JournalExecuting}
+			w.Settle[0] = turnframe.Settlement{Key: key, To: turnframe.JournalExecuting, Lease: lease}
+			w.Events, w.Outbox = nil, nil
+		}},
+		{"ExecutingWithoutALease", "settle[0].lease", func(w *turnframe.Write) {
+			w.Settle[0] = turnframe.Settlement{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}
+			w.Events, w.Outbox = nil, nil
+		}},
+		{"ExecutingWithALeaseEndingAfterMaxTime", "settle[0].lease", func(w *turnframe.Write) {
+			w.Settle[0] = turnframe.Settlement{Key: key, To: turnframe.JournalExecuting, Attempt: attempt, Lease: lease}
+			w.Events, w.Outbox = nil, nil
+			w.Now = turnframe.MaxTime.Add(-time.Second)
+		}},
+		{"SettlementKeyWithTheRowKeySeparator", "settle[0].key", func(w *turnframe.Write) { w.Settle[0].Key = "k~1" }},
+		{"AResendInTheWriteThatAbandonsTheTurn", "settle[0].to", func(w *turnframe.Write) {
+			w.Settle, w.Events, w.Outbox, w.Expect = []turnframe.Settlement{{Key: key, To: turnframe.JournalPending}}, nil, nil, nil
+			w.Phase = turnframe.PhaseAbandoned
+		}},
+		{"ATakeInTheWriteThatAbandonsTheTurn", "settle[0].to", func(w *turnframe.Write) {
+			w.Settle, w.Events, w.Outbox, w.Expect = []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}}, nil, nil, nil
+			w.Phase = turnframe.PhaseAbandoned
 		}},
 		{"EventWithEmptyCase", "events[0].case", func(w *turnframe.Write) { w.Events[0].Case = "" }},
 		{"EventWithEmptyType", "events[0].type", func(w *turnframe.Write) { w.Events[0].Type = "" }},
@@ -137,14 +166,17 @@ func testMidWriteFailure(t *testing.T, e *env) {
 
 	// A settlement of a key the turn never admitted, after a good admit.
 	w = turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second),
-		Admit:  []turnframe.Command{command(e.freshKey(), "booking/5")},
-		Settle: []turnframe.Settlement{{Key: key1, To: turnframe.JournalExecuting, Attempt: e.ids.AttemptID(at(time.Second))}, {Key: "never", To: turnframe.JournalExecuting, Attempt: attempt1}}}
+		Admit: []turnframe.Command{command(e.freshKey(), "booking/5")},
+		Settle: []turnframe.Settlement{
+			{Key: key1, To: turnframe.JournalExecuting, Attempt: attempt1, Lease: lease}, // the holder renews its lease
+			take("never", e.ids.AttemptID(at(time.Second)), turnframe.AttemptID{}),
+		}}
 	e.refused(w, turnframe.ErrNotFound, "settle of an unknown key after good parts")
 }
 
 func testBadLimits(t *testing.T, e *env) {
 	for _, limit := range []int{0, -1, turnframe.MaxLimit + 1} {
-		_, err := e.s.ClaimDue(e.ctx, at(0), limit, worker)
+		_, err := e.s.ClaimDue(e.ctx, at(0), limit, worker, lease)
 		isInvalid(t, err, "limit", "claim due")
 		_, err = e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Limit: limit})
 		isInvalid(t, err, "limit", "list outbox")
@@ -171,7 +203,7 @@ func testBadCallInput(t *testing.T, e *env) {
 		{"TurnPhaseZeroID", "turn", func() error { _, err := e.s.TurnPhase(e.ctx, acme, turnframe.TurnID{}); return err }},
 		{"ByKeyEmptyKey", "key", func() error { _, err := e.s.ByKey(e.ctx, acme, ""); return err }},
 		{"CaseRevisionEmptyCase", "case", func() error { _, err := e.s.CaseRevision(e.ctx, acme, ""); return err }},
-		{"ClaimEmptyWorker", "worker", func() error { _, err := e.s.ClaimDue(e.ctx, at(time.Hour), 10, ""); return err }},
+		{"ClaimEmptyWorker", "worker", func() error { _, err := e.s.ClaimDue(e.ctx, at(time.Hour), 10, "", lease); return err }},
 		{"ListOutboxBadAccount", "account", func() error {
 			_, err := e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Account: "bad\xff", Limit: 10})
 			return err
