@@ -3,20 +3,22 @@ package turnframe
 import (
 	"context"
 	"runtime/debug"
+	"sync"
 	"time"
 )
 
 // A call to application code — a Handler, a Sender, a Reconciler — runs on a
 // goroutine of its own under a deadline, because Go cannot stop a goroutine
-// from outside (DESIGN §1). This file is that one mechanism.
+// from outside (DESIGN.md, "Calls under a deadline"). This file is that one
+// mechanism.
 
 // callEnd says how a bounded call ended.
 type callEnd uint8
 
 const (
-	callAnswered callEnd = iota // it returned in time (or just as the deadline came)
-	callTimedOut                // ctx ended or the timeout came first; any later answer is discarded
-	callPanicked                // it panicked; the panic did not escape
+	callAnswered callEnd = iota // it answered while its context was live
+	callTimedOut                // its context ended first; an answer it gives after that is discarded
+	callPanicked                // it panicked while its context was live; the panic did not escape
 )
 
 // bounded is the end of one call made by callWithin.
@@ -28,34 +30,68 @@ type bounded[T any] struct {
 	cause error  // callTimedOut: why the call's context ended
 }
 
+// callOutcome is where a bounded call and its waiter meet: the first of the
+// two to take the lock decides the end, once.
+type callOutcome[T any] struct {
+	mu      sync.Mutex
+	decided bool
+	r       bounded[T]
+}
+
 // callWithin calls f on a goroutine of its own with a context that ends at
-// timeout or with ctx, and waits for whichever comes first: f's answer, its
-// panic, or the end of that context. An answer already there when the
-// context ends still counts: an answer is knowledge. The channel f answers
-// on is buffered, so an f that ignores its context past the deadline writes
-// its late answer where nobody reads it, and its goroutine ends when f
-// returns; that goroutine is the only one the library leaves running.
+// timeout or with ctx, and waits for whichever comes first: f's end (an
+// answer or a panic) or the end of that context.
+//
+// What counts is when f produced its answer, never which of two channels a
+// select happened to read first: f's end counts only if f's context was
+// still live when f returned. An answer f gives after its context ended
+// (say, a handler that honours ctx with `<-ctx.Done(); return Reject(…)`) is
+// late, however soon the waiter notices, and the call timed out. An answer
+// given in time counts, even when the waiter notices it only after the
+// deadline. The two sides decide under one lock, so exactly one of them
+// does, and a late answer is never read.
+//
+// f runs on its own goroutine; one that ignores its context past the
+// deadline keeps running until it returns, and its end is then discarded.
+// That goroutine is the only one the library leaves running.
 func callWithin[T any](ctx context.Context, timeout time.Duration, f func(context.Context) T) bounded[T] {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	done := make(chan bounded[T], 1)
+	out := &callOutcome[T]{}
+	ended := make(chan struct{})
 	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- bounded[T]{end: callPanicked, panic: p, stack: debug.Stack()}
-			}
-		}()
-		done <- bounded[T]{value: f(cctx)}
+		defer close(ended)
+		r := runRecovered(cctx, f)
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		if out.decided {
+			return // the waiter gave up on it: discarded unread
+		}
+		out.decided = true
+		if cctx.Err() != nil {
+			r = bounded[T]{end: callTimedOut, cause: context.Cause(cctx)} // produced after the deadline: late
+		}
+		out.r = r
 	}()
 	select {
-	case r := <-done:
-		return r
+	case <-ended:
 	case <-cctx.Done():
-		select {
-		case r := <-done:
-			return r
-		default:
-			return bounded[T]{end: callTimedOut, cause: context.Cause(cctx)}
-		}
 	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if !out.decided {
+		out.decided = true
+		out.r = bounded[T]{end: callTimedOut, cause: context.Cause(cctx)}
+	}
+	return out.r
+}
+
+// runRecovered calls f(ctx) and turns a panic into its callPanicked end.
+func runRecovered[T any](ctx context.Context, f func(context.Context) T) (r bounded[T]) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = bounded[T]{end: callPanicked, panic: p, stack: debug.Stack()}
+		}
+	}()
+	return bounded[T]{value: f(ctx)}
 }

@@ -3,6 +3,7 @@ package turnframe
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -10,7 +11,7 @@ import (
 // zero duration; timed signals (SignalExternalLatency) carry how long it took.
 type Signal string
 
-// The signals of DESIGN §10, prefixed with Signal in Go so that they do not
+// The signals (DESIGN.md, "Observability"), prefixed with Signal in Go so that they do not
 // collide with the statuses they count. Their values are stable: use them as
 // metric names.
 const (
@@ -73,8 +74,39 @@ type discard struct{}
 
 func (discard) Observe(Signal, Labels, time.Duration) {}
 
-// discardLogger returns a logger that writes nothing.
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+// defaultLogger is the logger of a Runtime, Dispatcher or Recovery given no
+// WithLogger: warnings and errors go to slog.Default() (read at each record,
+// so an application that sets its default later is heard), the rest is
+// dropped. A handler panic, an unknown outcome or a settlement that could not
+// be written is never silent.
+func defaultLogger() *slog.Logger { return slog.New(warnToDefault{}) }
+
+// warnToDefault is a slog.Handler passing records at slog.LevelWarn and above
+// to slog.Default()'s handler, with the attributes and groups added to it
+// replayed in order.
+type warnToDefault struct {
+	with []func(slog.Handler) slog.Handler
+}
+
+func (h warnToDefault) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && slog.Default().Handler().Enabled(ctx, l)
+}
+
+func (h warnToDefault) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.Default().Handler()
+	for _, w := range h.with {
+		out = w(out)
+	}
+	return out.Handle(ctx, r)
+}
+
+func (h warnToDefault) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnToDefault{with: append(slices.Clip(h.with), func(o slog.Handler) slog.Handler { return o.WithAttrs(attrs) })}
+}
+
+func (h warnToDefault) WithGroup(name string) slog.Handler {
+	return warnToDefault{with: append(slices.Clip(h.with), func(o slog.Handler) slog.Handler { return o.WithGroup(name) })}
+}
 
 // observer is what Runtime, Dispatcher and Recovery hold to emit signals and
 // logs.

@@ -1,0 +1,126 @@
+package turnframe_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/memstore"
+)
+
+// lateRounds is how often each late-answer test races an answer against its
+// deadline. Before the answer was judged by when it was produced, about half
+// of these rounds read the late answer.
+const lateRounds = 200
+
+// Application code that honours its context and answers after the deadline
+// gives a late answer: it is never read, every time, and the call is
+// outcome unknown (issue 11, item 1).
+func TestALateAnswerIsNeverRead(t *testing.T) {
+	handlerOutcomes := []struct {
+		name string
+		out  turnframe.Outcome
+	}{
+		{"a late Reject", turnframe.Reject("card.declined")},
+		{"a late Commit", turnframe.Commit(nil)},
+	}
+	for _, tt := range handlerOutcomes {
+		t.Run("handler/"+tt.name, func(t *testing.T) {
+			is := is.New(t)
+			store := memstore.New()
+			defer store.Close()
+			rt := turnframe.New(store, turnframe.WithCommandTimeout(time.Millisecond))
+			late := turnframe.HandlerFunc(func(ctx context.Context, _ turnframe.Call) turnframe.Outcome {
+				<-ctx.Done()
+				return tt.out
+			})
+			for i := range lateRounds {
+				key := turnframe.IdempotencyKey(fmt.Sprint("k", i))
+				turn := rtPlanned(t, rt, rtAccount, rtCmd(key, "card/1", "charge"))
+				report, err := rt.Execute(context.Background(), rtAccount, turn, late)
+				is.NoErr(err)                                                            // execute
+				is.Equal(report.Results[0].Kind, turnframe.ResultUnknown)                // never the late answer
+				is.Equal(rtEntry(t, store, key).Status, turnframe.JournalOutcomeUnknown) // stored unknown
+			}
+		})
+	}
+
+	senderAnswers := []struct {
+		name string
+		out  turnframe.Dispatched
+	}{
+		{"a late Retryable", turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "http.dial"}},
+		{"a late Completed", turnframe.Dispatched{Kind: turnframe.DispatchCompleted}},
+		{"a late Permanent", turnframe.Dispatched{Kind: turnframe.DispatchPermanent, Code: "http.400"}},
+	}
+	for _, tt := range senderAnswers {
+		t.Run("sender/"+tt.name, func(t *testing.T) {
+			is := is.New(t)
+			store := memstore.New()
+			defer store.Close()
+			sends := 0
+			late := turnframe.SenderFunc(func(ctx context.Context, _ turnframe.OutboxEntry) turnframe.Dispatched {
+				sends++
+				<-ctx.Done()
+				return tt.out
+			})
+			cfg := turnframe.DefaultDispatchConfig("w1")
+			cfg.SendTimeout = time.Millisecond
+			d := turnframe.NewDispatcher(store, late, cfg)
+			for i := range lateRounds {
+				rows := dispEnqueue(t, store, "acme", turnframe.IdempotencyKey(fmt.Sprint("k", i)), turnframe.OutboxMessage{Destination: "payments"})
+				report, err := d.RunOnce(context.Background(), dispNow)
+				is.NoErr(err)                                                               // run
+				is.Equal(report.Unknown, []turnframe.OutboxID{rows[0].ID})                  // never the late answer
+				is.Equal(dispGet(t, store, rows[0].ID).LastCode, turnframe.CodeSendTimeout) // as a timeout
+				later, err := d.RunOnce(context.Background(), dispNow.Add(time.Hour))
+				is.NoErr(err)            // a later run
+				is.True(later.IsEmpty()) // sends nothing again (I15)
+			}
+			is.Equal(sends, lateRounds) // each row sent once, ever
+		})
+	}
+
+	t.Run("reconciler/a late Resend", func(t *testing.T) {
+		is := is.New(t)
+		store := memstore.New()
+		defer store.Close()
+		cfg := turnframe.DefaultDispatchConfig("w1")
+		cfg.SendTimeout = time.Millisecond
+		unknown := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
+		d := turnframe.NewDispatcher(store, unknown, cfg)
+		late := turnframe.ReconcilerFunc(func(ctx context.Context, _ turnframe.OutboxRecord) turnframe.Reconciled {
+			<-ctx.Done()
+			return turnframe.Reconciled{Verdict: turnframe.VerdictResend}
+		})
+		for i := range lateRounds {
+			rows := dispEnqueue(t, store, "acme", turnframe.IdempotencyKey(fmt.Sprint("k", i)), turnframe.OutboxMessage{Destination: "payments"})
+			_, err := d.RunOnce(context.Background(), dispNow)
+			is.NoErr(err) // run
+			answer, err := d.Reconcile(context.Background(), rows[0].ID, late, dispNow)
+			is.NoErr(err)                                                                  // reconcile
+			is.Equal(answer.Verdict, turnframe.VerdictUnresolved)                          // never the late verdict
+			is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // still unknown
+		}
+	})
+}
+
+// An answer given in time counts, every time.
+func TestAnAnswerInTimeCounts(t *testing.T) {
+	is := is.New(t)
+	store := memstore.New()
+	defer store.Close()
+	rt := turnframe.New(store, turnframe.WithCommandTimeout(time.Hour))
+	prompt := turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+		return turnframe.Reject("card.declined")
+	})
+	for i := range lateRounds {
+		turn := rtPlanned(t, rt, rtAccount, rtCmd(turnframe.IdempotencyKey(fmt.Sprint("k", i)), "card/1", "charge"))
+		report, err := rt.Execute(context.Background(), rtAccount, turn, prompt)
+		is.NoErr(err)                                              // execute
+		is.Equal(report.Results[0].Kind, turnframe.ResultRejected) // the answer
+	}
+}
