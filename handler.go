@@ -14,15 +14,18 @@ import (
 // found the case moved.
 //
 // Honour the context. Execute calls Handle on a goroutine of its own under a
-// context that carries the command timeout (WithCommandTimeout). When Handle
-// has not returned by that deadline, Execute records the command as outcome
-// unknown (I15: it is never run again automatically, only reconciled) and
-// moves on. Go cannot stop a goroutine from outside, so a Handle that ignores
-// its context keeps running in its own goroutine until it returns, and its
-// late answer is discarded unread: that goroutine is the one thing turnframe
-// leaves running after a call returns. A Handle that panics is recorded
-// outcome unknown too (it may have done its work before panicking); the panic
-// is logged and does not escape Execute.
+// context that carries the command timeout (WithCommandTimeout). An answer
+// counts only if Handle returned it while that context was live. When Handle
+// has not returned by the deadline, or returns after it — even a Handle that
+// honours ctx with `<-ctx.Done(); return Reject(…)` — Execute records the
+// command as outcome unknown (I15: it is never run again automatically, only
+// reconciled) and moves on. Go cannot stop a goroutine from outside, so a
+// Handle that ignores its context keeps running in its own goroutine until
+// it returns, and its late answer is discarded unread: that goroutine is the
+// one thing turnframe leaves running after a call returns. A Handle that
+// panics is recorded outcome unknown too (it may have done its work before
+// panicking); the panic is logged at error level and reported in the
+// CommandResult, and does not escape Execute.
 //
 // Use call.Command.Key as the idempotency key towards any remote system the
 // command reaches. A command resumed after a crash is handed to Handle again
@@ -98,7 +101,7 @@ type Outcome struct {
 // the command's case (every event's Case must be the command's Case, or
 // Execute refuses the outcome with ErrInvalid and writes nothing); msgs are
 // enqueued in the outbox under the command's key ("key" for one message,
-// "key/1", "key/2", … for several). Events, msgs and the Committed journal
+// "key~1", "key~2", … for several: OutboxKey). Events, msgs and the Committed journal
 // entry are written in one transaction, so an outbox row exists if and only
 // if the command committed. events and msgs are copied; the caller may reuse
 // them.
@@ -133,26 +136,35 @@ func (o Outcome) Code() string { return o.code }
 // RemoteRef returns an Unknown's remote reference.
 func (o Outcome) RemoteRef() string { return o.remoteRef }
 
+// handlerEnd is how one handler call ended, as Execute records it.
+type handlerEnd struct {
+	out   Outcome
+	cause string // "handler", "timeout" or "panic": who made the outcome
+	panic any    // cause "panic": the value
+	stack []byte // cause "panic": where
+}
+
 // callHandler runs h through callWithin under the command timeout. It
-// returns the handler's outcome, or Unknown with the reason "timeout" or
-// "panic"; or the caller's context error when ctx itself ended first.
-func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (Outcome, string, error) {
+// returns the handler's outcome, or Unknown with the cause "timeout" (the
+// handler answered after its deadline, or not at all) or "panic"; or the
+// caller's context error when ctx itself ended first.
+func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (handlerEnd, error) {
 	r := callWithin(ctx, rt.cfg.commandTimeout, func(hctx context.Context) Outcome { return h.Handle(hctx, call) })
 	attrs := []slog.Attr{slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String())}
 	switch r.end {
 	case callTimedOut:
 		if err := ctx.Err(); err != nil {
-			return Outcome{}, "", err
+			return handlerEnd{}, err
 		}
-		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command timed out; its outcome is unknown",
+		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command did not answer within its timeout; its outcome is unknown",
 			append(attrs, slog.Duration("timeout", rt.cfg.commandTimeout))...)
-		return Unknown(""), "timeout", nil
+		return handlerEnd{out: Unknown(""), cause: "timeout"}, nil
 	case callPanicked:
 		rt.obs.logf(ctx, slog.LevelError, "turnframe: command handler panicked; its outcome is unknown",
 			append(attrs, slog.Any("panic", r.panic), slog.String("stack", string(r.stack)))...)
-		return Unknown(""), "panic", nil
+		return handlerEnd{out: Unknown(""), cause: "panic", panic: r.panic, stack: r.stack}, nil
 	}
-	return r.value, "handler", nil
+	return handlerEnd{out: r.value, cause: "handler"}, nil
 }
 
 // ExecuteReport is what one Runtime.Execute did.
@@ -186,6 +198,11 @@ type CommandResult struct {
 	OutboxIDs []OutboxID
 	Code      string // Rejected: the reason code
 	RemoteRef string // OutcomeUnknown: the remote's reference, if any
+	// Panic is, for a ResultUnknown this Execute's handler call caused by
+	// panicking, the value it panicked with, and Stack where; both are
+	// also logged at error level. Nil otherwise.
+	Panic any
+	Stack []byte
 }
 
 // ResultKind classifies a CommandResult.
@@ -208,11 +225,19 @@ const (
 	// this Execute (Status says which), and was not run again (I14).
 	ResultSkipped
 	// ResultPending: the command is still pending, because Execute stopped
-	// with an error at it or before it. A later Execute runs it.
+	// with an error at it or before it, or before an entry in flight
+	// elsewhere. A later Execute runs it.
 	ResultPending
+	// ResultInFlight: another attempt — another Execute, in this process or
+	// another — holds the command under a lease that has not ended, so this
+	// Execute did not run it, and stopped there (the turn's commands run in
+	// admission order): the entries after it are ResultPending. Not an
+	// error: the holder settles it, or once its lease ends a later Execute
+	// takes it over.
+	ResultInFlight
 )
 
-var resultNames = [...]string{"unset", "committed", "rejected", "unknown", "skipped", "pending"}
+var resultNames = [...]string{"unset", "committed", "rejected", "unknown", "skipped", "pending", "in_flight"}
 
 // String returns the kind in lower case ("committed", "skipped", …).
 func (k ResultKind) String() string { return enumName(resultNames[:], int(k), "result") }
@@ -244,28 +269,20 @@ type execution struct {
 	h       Handler
 }
 
-// run takes one pending entry through an attempt: mark it Executing (one
-// Apply), call the handler, settle its outcome (one Apply), re-running the
-// handler when a commit finds its case moved. last says whether no entry
-// after e is pending, so that its settlement may move the turn to
-// PhaseCommitted.
-func (x *execution) run(ctx context.Context, e JournalEntry, last bool) (CommandResult, error) {
+// takeTries bounds how often run tries to take an entry whose attempt moved
+// under it (another caller took it, and its lease ended already).
+const takeTries = 3
+
+// run takes one pending entry through an attempt: take it (one Apply), call
+// the handler, settle its outcome (one Apply), re-running the handler when a
+// commit finds its case moved. An entry another attempt holds is reported
+// ResultInFlight; one that settled elsewhere meanwhile is reported as it is.
+func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, error) {
+	running, taken, res, err := x.take(ctx, e)
+	if !taken {
+		return res, err
+	}
 	rt := x.rt
-	now := rt.cfg.now()
-	attempt := rt.cfg.ids.AttemptID(now)
-	w := Write{
-		Account: x.account, Turn: x.turn, Now: now,
-		Settle: []Settlement{{Key: e.Key, To: JournalExecuting, Attempt: attempt}},
-	}
-	if x.phase < PhaseExecuting {
-		w.Phase = PhaseExecuting
-	}
-	applied, err := rt.store.Apply(ctx, w)
-	if err != nil {
-		return resultOf(e), fmt.Errorf("mark executing: %w", err)
-	}
-	x.phase = applied.Phase
-	running := applied.Settled[0]
 	for reruns := 0; ; reruns++ {
 		rev, err := rt.store.CaseRevision(ctx, x.account, running.Case)
 		if err != nil {
@@ -273,54 +290,136 @@ func (x *execution) run(ctx context.Context, e JournalEntry, last bool) (Command
 		}
 		call := Call{
 			Account: x.account, Turn: x.turn, Command: running.Command,
-			Attempt: attempt, Attempts: running.Attempts, Revision: rev,
+			Attempt: running.Attempt, Attempts: running.Attempts, Revision: rev,
 		}
-		out, how, err := rt.callHandler(ctx, x.h, call)
+		end, err := rt.callHandler(ctx, x.h, call)
 		if err != nil {
 			return resultOf(running), err
 		}
-		w, err := x.settlement(ctx, running, rev, out, last)
+		w, err := x.settlement(ctx, running, rev, end.out)
 		if err != nil {
 			return resultOf(running), err
 		}
 		applied, err := rt.store.Apply(ctx, w)
 		if err == nil {
 			x.phase = applied.Phase
-			return x.settled(ctx, applied, how), nil
+			return x.settled(ctx, applied, end), nil
 		}
-		if out.kind != OutcomeCommit || !errors.Is(err, ErrConflict) {
-			return resultOf(running), fmt.Errorf("settle %v: %w", out.kind, err)
+		if end.out.kind != OutcomeCommit || !errors.Is(err, ErrConflict) {
+			x.unrecorded(ctx, running, end, err)
+			return resultOf(running), fmt.Errorf("settle %v: %w", end.out.kind, err)
 		}
 		// A conflict on a commit: re-run only if it is the case that moved,
 		// not a refused transition. If another Runtime took the entry over
 		// (its own attempt, or already settled), the command is its business.
-		now, rerr := rt.store.ByKey(ctx, x.account, running.Key)
-		if rerr != nil {
-			return resultOf(running), fmt.Errorf("settle commit: %w (reading the entry again: %v)", err, rerr)
+		again, err := x.rerunnable(ctx, running, rev, reruns, err)
+		if err != nil {
+			return resultOf(again), err
 		}
-		if now.Status != JournalExecuting || now.Attempt != attempt {
-			return resultOf(now), fmt.Errorf("settle commit: %w (attempt %v was superseded: the entry is %v under attempt %v)",
-				err, attempt, now.Status, now.Attempt)
-		}
-		moved, rerr := rt.store.CaseRevision(ctx, x.account, running.Case)
-		if rerr != nil {
-			return resultOf(running), fmt.Errorf("settle commit: %w (reading the case's revision again: %v)", err, rerr)
-		}
-		if moved == rev {
-			return resultOf(running), fmt.Errorf("settle commit: %w", err)
-		}
-		if reruns >= rt.cfg.maxConflictRetries {
-			return resultOf(running), fmt.Errorf("case %q moved from revision %d to %d under its commit, after %d re-run(s): %w",
-				running.Case, rev, moved, reruns, err)
-		}
-		rt.obs.logf(ctx, slog.LevelDebug, "turnframe: case moved under a commit; running the command again",
-			slog.String("key", string(running.Key)), slog.String("case", string(running.Case)),
-			slog.Uint64("revision", uint64(rev)), slog.Uint64("now", uint64(moved)))
+		running = again
 	}
 }
 
-// settlement builds the one Write that settles the running entry with out.
-func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevision, out Outcome, last bool) (Write, error) {
+// take moves e to Executing for a new attempt of this Execute: a
+// compare-and-set on the attempt e was read under, leased for the command
+// timeout and the lease margin. When the store refuses it, the entry is read
+// again: held by a live attempt elsewhere, it is reported ResultInFlight;
+// settled meanwhile, as it is; taken and abandoned by a caller that died, it
+// is taken again (at most takeTries times). When taken is false, res reports
+// the entry and err says why it was not taken, if that is an error.
+func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEntry, taken bool, res CommandResult, err error) {
+	rt := x.rt
+	for try := 1; ; try++ {
+		now := rt.cfg.now()
+		w := Write{
+			Account: x.account, Turn: x.turn, Now: now,
+			Settle: []Settlement{{Key: e.Key, To: JournalExecuting, Attempt: rt.cfg.ids.AttemptID(now), Prior: e.Attempt, Lease: rt.cfg.commandLease()}},
+		}
+		if x.phase < PhaseExecuting {
+			w.Advance = PhaseExecuting
+		}
+		applied, err := rt.store.Apply(ctx, w)
+		if err == nil {
+			x.phase = applied.Phase
+			return applied.Settled[0], true, CommandResult{}, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return e, false, resultOf(e), fmt.Errorf("take for a new attempt: %w", err)
+		}
+		seen, rerr := rt.store.ByKey(ctx, x.account, e.Key)
+		if rerr != nil {
+			return e, false, resultOf(e), fmt.Errorf("take for a new attempt: %w (reading the entry again: %v)", err, rerr)
+		}
+		switch {
+		case seen.Status == JournalExecuting && seen.LeaseUntil.After(rt.cfg.now()):
+			r := resultOf(seen)
+			r.Kind = ResultInFlight
+			return seen, false, r, nil
+		case !seen.Status.IsPending():
+			return seen, false, resultOf(seen), nil // settled elsewhere meanwhile
+		case seen.Attempt == e.Attempt || try == takeTries:
+			return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w", err)
+		}
+		e = seen
+	}
+}
+
+// rerunnable decides, after a commit refused with ErrConflict, whether the
+// handler runs again: only when the case moved under it, the attempt still
+// holds the entry, and re-runs are left. It then renews the attempt's lease
+// (which also touches the turn, so a scoped sweep sees it in flight) and
+// returns the entry as renewed.
+func (x *execution) rerunnable(ctx context.Context, running JournalEntry, rev CaseRevision, reruns int, conflict error) (JournalEntry, error) {
+	rt := x.rt
+	seen, err := rt.store.ByKey(ctx, x.account, running.Key)
+	if err != nil {
+		return running, fmt.Errorf("settle commit: %w (reading the entry again: %v)", conflict, err)
+	}
+	if seen.Status != JournalExecuting || seen.Attempt != running.Attempt {
+		return seen, fmt.Errorf("settle commit: %w (attempt %v was superseded: the entry is %v under attempt %v)",
+			conflict, running.Attempt, seen.Status, seen.Attempt)
+	}
+	moved, err := rt.store.CaseRevision(ctx, x.account, running.Case)
+	if err != nil {
+		return running, fmt.Errorf("settle commit: %w (reading the case's revision again: %v)", conflict, err)
+	}
+	if moved == rev {
+		return running, fmt.Errorf("settle commit: %w", conflict)
+	}
+	if reruns >= rt.cfg.maxConflictRetries {
+		return running, fmt.Errorf("case %q moved from revision %d to %d under its commit, after %d re-run(s): %w",
+			running.Case, rev, moved, reruns, conflict)
+	}
+	rt.obs.logf(ctx, slog.LevelDebug, "turnframe: case moved under a commit; running the command again",
+		slog.String("key", string(running.Key)), slog.String("case", string(running.Case)),
+		slog.Uint64("revision", uint64(rev)), slog.Uint64("now", uint64(moved)))
+	applied, err := rt.store.Apply(ctx, Write{
+		Account: x.account, Turn: x.turn, Now: rt.cfg.now(),
+		Settle: []Settlement{{Key: running.Key, To: JournalExecuting, Attempt: running.Attempt, Lease: rt.cfg.commandLease()}},
+	})
+	if err != nil {
+		return running, fmt.Errorf("renew the lease of attempt %v: %w", running.Attempt, err)
+	}
+	return applied.Settled[0], nil
+}
+
+// unrecorded logs an outcome the store refused. A commit that did not land
+// did nothing (its events and rows are part of it); an unknown outcome that
+// did not land may have acted, and an operator must know.
+func (x *execution) unrecorded(ctx context.Context, e JournalEntry, end handlerEnd, err error) {
+	level := slog.LevelWarn
+	if end.out.kind == OutcomeUnknown {
+		level = slog.LevelError
+	}
+	x.rt.obs.logf(ctx, level, "turnframe: command outcome could not be recorded",
+		slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()),
+		slog.String("outcome", end.out.kind.String()), slog.String("cause", end.cause), slog.String("error", err.Error()))
+}
+
+// settlement builds the one Write that settles the running entry with out,
+// and advances the turn to PhaseCommitted when nothing of it is left
+// pending (Write.Advance: the outcome lands whatever the turn's phase).
+func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevision, out Outcome) (Write, error) {
 	w := Write{Account: x.account, Turn: x.turn, Now: x.rt.cfg.now()}
 	s := Settlement{Key: e.Key, Attempt: e.Attempt}
 	switch out.kind {
@@ -349,14 +448,14 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevi
 		return Write{}, invalid("outcome", "the handler returned no outcome; build one with Commit, Reject or Unknown")
 	}
 	w.Settle = []Settlement{s}
-	if last && x.phase < PhaseCommitted {
-		w.Phase = PhaseCommitted
+	if x.phase < PhaseCommitted {
+		w.Advance = PhaseCommitted
 	}
 	return w, nil
 }
 
 // settled reports a written settlement and emits its signal.
-func (x *execution) settled(ctx context.Context, applied Applied, how string) CommandResult {
+func (x *execution) settled(ctx context.Context, applied Applied, end handlerEnd) CommandResult {
 	e := applied.Settled[0]
 	r := resultOf(e)
 	r.Ran = true
@@ -373,10 +472,11 @@ func (x *execution) settled(ctx context.Context, applied Applied, how string) Co
 		labels.Outcome = e.Code
 		x.rt.obs.count(SignalCommandRejected, labels)
 	case JournalOutcomeUnknown:
-		labels.Outcome = how
+		r.Panic, r.Stack = end.panic, end.stack
+		labels.Outcome = end.cause
 		x.rt.obs.count(SignalExternalOutcomeUnknown, labels)
 		x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command outcome unknown; reconcile it",
-			slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()), slog.String("cause", how))
+			slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()), slog.String("cause", end.cause))
 	}
 	return r
 }

@@ -16,6 +16,7 @@ type settings struct {
 	clock              func() time.Time
 	ids                *IDGenerator
 	commandTimeout     time.Duration
+	leaseMargin        time.Duration
 	maxConflictRetries int
 }
 
@@ -28,9 +29,10 @@ const (
 func newSettings(opts []Option) settings {
 	s := settings{
 		observer:           discard{},
-		logger:             discardLogger(),
+		logger:             defaultLogger(),
 		clock:              time.Now,
 		commandTimeout:     DefaultCommandTimeout,
+		leaseMargin:        DefaultLeaseMargin,
 		maxConflictRetries: DefaultMaxConflictRetries,
 	}
 	for _, opt := range opts {
@@ -43,6 +45,10 @@ func newSettings(opts []Option) settings {
 }
 
 func (s settings) observe() observer { return observer{obs: s.observer, log: s.logger} }
+
+// commandLease is how long an attempt holds its journal entry at a time: the
+// command timeout and the lease margin.
+func (s settings) commandLease() time.Duration { return s.commandTimeout + s.leaseMargin }
 
 // now returns the clock's time in UTC, truncated to the microsecond the
 // stores keep, so what a caller holds equals what it reads back.
@@ -57,7 +63,8 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// WithLogger logs through l. A nil l keeps the default, which discards.
+// WithLogger logs through l, every level included. A nil l keeps the
+// default: warnings and errors to slog.Default(), nothing else.
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) {
 		if l != nil {
@@ -93,6 +100,22 @@ func WithCommandTimeout(d time.Duration) Option {
 	return func(s *settings) {
 		if d > 0 {
 			s.commandTimeout = d
+		}
+	}
+}
+
+// WithLeaseMargin sets how long an attempt's hold on its journal entry runs
+// past the command timeout (default DefaultLeaseMargin, 30 s): Execute
+// leases an entry for the command timeout plus this margin, and renews the
+// lease before it runs the handler again. Until the lease ends no other
+// Execute — in this process or another — takes the command over, so a
+// command runs in at most one place at a time; after it ends, one may (the
+// process is taken for dead, and the command is resumed by key). A
+// non-positive d keeps the default.
+func WithLeaseMargin(d time.Duration) Option {
+	return func(s *settings) {
+		if d > 0 {
+			s.leaseMargin = d
 		}
 	}
 }

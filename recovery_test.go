@@ -231,15 +231,15 @@ func TestRecoveryResumeCommitsEachCommandOnce(t *testing.T) {
 		is.Equal(recKeys(action.Entries), []turnframe.IdempotencyKey{"k2", "k3"})
 
 		h := rtNewHandler(rtScript)
-		report, err := turnframe.New(store).Execute(ctx, rtAccount, turn, h)
-		is.NoErr(err) // resume through Execute
+		report, err := turnframe.New(store, rtAfterLeases()).Execute(ctx, rtAccount, turn, h)
+		is.NoErr(err) // resume through Execute, once the crashed attempt's lease ended
 		is.Equal(report.Phase, turnframe.PhaseCommitted)
 		is.Equal(h.callsOf("k1"), 0) // settled before the crash: not run again (I14)
 		is.Equal(h.callsOf("k2"), 1)
 		is.Equal(h.callsOf("k3"), 1)
 		is.Equal(rtEventsByKey(t, store, rtAccount, "booking/1", "booking/2", "booking/3"),
 			map[turnframe.IdempotencyKey]int{"k1": 1, "k2": 1, "k3": 1}) // each command committed once
-		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k1", "k2", "k3/1", "k3/2"})
+		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k1", "k2", "k3~1", "k3~2"})
 
 		action, err = turnframe.NewRecovery(store).Decide(ctx, rtAccount, turn)
 		is.NoErr(err)

@@ -27,7 +27,7 @@ type RecoveryHandler interface {
 
 // SweepReport is what one Sweep did.
 type SweepReport struct {
-	Turns    int                // turns listed and decided (or attempted)
+	Turns    int                // turns listed and decided (or attempted), each once
 	Actions  map[ActionKind]int // turns per action decided
 	Failures []SweepFailure     // turns whose decision or handler failed
 }
@@ -40,38 +40,56 @@ type SweepFailure struct {
 	Err     error
 }
 
-// Sweep decides every unfinished turn in scope (at most limit, oldest
-// first) and hands each decision to the handler method of its kind;
-// ActionNothing calls nothing. One turn's failure — its decision or its
+// Sweep decides every unfinished turn in scope, oldest first, and hands
+// each decision to the handler method of its kind; ActionNothing calls
+// nothing. It reads the turns a page of limit at a time (RecoveryScope.After
+// as the cursor) and goes on until it has seen every one, so turns a
+// handler cannot finish yet (an unknown the remote cannot settle, a command
+// in flight elsewhere) never keep it from those behind them; each turn is
+// decided at most once per Sweep. One turn's failure — its decision or its
 // handler — is recorded in the report and does not stop the sweep. The
-// error return is for the listing alone.
+// error return is for a listing alone (with the report of the pages before
+// it).
 //
 // At start-up, before any turn is in flight, a zero scope sweeps everything.
-// A sweep inside a running process must set scope.UpdatedBefore to a time
-// older than any turn in flight, so it leaves them alone.
+// A sweep inside a running process should set scope.UpdatedBefore to a time
+// older than any turn in flight, so it leaves them alone; should it meet one
+// anyway, Execute will not run a command another attempt holds under a live
+// lease (ResultInFlight).
 func (r *Recovery) Sweep(ctx context.Context, scope RecoveryScope, limit int, h RecoveryHandler) (SweepReport, error) {
 	if h == nil {
 		return SweepReport{}, invalid("handler", "nil")
 	}
-	markers, err := r.Unfinished(ctx, scope, limit)
-	if err != nil {
-		return SweepReport{}, fmt.Errorf("sweep: %w", err)
-	}
 	report := SweepReport{Actions: make(map[ActionKind]int)}
-	for _, m := range markers {
-		report.Turns++
-		action, err := r.Decide(ctx, m.Account, m.Turn)
-		if err == nil {
-			report.Actions[action.Kind]++
-			err = dispatchAction(ctx, h, m, action)
-		}
+	for {
+		markers, err := r.Unfinished(ctx, scope, limit)
 		if err != nil {
-			report.Failures = append(report.Failures, SweepFailure{Account: m.Account, Turn: m.Turn, Action: action.Kind, Err: err})
-			r.obs.logf(ctx, slog.LevelWarn, "recovery sweep: turn not recovered",
-				slog.String("turn", m.Turn.String()), slog.String("action", action.Kind.String()), slog.Any("error", err))
+			return report, fmt.Errorf("sweep: %w", err)
 		}
+		for _, m := range markers {
+			r.recover(ctx, h, m, &report)
+		}
+		if len(markers) < limit {
+			return report, nil
+		}
+		scope.After = markers[len(markers)-1].Turn
 	}
-	return report, nil
+}
+
+// recover decides one turn and hands the decision to h, recording what
+// happened in report.
+func (r *Recovery) recover(ctx context.Context, h RecoveryHandler, m TurnPhaseMarker, report *SweepReport) {
+	report.Turns++
+	action, err := r.Decide(ctx, m.Account, m.Turn)
+	if err == nil {
+		report.Actions[action.Kind]++
+		err = dispatchAction(ctx, h, m, action)
+	}
+	if err != nil {
+		report.Failures = append(report.Failures, SweepFailure{Account: m.Account, Turn: m.Turn, Action: action.Kind, Err: err})
+		r.obs.logf(ctx, slog.LevelWarn, "recovery sweep: turn not recovered",
+			slog.String("turn", m.Turn.String()), slog.String("action", action.Kind.String()), slog.Any("error", err))
+	}
 }
 
 func dispatchAction(ctx context.Context, h RecoveryHandler, m TurnPhaseMarker, a RecoveryAction) error {

@@ -94,7 +94,10 @@ type Plan struct {
 // A key the account already used for the same command (same name, case and
 // payload) is not admitted again: its existing entry is returned, whatever
 // turn admitted it, whatever its status, and Execute of this turn will not
-// run it (it belongs to its own turn). The same key for a different command
+// run it (it belongs to its own turn, whose Turn it names) — except a
+// command that never settled in a turn that was abandoned: this turn adopts
+// it (the entry returned names this turn) and Execute runs it here, after
+// the commands admitted before it. The same key for a different command
 // is ErrConflict, and nothing is written.
 //
 // Errors: ErrInvalid for a bad account, a zero turn, a bad command or case,
@@ -150,20 +153,30 @@ func (p Plan) validate() error {
 //   - OutcomeUnknown: reported and left alone, never run again (I15); settle
 //     it with ReconcileCommand.
 //   - Pending, or Executing (an attempt a crash or a cancelled context cut
-//     short): one Apply marks it Executing under a new attempt id (and moves
-//     the turn to PhaseExecuting on its first attempt); h is called with the
-//     case's current revision under the command timeout; one more Apply
-//     writes the outcome. A Commit writes the events (checked against that
-//     revision), the outbox rows, the Committed entry and, when it was the
-//     turn's last pending entry, PhaseCommitted, all in one transaction. A
-//     Reject writes the code, an Unknown the remote reference, each with
-//     PhaseCommitted when nothing is left pending. A handler that has not
-//     returned by the timeout, or that panicked, is OutcomeUnknown under its
-//     attempt id, and SignalExternalOutcomeUnknown is emitted.
+//     short, whose lease ended): one Apply takes it for a new attempt — a
+//     compare-and-set on the attempt Execute read, leased for the command
+//     timeout plus WithLeaseMargin — and moves the turn to PhaseExecuting
+//     on its first attempt; h is called with the case's current revision
+//     under the command timeout; one more Apply writes the outcome. A
+//     Commit writes the events (checked against that revision), the outbox
+//     rows and the Committed entry in one transaction; a Reject writes the
+//     code, an Unknown the remote reference. That Apply also moves the turn
+//     to PhaseCommitted when nothing of it is left pending — if the turn
+//     may still move: the outcome is written even when the turn was
+//     abandoned, or another entry went back to pending, while h ran. A
+//     handler that answered after its deadline (or never), or that
+//     panicked, is OutcomeUnknown under its attempt id; the result carries
+//     a panic's value and stack, and SignalExternalOutcomeUnknown is
+//     emitted.
+//   - Executing under another attempt whose lease has not ended: another
+//     Execute is running it now. It is reported ResultInFlight, not run, and
+//     Execute stops there without an error (the entries after it are
+//     ResultPending): a command runs in at most one place at a time.
 //
 // When a Commit finds its case moved since the revision h was given, h is
 // called again, with the same attempt and the new revision, at most
-// WithMaxConflictRetries times (default 3); then Execute stops with
+// WithMaxConflictRetries times (default 3), renewing the attempt's lease
+// (and so the turn's update time) before each call; then Execute stops with
 // ErrConflict naming the key, and the entry stays Executing (pending) with
 // nothing of its outcome written.
 //
@@ -172,22 +185,22 @@ func (p Plan) validate() error {
 // Errors: ErrInvalid for a bad account, a zero turn or a nil h, before
 // anything is read; ErrNotFound for a turn that does not exist for account;
 // ErrConflict for an abandoned turn (nothing runs), for a case that kept
-// moving, or for an entry another Runtime is settling at the same time;
-// ErrInvalid when h commits events of a case other than its command's, or
-// returns the zero Outcome (a programming error: nothing of that outcome is
-// written, the entry stays pending). When ctx itself is cancelled while h
-// runs, Execute returns ctx's error at once and leaves the entry Executing,
-// to be resumed by key by a later Execute; h keeps running until it honours
-// its (cancelled) context. If h answered before Execute noticed, its
-// answer is settled as usual (a store that honours ctx refuses that write,
-// and the entry stays Executing all the same).
+// moving, or for an attempt superseded while h ran; ErrInvalid when h
+// commits events of a case other than its command's, or returns the zero
+// Outcome (a programming error: nothing of that outcome is written, the
+// entry stays pending). When ctx itself is cancelled while h runs, Execute
+// returns ctx's error at once and leaves the entry Executing under its
+// lease, to be taken over by a later Execute once the lease ended; h keeps
+// running until it honours its (cancelled) context, and an answer it gives
+// after that is discarded.
 //
 // A crash between the two writes leaves the entry Executing, possibly after
-// h reached its remote: a later Execute runs it again under the same key and
-// a new attempt id, and the remote recognises the key. A crash after the
-// second write loses nothing: the outcome, its events and its outbox rows
-// were written together. A delivered turn may still have a pending entry (a
-// ReconcileCommand resend); Execute runs it without touching the phase.
+// h reached its remote: once its lease ended, a later Execute runs it again
+// under the same key and a new attempt id, and the remote recognises the
+// key. A crash after the second write loses nothing: the outcome, its events
+// and its outbox rows were written together. A delivered turn may still
+// have a pending entry (a ReconcileCommand resend); Execute runs it without
+// touching the phase.
 func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, h Handler) (ExecuteReport, error) {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return ExecuteReport{}, err
@@ -216,18 +229,14 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 		if !e.Status.IsPending() {
 			continue
 		}
-		last := true
-		for _, later := range entries[i+1:] {
-			if later.Status.IsPending() {
-				last = false
-				break
-			}
-		}
-		res, err := x.run(ctx, e, last)
+		res, err := x.run(ctx, e)
 		report.Results[i] = res
 		report.Phase = x.phase
 		if err != nil {
 			return report, fmt.Errorf("execute turn %v: command %q: %w", turn, e.Key, err)
+		}
+		if res.Kind == ResultInFlight {
+			break
 		}
 	}
 	return report, nil
@@ -325,8 +334,9 @@ func (rt *Runtime) replayOf(ctx context.Context, account AccountID, turn TurnID)
 //
 // Errors: ErrInvalid for a bad account, key, verdict or code; ErrNotFound
 // for a key account never used; ErrConflict for an entry that is not outcome
-// unknown (a concurrent reconciliation won, or it never was). Nothing is
-// written on any error. The write is one transaction: a crash leaves the
+// unknown (a concurrent reconciliation won, or it never was), and for
+// VerdictResend on a command of an abandoned turn, which would never run.
+// Nothing is written on any error. The write is one transaction: a crash leaves the
 // entry unknown, to reconcile again.
 func (rt *Runtime) ReconcileCommand(ctx context.Context, account AccountID, key IdempotencyKey, verdict Verdict, code string) error {
 	if err := account.Validate(); err != nil {

@@ -16,6 +16,12 @@ import (
 
 var rtErrCrash = errors.New("rt: simulated crash")
 
+// rtAfterLeases is the clock of a runtime that starts after a crash, once
+// every lease the dead one held has ended.
+func rtAfterLeases() turnframe.Option {
+	return turnframe.WithClock(func() time.Time { return time.Now().Add(time.Hour) })
+}
+
 // rtCrashingStore lets the first `left` Applies through and refuses every
 // later one, as a process that dies after its n-th transaction would: what
 // came before is stored, nothing after is.
@@ -97,7 +103,7 @@ func TestRuntimeResumesAfterACrashBetweenAnyTwoWrites(t *testing.T) {
 				is.NoErr(err) // what the crash left
 
 				after := rtNewHandler(rtScript)
-				_, err = rtDrive(ctx, turnframe.New(store), store, turn, after, cmds)
+				_, err = rtDrive(ctx, turnframe.New(store, rtAfterLeases()), store, turn, after, cmds)
 				is.NoErr(err) // a new runtime over the same store finishes the turn
 
 				is.Equal(rtPhase(t, store, turn), turnframe.PhaseDelivered) // delivered
@@ -122,11 +128,11 @@ func TestRuntimeResumesAfterACrashBetweenAnyTwoWrites(t *testing.T) {
 				is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // unknown stays unknown
 				is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7", "card/1"),
 					map[turnframe.IdempotencyKey]int{"k-book": 1, "k-notify": 1}) // one commit per key
-				is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify/1", "k-notify/2"}) // one set of rows per committed key
+				is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify~1", "k-notify~2"}) // one set of rows per committed key
 
 				// Once more, for good measure: nothing left to run.
 				again := rtNewHandler(rtScript)
-				report, err := turnframe.New(store).Execute(ctx, rtAccount, turn, again)
+				report, err := turnframe.New(store, rtAfterLeases()).Execute(ctx, rtAccount, turn, again)
 				is.NoErr(err)
 				is.Equal(rtKinds(report), []turnframe.ResultKind{turnframe.ResultSkipped, turnframe.ResultSkipped, turnframe.ResultUnknown})
 				is.Equal(len(again.calls), 0) // nothing ran
@@ -239,7 +245,7 @@ func TestRuntimeEnqueuesOutboxRowsOnlyForCommittedCommands(t *testing.T) {
 			turnframe.ResultCommitted, turnframe.ResultCommitted, turnframe.ResultRejected,
 			turnframe.ResultUnknown, turnframe.ResultPending,
 		})
-		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify/1", "k-notify/2"}) // rejected, unknown and conflicting commands have none
+		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify~1", "k-notify~2"}) // rejected, unknown and conflicting commands have none
 		is.Equal(len(report.Results[2].OutboxIDs)+len(report.Results[3].OutboxIDs)+len(report.Results[4].OutboxIDs), 0)
 		is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7", "flight/8", "flight/9", "card/1", "flight/10"),
 			map[turnframe.IdempotencyKey]int{"k-book": 1, "k-notify": 1, "k-bump": 1}) // events only for commits
@@ -317,8 +323,9 @@ func TestRuntimeRerunsACommitWhoseCaseMoved(t *testing.T) {
 				is.Equal(len(rtOutboxKeys(t, store, rtAccount)), 0)          // nothing enqueued
 				is.Equal(rtPhase(t, store, turnA), turnframe.PhaseExecuting) // the turn still executing
 
-				// A later Execute resumes it by key, under a new attempt.
-				report, err := a.Execute(ctx, rtAccount, turnA, hold)
+				// Once its lease ended, a later Execute resumes it by key,
+				// under a new attempt.
+				report, err := turnframe.New(store, rtAfterLeases()).Execute(ctx, rtAccount, turnA, hold)
 				is.NoErr(err)
 				is.Equal(report.Results[0].Kind, turnframe.ResultCommitted)
 				is.Equal(rtEntry(t, store, "a-hold").Attempts, 2)
@@ -347,13 +354,21 @@ func TestRuntimeLeavesTheEntryExecutingWhenTheCallersContextEnds(t *testing.T) {
 		is.True(errors.Is(err, context.Canceled))                                // the caller's error
 		is.Equal(report.Results[0].Kind, turnframe.ResultPending)                // not an outcome
 		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalExecuting) // left for a later Execute
-		report, err = rt.Execute(context.Background(), rtAccount, turn, rtNewHandler(rtScript))
+		again := rtNewHandler(rtScript)
+		report, err = rt.Execute(context.Background(), rtAccount, turn, again)
 		is.NoErr(err)
-		is.Equal(report.Results[0].Kind, turnframe.ResultCommitted) // resumed by key
+		is.Equal(report.Results[0].Kind, turnframe.ResultInFlight) // its handler may still run: not while its lease holds
+		is.Equal(again.callsOf("k-book"), 0)
+		report, err = turnframe.New(store, rtAfterLeases()).Execute(context.Background(), rtAccount, turn, again)
+		is.NoErr(err)
+		is.Equal(report.Results[0].Kind, turnframe.ResultCommitted) // then resumed by key
 	})
 }
 
-func TestRuntimeCommitsOnceWhenTwoRuntimesExecuteOneTurn(t *testing.T) {
+// Two runtimes executing one turn at once, as two sweeps on one file do at
+// start-up, never run one command twice at once: the second finds it in
+// flight and moves on (issue 12, item 8).
+func TestRuntimeRunsACommandInOnePlaceAtATime(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		ctx := context.Background()
@@ -362,12 +377,14 @@ func TestRuntimeCommitsOnceWhenTwoRuntimesExecuteOneTurn(t *testing.T) {
 		var once sync.Once
 		t.Cleanup(func() { once.Do(func() { close(proceed) }) })
 		slow := rtNewHandler(func(ctx context.Context, call turnframe.Call, n int) turnframe.Outcome {
-			close(started)
-			<-proceed
+			if call.Command.Key == "k-book" {
+				close(started)
+				<-proceed
+			}
 			return rtScript(ctx, call, n)
 		})
 		a, b := turnframe.New(store), turnframe.New(store)
-		turn := rtPlanned(t, a, rtAccount, rtCmd("k-book", "flight/7", "book"))
+		turn := rtPlanned(t, a, rtAccount, rtCmd("k-book", "flight/7", "book"), rtCmd("k-bump", "flight/8", "bump"))
 		done := make(chan error, 1)
 		go func() {
 			_, err := a.Execute(ctx, rtAccount, turn, slow)
@@ -380,7 +397,43 @@ func TestRuntimeCommitsOnceWhenTwoRuntimesExecuteOneTurn(t *testing.T) {
 		}
 		fast := rtNewHandler(rtScript)
 		report, err := b.Execute(ctx, rtAccount, turn, fast)
-		is.NoErr(err)                                               // B takes the entry over under its own attempt
+		is.NoErr(err)                                                                                        // B moves on
+		is.Equal(rtKinds(report), []turnframe.ResultKind{turnframe.ResultInFlight, turnframe.ResultPending}) // A holds the first; B stops there
+		is.Equal(len(fast.calls), 0)                                                                         // B ran nothing
+		once.Do(func() { close(proceed) })
+		is.NoErr(<-done)                                                                                        // A finishes the turn
+		is.Equal(slow.callsOf("k-book"), 1)                                                                     // once
+		is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7"), map[turnframe.IdempotencyKey]int{"k-book": 1}) // one commit
+		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book"})                                         // one row
+		is.Equal(rtPhase(t, store, turn), turnframe.PhaseCommitted)
+	})
+}
+
+// Attempt A's lease ended and B took the command over: A's late commit is
+// refused, and A does not run the handler again.
+func TestRuntimeRefusesTheCommitOfASupersededAttempt(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		started := make(chan struct{})
+		proceed := make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(proceed) }) })
+		slow := rtNewHandler(func(ctx context.Context, call turnframe.Call, n int) turnframe.Outcome {
+			close(started)
+			<-proceed
+			return rtScript(ctx, call, n)
+		})
+		a, b := turnframe.New(store), turnframe.New(store, rtAfterLeases())
+		turn := rtPlanned(t, a, rtAccount, rtCmd("k-book", "flight/7", "book"))
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Execute(ctx, rtAccount, turn, slow)
+			done <- err
+		}()
+		<-started
+		report, err := b.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+		is.NoErr(err)                                               // B takes the command over once A's lease ended
 		is.Equal(report.Results[0].Kind, turnframe.ResultCommitted) // and commits it
 		once.Do(func() { close(proceed) })
 		err = <-done

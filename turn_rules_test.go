@@ -108,7 +108,7 @@ func TestRuntimeRecognisesAKeyAcrossTurns(t *testing.T) {
 
 		// The outbox row is sent and pruned: the key must still deduplicate.
 		now := time.Now().Add(time.Hour)
-		claims, err := store.ClaimDue(ctx, now, 10, "worker")
+		claims, err := store.ClaimDue(ctx, now, 10, "worker", time.Minute)
 		is.NoErr(err)
 		is.Equal(len(claims), 1) // the row
 		is.NoErr(store.Complete(ctx, claims[0], "remote-1", now))

@@ -66,7 +66,7 @@ func (h *rtHandler) revisionsOf(k turnframe.IdempotencyKey) []turnframe.CaseRevi
 // rtScript answers by command name, as an application's domain would:
 //
 //	book    commit one event and one outbox message
-//	notify  commit one event and two outbox messages (key/1, key/2)
+//	notify  commit one event and two outbox messages (key~1, key~2)
 //	bump    commit one event, no message
 //	refuse  reject with "sold_out"
 //	charge  unknown, with the remote's reference "ref-" + key
@@ -211,7 +211,7 @@ func TestRuntimeRunsATurnThroughItsLife(t *testing.T) {
 		is.Equal(e.Attempt, book.Attempt)              // by the attempt reported
 		is.Equal(e.Attempts, 1)                        // once
 
-		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify/1", "k-notify/2"}) // key, then key/n for several
+		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify~1", "k-notify~2"}) // key, then key~n for several
 		row, err := store.GetOutbox(ctx, book.OutboxIDs[0])
 		is.NoErr(err)                         // get outbox
 		is.Equal(row.Destination, "payments") // the message's destination

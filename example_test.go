@@ -1,0 +1,252 @@
+package turnframe_test
+
+// The main entry points, each as a runnable example: a turn through the
+// Runtime, an outbox through the Dispatcher, start-up through Recovery.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/memstore"
+)
+
+// A whole turn: the user's message is received, the application plans one
+// command under an idempotency key, the handler books the seat and asks for a
+// charge, and the answer is delivered. Running the turn again, as recovery
+// would after a crash, recognises the key and runs nothing twice. The clock
+// and the ids are fixed here so the output never changes; in production use
+// New(store) and time.Now.
+func ExampleRuntime() {
+	ctx := context.Background()
+	store := memstore.New(memstore.WithIDGenerator(turnframe.NewIDGeneratorFrom(rand.NewChaCha8([32]byte{1}))))
+	defer store.Close()
+	clock := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+	rt := turnframe.New(store,
+		turnframe.WithClock(clock),
+		turnframe.WithIDGenerator(turnframe.NewIDGeneratorFrom(rand.NewChaCha8([32]byte{2}))),
+		turnframe.WithCommandTimeout(10*time.Second),
+	)
+	const account turnframe.AccountID = "acme"
+
+	turn, err := rt.Receive(ctx, account, rt.NewConversationID(), "Book seat 12A on flight 7, please.")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("turn", turn)
+
+	entries, err := rt.Plan(ctx, account, turn, turnframe.Plan{
+		LoadedCases: []turnframe.CaseKey{"flight/7"},
+		Commands: []turnframe.Command{
+			{Key: "acme-booking-1001", Case: "flight/7", Name: "book_seat", Payload: []byte(`{"seat":"12A"}`)},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("admitted", entries[0].Key, entries[0].Status)
+
+	// The handler decides against the case's current revision; its events and
+	// outbox message are written with the journal entry in one transaction.
+	book := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+		if call.Revision != 0 {
+			return turnframe.Reject("seat_taken")
+		}
+		return turnframe.Commit(
+			[]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked", Data: call.Command.Payload}},
+			turnframe.OutboxMessage{Destination: "payments", Payload: []byte(`{"amount":129}`)},
+		)
+	})
+	report, err := rt.Execute(ctx, account, turn, book)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range report.Results {
+		fmt.Println(r.Key, r.Kind, len(r.EventIDs), "event(s)", len(r.OutboxIDs), "outbox row(s)")
+	}
+	fmt.Println("phase", report.Phase)
+
+	// Executing again finds the key settled and runs nothing (I14).
+	again, err := rt.Execute(ctx, account, turn, book)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("again:", again.Results[0].Kind)
+
+	if err := rt.Deliver(ctx, account, turn, "Seat 12A is yours."); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rows, err := store.ListOutbox(ctx, turnframe.OutboxFilter{Account: account, Limit: 10})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, row := range rows {
+		fmt.Println("outbox", row.Key, row.Destination, row.Status)
+	}
+	marker, err := store.TurnPhase(ctx, account, turn)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("phase", marker.Phase)
+	// Output:
+	// turn 01KJMMA2G02J80CTVQH4TV1ETA
+	// admitted acme-booking-1001 pending
+	// acme-booking-1001 committed 1 event(s) 1 outbox row(s)
+	// phase committed
+	// again: skipped
+	// outbox acme-booking-1001 payments pending
+	// phase delivered
+}
+
+// The application owns the dispatch loop: turnframe starts nothing. Each
+// sweep claims the rows that are due, sends them and settles them before
+// RunOnce returns. In production the loop runs on a time.Ticker until the
+// application shuts down, with now = time.Now(); here the clock is fixed and
+// steps one second per sweep, so the output never changes.
+func ExampleDispatcher() {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+	// A turn's command committed, asking for two effects: a charge and a
+	// receipt. Its outbox rows were written in the same transaction.
+	ids := turnframe.NewIDGenerator()
+	turn, attempt := ids.TurnID(now), ids.AttemptID(now)
+	if _, err := store.Apply(ctx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
+		Begin:  &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "pay order 7"},
+		Admit:  []turnframe.Command{{Key: "order-7", Case: "order/7", Name: "pay"}},
+		Settle: []turnframe.Settlement{{Key: "order-7", To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}},
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := store.Apply(ctx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
+		Settle: []turnframe.Settlement{{Key: "order-7", To: turnframe.JournalCommitted, Attempt: attempt}},
+		Outbox: []turnframe.OutboxMessage{
+			{Destination: "payments", Payload: []byte(`{"amount":100}`)},
+			{Destination: "email", Payload: []byte("receipt")},
+		},
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// The sender: an HTTPSender, or the application's own client. This one
+	// finds the mail server busy once.
+	mailBusy := true
+	sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+		fmt.Printf("send %s %s Idempotency-Key=%s\n", e.Destination, e.Payload, e.RemoteKey())
+		if e.Destination == "email" && mailBusy {
+			mailBusy = false
+			return turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "smtp.421"}
+		}
+		return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+	})
+	dispatcher := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("worker-1"))
+
+	for sweep := range 3 {
+		report, err := dispatcher.RunOnce(ctx, now)
+		switch {
+		case err != nil:
+			fmt.Println("the outbox could not be read:", err)
+		case report.IsEmpty():
+			fmt.Printf("sweep %d: nothing due\n", sweep)
+		default:
+			fmt.Printf("sweep %d: %d completed, %d retried, %d failed, %d unknown\n",
+				sweep, len(report.Completed), len(report.Retried), len(report.Failed), len(report.Unknown))
+		}
+		now = now.Add(time.Second)
+	}
+
+	// Output:
+	// send payments {"amount":100} Idempotency-Key=4.acme.order-7~1
+	// send email receipt Idempotency-Key=4.acme.order-7~2
+	// sweep 0: 1 completed, 1 retried, 0 failed, 0 unknown
+	// send email receipt Idempotency-Key=4.acme.order-7~2
+	// sweep 1: 1 completed, 0 retried, 0 failed, 0 unknown
+	// sweep 2: nothing due
+}
+
+// startup is an application's RecoveryHandler: it knows how to act on each
+// decision, using the same Runtime and handler as its live turns.
+type startup struct {
+	rt      *turnframe.Runtime
+	handler turnframe.Handler
+}
+
+func (s startup) RestartInterpretation(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	fmt.Println("restart interpretation of", m.Turn.Time().Format(time.TimeOnly))
+	return s.rt.Abandon(ctx, m.Account, m.Turn, "restarted") // a real application interprets the text again
+}
+
+func (s startup) ResumeCommands(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	report, err := s.rt.Execute(ctx, m.Account, m.Turn, s.handler) // resumed by key (I14)
+	if err != nil {
+		return err
+	}
+	fmt.Println("resumed", len(a.Entries), "command(s); phase now", report.Phase)
+	return nil
+}
+
+func (s startup) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	fmt.Println("regenerate from", len(a.Events), "event(s) and", len(a.AnswerTasks), "question(s)")
+	return s.rt.Deliver(ctx, m.Account, m.Turn, "Here is where things stand.")
+}
+
+func (s startup) ReconcileExternal(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
+	for _, e := range a.Entries {
+		fmt.Println("ask the remote about", e.Key) // never run it again (I15)
+		if err := s.rt.ReconcileCommand(ctx, m.Account, e.Key, turnframe.VerdictCompleted, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// At start-up, before any new turn runs, a sweep decides what every turn the
+// last process left unfinished needs, and the application acts on it. Here a
+// previous process left one turn planned and another waiting for its answer.
+func ExampleRecovery_Sweep() {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	const account turnframe.AccountID = "acme"
+	book := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked"}})
+	})
+	clock := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+
+	// The previous process: one turn planned, one committed, then a crash.
+	before := turnframe.New(store, turnframe.WithClock(clock))
+	planned, _ := before.Receive(ctx, account, before.NewConversationID(), "book 12A")
+	before.Plan(ctx, account, planned, turnframe.Plan{Commands: []turnframe.Command{{Key: "b-1", Case: "flight/7", Name: "book"}}})
+	committed, _ := before.Receive(ctx, account, before.NewConversationID(), "book 14C. is there wifi?")
+	before.Plan(ctx, account, committed, turnframe.Plan{
+		Understanding: &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{{Words: turnframe.WordRange{Start: 10, End: 24}}}},
+		Commands:      []turnframe.Command{{Key: "b-2", Case: "flight/8", Name: "book"}},
+	})
+	before.Execute(ctx, account, committed, book)
+
+	// The new process, at start-up.
+	rt := turnframe.New(store, turnframe.WithClock(clock))
+	report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 100, startup{rt: rt, handler: book})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(report.Turns, "turn(s),", len(report.Failures), "failure(s)")
+	// Output:
+	// resumed 1 command(s); phase now committed
+	// regenerate from 1 event(s) and 1 question(s)
+	// 2 turn(s), 0 failure(s)
+}

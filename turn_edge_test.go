@@ -1,0 +1,343 @@
+package turnframe_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// The edges of the runtime that issues 11 and 12 found open, each attacked
+// here the way an outsider would: the second caller at the worst moment.
+
+// rtHeld runs h on a goroutine through rt.Execute of turn, and returns once
+// h has started for key, with a function that lets it go on and waits for
+// Execute's end.
+func rtHeld(t *testing.T, rt *turnframe.Runtime, turn turnframe.TurnID, key turnframe.IdempotencyKey, out turnframe.Outcome) (finish func() (turnframe.ExecuteReport, error)) {
+	t.Helper()
+	started, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(proceed) }) })
+	h := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+		if call.Command.Key != key {
+			return rtScript(ctx, call, 1)
+		}
+		close(started)
+		<-proceed
+		return out
+	})
+	type result struct {
+		report turnframe.ExecuteReport
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := rt.Execute(context.Background(), rtAccount, turn, h)
+		done <- result{r, err}
+	}()
+	select {
+	case <-started:
+	case r := <-done:
+		t.Fatalf("Execute returned before the handler of %q started: %v", key, r.err)
+	}
+	return func() (turnframe.ExecuteReport, error) {
+		once.Do(func() { close(proceed) })
+		r := <-done
+		return r.report, r.err
+	}
+}
+
+// rtResumer is a RecoveryHandler that resumes commands through rt.Execute
+// with h and does nothing for the other actions.
+type rtResumer struct {
+	rt *turnframe.Runtime
+	h  *rtHandler
+}
+
+func (r *rtResumer) ResumeCommands(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	_, err := r.rt.Execute(ctx, m.Account, m.Turn, r.h)
+	return err
+}
+
+func (*rtResumer) RestartInterpretation(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
+	return nil
+}
+
+func (*rtResumer) RegenerateResponse(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
+	return nil
+}
+
+func (*rtResumer) ReconcileExternal(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
+	return nil
+}
+
+// The last command's outcome lands even when the turn's move to Committed
+// that would follow it is refused (issue 11, item 2).
+func TestRuntimeRecordsTheLastOutcomeWhateverTheTurnBecame(t *testing.T) {
+	outcomes := []struct {
+		name   string
+		out    turnframe.Outcome
+		status turnframe.JournalStatus
+	}{
+		{"an unknown", turnframe.Unknown("ref-1"), turnframe.JournalOutcomeUnknown},
+		{"a commit", turnframe.Commit([]turnframe.Event{{Case: "card/1", Type: "charged"}}, turnframe.OutboxMessage{Destination: "payments"}), turnframe.JournalCommitted},
+		{"a reject", turnframe.Reject("card.declined"), turnframe.JournalRejected},
+	}
+	for _, tt := range outcomes {
+		t.Run(tt.name+" on a turn abandoned while it ran", func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				rt := turnframe.New(store)
+				turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+				finish := rtHeld(t, rt, turn, "k-charge", tt.out)
+				is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left")) // abandoned meanwhile
+				report, err := finish()
+				is.NoErr(err)                                               // the outcome is written
+				is.True(report.Results[0].Ran)                              // by this attempt
+				is.Equal(rtEntry(t, store, "k-charge").Status, tt.status)   // as the handler said
+				is.Equal(rtPhase(t, store, turn), turnframe.PhaseAbandoned) // the phase stays
+				is.Equal(report.Phase, turnframe.PhaseAbandoned)            // and is reported
+				if tt.status == turnframe.JournalOutcomeUnknown {
+					markers, err := turnframe.NewRecovery(store).Unfinished(context.Background(), turnframe.RecoveryScope{}, 10)
+					is.NoErr(err)
+					is.Equal(len(markers), 1) // recovery still lists it for reconciliation
+				}
+			})
+		})
+	}
+	t.Run("a commit while a reconciliation put another entry back to pending", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			ctx := context.Background()
+			rt := turnframe.New(store)
+			turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"), rtCmd("k-book", "flight/7", "book"))
+			finish := rtHeld(t, rt, turn, "k-book", turnframe.Commit(nil, turnframe.OutboxMessage{Destination: "seats"}))
+			// k-charge ran first and is unknown; the remote says it never got it.
+			is.NoErr(turnframe.New(store).ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictResend, ""))
+			report, err := finish()
+			is.NoErr(err)                                                            // k-book's commit lands
+			is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // committed once
+			is.Equal(rtPhase(t, store, turn), turnframe.PhaseExecuting)              // not committed: k-charge is pending again
+			is.Equal(report.Results[1].Kind, turnframe.ResultCommitted)
+			h := rtNewHandler(rtScript)
+			report, err = rt.Execute(ctx, rtAccount, turn, h)
+			is.NoErr(err)                                               // the resend runs
+			is.Equal(h.callsOf("k-book"), 0)                            // the commit never runs again
+			is.Equal(rtPhase(t, store, turn), turnframe.PhaseCommitted) // and now the turn commits
+		})
+	})
+}
+
+// A resend of a command of an abandoned turn is refused: its turn never
+// runs it, so it would silently never be sent (issue 11, item 6).
+func TestReconcileRefusesAResendOnAnAbandonedTurn(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rt := turnframe.New(store)
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+		_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+		is.NoErr(err)
+		is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
+		err = rt.ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictResend, "")
+		is.True(errors.Is(err, turnframe.ErrConflict))                                  // refused
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // nothing written
+		is.NoErr(rt.ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictFailed, "remote.none"))
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalRejected) // other verdicts still settle it
+	})
+}
+
+// A clock out of the range the stores keep is refused at the boundary, never
+// a panic in the id generator (issue 11, item 7).
+func TestRuntimeRefusesAClockOutOfRange(t *testing.T) {
+	clocks := []struct {
+		name string
+		now  time.Time
+	}{
+		{"before 1970", time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)},
+		{"at the Unix epoch", time.Unix(0, 0)},
+		{"after the year 9999", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"past what a ULID holds", time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for _, c := range clocks {
+		t.Run(c.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				rt := turnframe.New(store, turnframe.WithClock(func() time.Time { return c.now }))
+				conv := rt.NewConversationID() // never panics
+				is.True(!conv.IsZero())
+				_, err := rt.Receive(context.Background(), rtAccount, conv, "hello")
+				is.True(errors.Is(err, turnframe.ErrInvalid)) // refused
+				markers, err := turnframe.NewRecovery(store).Unfinished(context.Background(), turnframe.RecoveryScope{}, 10)
+				is.NoErr(err)
+				is.Equal(len(markers), 0) // nothing written
+			})
+		})
+	}
+}
+
+// A replay record a store could not read back is refused before anything is
+// written, and the turn stays deliverable (issue 11, item 8).
+func TestRuntimeRefusesABadReplayRecord(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rt := turnframe.New(store)
+		turn, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "what time is it")
+		is.NoErr(err)
+		bad := turnframe.Plan{Understanding: &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{{Basis: 7}}}}
+		_, err = rt.Plan(ctx, rtAccount, turn, bad)
+		is.True(errors.Is(err, turnframe.ErrInvalid))              // refused
+		is.Equal(rtPhase(t, store, turn), turnframe.PhaseReceived) // nothing written
+		is.NoErr(rt.Deliver(ctx, rtAccount, turn, "noon"))         // the turn is not wedged
+	})
+}
+
+// A handler panic is reported with its value and stack, and logged at error
+// level to slog.Default() when the app passed no logger (issue 11, item 11).
+func TestAHandlerPanicIsNeverSilent(t *testing.T) {
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		logs.Reset()
+		rt := turnframe.New(store) // no logger given
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-boom", "card/1", "charge"))
+		report, err := rt.Execute(context.Background(), rtAccount, turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+			panic("card reader on fire")
+		}))
+		is.NoErr(err)
+		r := report.Results[0]
+		is.Equal(r.Kind, turnframe.ResultUnknown)                       // unknown: it may have acted
+		is.Equal(r.Panic, "card reader on fire")                        // the report carries the value
+		is.True(bytes.Contains(r.Stack, []byte("turn_edge_test.go")))   // and where it came from
+		is.True(strings.Contains(logs.String(), "level=ERROR"))         // logged at error level
+		is.True(strings.Contains(logs.String(), "card reader on fire")) // with the value
+		is.True(!strings.Contains(logs.String(), "level=DEBUG"))        // and only warnings and errors
+	})
+}
+
+// A handler re-run after a conflict renews its lease, which touches the
+// turn: a sweep scoped as the docs recommend leaves it alone, and even one
+// that lists it does not run the command a second time at once (issue 12,
+// item 10).
+func TestAConflictReRunIsNotTakenForStale(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		var clock sync.Mutex
+		now := time.Now().UTC()
+		tick := func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
+		advance := func(d time.Duration) { clock.Lock(); now = now.Add(d); clock.Unlock() }
+		rt := turnframe.New(store, turnframe.WithClock(tick))
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("a-hold", "flight/7", "hold"))
+		advance(time.Hour) // the turn is old
+
+		started, proceed := make(chan struct{}, 2), make(chan struct{})
+		calls := 0
+		hold := turnframe.HandlerFunc(func(_ context.Context, call turnframe.Call) turnframe.Outcome {
+			calls++
+			if calls == 1 {
+				// Another turn commits to the case: this commit conflicts.
+				b := turnframe.New(store, turnframe.WithClock(tick))
+				other := rtPlanned(t, b, rtAccount, rtCmd("b-bump", "flight/7", "bump"))
+				if _, err := b.Execute(ctx, rtAccount, other, rtNewHandler(rtScript)); err != nil {
+					t.Errorf("bump: %v", err)
+				}
+				if err := b.Deliver(ctx, rtAccount, other, "bumped"); err != nil {
+					t.Errorf("deliver the bump: %v", err)
+				}
+			} else {
+				started <- struct{}{}
+				<-proceed // the re-run is slow
+			}
+			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "held"}})
+		})
+		done := make(chan error, 1)
+		go func() {
+			_, err := rt.Execute(ctx, rtAccount, turn, hold)
+			done <- err
+		}()
+		<-started // the re-run is running
+
+		// The sweep the docs recommend: turns not updated in the last minute.
+		h := &rtResumer{rt: turnframe.New(store, turnframe.WithClock(tick)), h: rtNewHandler(rtScript)}
+		report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{UpdatedBefore: tick().Add(-time.Minute)}, 10, h)
+		is.NoErr(err)
+		is.Equal(report.Turns, 0) // the renewal touched the turn: not stale
+		// A sweep that lists it anyway runs nothing while the lease holds.
+		report, err = turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
+		is.NoErr(err)
+		is.Equal(report.Turns, 1)
+		is.Equal(h.h.callsOf("a-hold"), 0) // never a second run at once
+		close(proceed)
+		is.NoErr(<-done)
+		is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7"), map[turnframe.IdempotencyKey]int{"a-hold": 1, "b-bump": 1})
+	})
+}
+
+// A sweep pages through every unfinished turn: turns whose unknown the
+// remote cannot settle yet never starve the turns behind them (issue 12,
+// item 11).
+func TestASweepReachesEveryTurnPageByPage(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rt := turnframe.New(store)
+		for i := range 5 { // five delivered turns each holding an unknown nobody can settle yet
+			turn := rtPlanned(t, rt, rtAccount, rtCmd(turnframe.IdempotencyKey(fmt.Sprint("k-charge-", i)), "card/1", "charge"))
+			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+			is.NoErr(err)
+			is.NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
+		}
+		planned := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book")) // behind them
+		h := &rtResumer{rt: rt, h: rtNewHandler(rtScript)}
+		report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 3, h)
+		is.NoErr(err)
+		is.Equal(report.Turns, 6)                                                // every turn, once
+		is.Equal(report.Actions[turnframe.ActionReconcileExternal], 5)           // the unknowns
+		is.Equal(report.Actions[turnframe.ActionResumeCommands], 1)              // and the planned one
+		is.Equal(h.h.callsOf("k-book"), 1)                                       // which ran
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // and committed
+		is.Equal(rtPhase(t, store, planned), turnframe.PhaseCommitted)
+	})
+}
+
+// A command that never ran in a turn that was abandoned is run by the next
+// turn that plans it, never lost silently (issue 12, item 12).
+func TestANewTurnAdoptsTheCommandAnAbandonedTurnNeverRan(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rt := turnframe.New(store)
+		first := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book"))
+		is.NoErr(rt.Abandon(ctx, rtAccount, first, "user.left")) // planned, never executed
+
+		second, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "book it after all")
+		is.NoErr(err)
+		entries, err := rt.Plan(ctx, rtAccount, second, turnframe.Plan{Commands: []turnframe.Command{
+			rtCmd("k-seat", "flight/7", "bump"), rtCmd("k-book", "flight/7", "book"),
+		}})
+		is.NoErr(err)
+		is.Equal(entries[1].Turn, second) // adopted: Plan says so
+		h := rtNewHandler(rtScript)
+		report, err := rt.Execute(ctx, rtAccount, second, h)
+		is.NoErr(err)
+		is.Equal(rtKinds(report), []turnframe.ResultKind{turnframe.ResultCommitted, turnframe.ResultCommitted}) // in plan order
+		is.Equal(h.callsOf("k-book"), 1)                                                                        // it ran, once
+		is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book"})
+		left, err := store.ForTurn(ctx, rtAccount, first)
+		is.NoErr(err)
+		is.Equal(len(left), 0) // the abandoned turn holds it no more
+	})
+}
