@@ -14,6 +14,7 @@ const (
 	DefaultBackoffMultiplier = 4
 	DefaultMaxAttempts       = 5
 	DefaultConcurrency       = 1
+	DefaultLeaseMargin       = 30 * time.Second
 )
 
 // DispatchConfig is how a Dispatcher works. Every field but WorkerID may be
@@ -43,12 +44,19 @@ type DispatchConfig struct {
 	// Concurrency is how many rows of one claimed batch are sent at once.
 	// 1 sends them one after another, in claim order.
 	Concurrency int
+	// LeaseMargin is how long a claim's lease runs past the SendTimeout of
+	// a send that starts at once: a claim is leased for SendTimeout +
+	// LeaseMargin, and RunOnce extends the lease of every row it has not
+	// settled yet, in good time, for as long as it runs. Only a lease that
+	// ended is released (ReleaseExpiredClaims), so a dispatcher that died
+	// holds its rows for at most that long.
+	LeaseMargin time.Duration
 }
 
 // DefaultDispatchConfig returns the configuration a dispatcher claiming under
 // workerID uses by default: sixteen rows a sweep, thirty seconds a send, a
 // backoff of one second growing fourfold up to a minute, five attempts, and
-// one send at a time.
+// one send at a time, and claims leased thirty seconds past the send timeout.
 func DefaultDispatchConfig(workerID string) DispatchConfig {
 	return DispatchConfig{
 		WorkerID:          workerID,
@@ -59,6 +67,7 @@ func DefaultDispatchConfig(workerID string) DispatchConfig {
 		BackoffMultiplier: DefaultBackoffMultiplier,
 		MaxAttempts:       DefaultMaxAttempts,
 		Concurrency:       DefaultConcurrency,
+		LeaseMargin:       DefaultLeaseMargin,
 	}
 }
 
@@ -73,7 +82,15 @@ func (c DispatchConfig) withDefaults() DispatchConfig {
 	d.BackoffMultiplier = positiveOr(c.BackoffMultiplier, d.BackoffMultiplier)
 	d.MaxAttempts = positiveOr(c.MaxAttempts, d.MaxAttempts)
 	d.Concurrency = positiveOr(c.Concurrency, d.Concurrency)
+	d.LeaseMargin = positiveOr(c.LeaseMargin, d.LeaseMargin)
 	return d
+}
+
+// Lease returns how long a claim is leased for, and extended by, at a time:
+// SendTimeout + LeaseMargin, defaults filled in.
+func (c DispatchConfig) Lease() time.Duration {
+	c = c.withDefaults()
+	return c.SendTimeout + c.LeaseMargin
 }
 
 // positiveOr returns v when it is positive, else def.
@@ -104,15 +121,10 @@ func (c DispatchConfig) validate() error {
 // 1 s, 1 s, 4 s, 16 s, 60 s, 60 s, … for attempts 0, 1, 2, 3, 4, 5, ….
 func (c DispatchConfig) BackoffFor(attempt int) time.Duration {
 	c = c.withDefaults()
-	if attempt <= 1 {
-		return c.InitialBackoff
-	}
-	d := c.InitialBackoff
-	mult := time.Duration(c.BackoffMultiplier)
-	for step := 1; step < attempt; step++ {
-		if d >= c.MaxBackoff || mult == 1 {
-			break
-		}
+	d, mult := c.InitialBackoff, time.Duration(c.BackoffMultiplier)
+	// Each step multiplies by at least 2 until the cap, so at most 63
+	// steps reach any cap a Duration holds, whatever attempt is.
+	for step := 1; step < attempt && d < c.MaxBackoff && mult > 1; step++ {
 		if d > c.MaxBackoff/mult {
 			return c.MaxBackoff // the next step passes the cap (and may overflow)
 		}
@@ -136,10 +148,12 @@ type DispatchReport struct {
 	// dispatcher on its own.
 	Unknown []OutboxID
 	// Unsettled rows were sent (or not) but the store refused their
-	// settlement: the claim was lost (it expired and another worker holds
-	// the row now) or the store failed. The store keeps them as it has them;
-	// a row still Dispatching under this worker is released by
-	// ReleaseExpiredClaims once its claim is old enough.
+	// settlement for good: the claim was lost (its lease ended and another
+	// worker released or holds the row), the store was closed, or it stayed
+	// busy past the end of the caller's context and the rows' leases. The
+	// store keeps them as it has them, and the send's outcome was logged at
+	// error level; a row still Dispatching is released by
+	// ReleaseExpiredClaims once its lease ended, and then sent again.
 	Unsettled []OutboxID
 }
 

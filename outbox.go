@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -65,42 +64,47 @@ const (
 	fateUnknown
 )
 
-// queuedSettlement is a sent row's settlement, waiting for the settler.
-type queuedSettlement struct {
-	idx        int // the row's place in the claim
-	settlement OutboxSettlement
-	fate       rowFate // what the row becomes once the settlement is written
-	out        Dispatched
-}
-
-// RunOnce claims the rows due at now (at most BatchSize, under WorkerID),
-// sends each and settles each, holding its claim, at now:
+// RunOnce claims the rows due at now (at most BatchSize, under WorkerID, each
+// leased for Config().Lease()), sends each and settles each, holding its
+// claim, at now:
 //
 //   - DispatchCompleted → Completed, with the remote's reference;
-//   - DispatchRetryable → Pending, due at now + BackoffFor(attempts); or
-//     Failed with CodeAttemptsExhausted when the row has had MaxAttempts;
+//   - DispatchRetryable → Pending, due at now + BackoffFor(the attempts of
+//     its current budget); or Failed with CodeAttemptsExhausted when the row
+//     has had MaxAttempts attempts since it was enqueued or last requeued;
 //   - DispatchPermanent → Failed, with the sender's code;
-//   - DispatchUnknown, a send past SendTimeout, or a sender that panicked →
-//     OutcomeUnknown. Such a row is never sent again by a dispatcher (I15).
+//   - DispatchUnknown, a send that answered after SendTimeout (or not at
+//     all), or a sender that panicked → OutcomeUnknown. Such a row is never
+//     sent again by a dispatcher (I15).
 //
-// Each send runs on a goroutine of its own under SendTimeout; with
-// Concurrency above 1 that many rows of the batch are sent at once. Sends
-// hand their settlements to one settler, which writes all that are ready in
-// one store transaction (group commit) and never waits for more, so a lone
-// settlement is written at once; each keeps its own result. Settlements are
-// written even if ctx ends meanwhile: a send that happened must be recorded.
-// A row whose send had not started when ctx ended is not sent: it is put
-// back Pending, due at now, with CodeNotSent.
+// The sender's code is kept as the row's last code in every case
+// (CodeSendTimeout, CodeSenderPanic for the two the dispatcher makes).
+//
+// Each send runs on a goroutine of its own under SendTimeout; an answer it
+// gives after that deadline is discarded, never read (see Sender). With
+// Concurrency above 1 that many rows of the batch are sent at once. While
+// RunOnce runs, it extends the lease of every row it has not settled yet, in
+// good time, so no release takes a row from a live sweep however long its
+// sends take. Sends hand their settlements to one settler, which writes all
+// that are ready in one store transaction (group commit) and never waits for
+// more, so a lone settlement is written at once; each keeps its own result.
+// A settlement the store refuses as busy (ErrBusy) is tried again, with
+// backoff, until it lands or the store is closed — even after ctx ended,
+// until the rows' leases end: a send whose outcome is known is never sent
+// again because one write failed. A row whose send had not started when ctx
+// ended is not sent: it is put back Pending, due at now, with CodeNotSent.
 //
 // RunOnce returns when every claimed row is settled or reported Unsettled,
 // with nothing of its own left running — except a Sender that ignores its
 // context past its deadline (see Sender). The report lists each row once, in
-// claim order. A settlement the store refuses (ErrClaimLost: the claim
-// expired and another worker took the row) is not an error: the row is in
-// report.Unsettled. The error is for a claim that could not be made; it
-// wraps the store's error, and then nothing was claimed.
+// claim order. A settlement the store refuses for good (ErrClaimLost: the
+// lease ended and another worker took the row; or the store closed) is not
+// an error: the row is in report.Unsettled, and its send's outcome is
+// logged at error level so an operator can settle it. The error is for a
+// claim that could not be made; it wraps the store's error, and then nothing
+// was claimed.
 func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport, error) {
-	claims, err := d.store.ClaimDue(ctx, now, d.cfg.BatchSize, d.cfg.WorkerID)
+	claims, err := d.store.ClaimDue(ctx, now, d.cfg.BatchSize, d.cfg.WorkerID, d.cfg.Lease())
 	if err != nil {
 		return DispatchReport{}, fmt.Errorf("claim due outbox rows: %w", err)
 	}
@@ -110,35 +114,12 @@ func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport
 	for _, c := range claims {
 		d.obs.count(SignalOutboxClaimed, Labels{Destination: c.Destination})
 	}
-
-	fates := make([]rowFate, len(claims)) // written by the settler only
-	queue := make(chan queuedSettlement, len(claims))
-	settlerDone := make(chan struct{})
-	go func() {
-		defer close(settlerDone)
-		d.settleQueued(context.WithoutCancel(ctx), queue, claims, fates)
-	}()
-
-	next := make(chan int, len(claims))
-	for i := range claims {
-		next <- i
-	}
-	close(next)
-	var senders sync.WaitGroup
-	for range min(d.cfg.Concurrency, len(claims)) {
-		senders.Go(func() {
-			for i := range next {
-				queue <- d.dispatchRow(ctx, i, claims[i], now)
-			}
-		})
-	}
-	senders.Wait()
-	close(queue)
-	<-settlerDone
+	sw := newSweep(ctx, d, claims, now)
+	sw.run()
 
 	var report DispatchReport
 	for i, c := range claims {
-		switch fates[i] {
+		switch sw.fates[i] {
 		case fateCompleted:
 			report.Completed = append(report.Completed, c.ID)
 		case fateRetried:
@@ -163,27 +144,9 @@ func rowAttrs(c Claim) []slog.Attr {
 	}
 }
 
-// dispatchRow sends one claimed row, unless ctx already ended, and returns
-// the settlement its outcome calls for.
-func (d *Dispatcher) dispatchRow(ctx context.Context, idx int, c Claim, now time.Time) queuedSettlement {
-	if ctx.Err() != nil {
-		d.obs.logf(ctx, slog.LevelInfo, "turnframe: outbox row not sent: the sweep was cancelled",
-			append(rowAttrs(c), slog.String("code", CodeNotSent))...)
-		return queuedSettlement{
-			idx:        idx,
-			settlement: OutboxSettlement{Claim: c, To: OutboxPending, Code: CodeNotSent, RetryAt: now, Now: now},
-			fate:       fateRetried,
-			out:        Dispatched{Kind: DispatchRetryable, Code: CodeNotSent},
-		}
-	}
-	out := d.send(ctx, c)
-	s, fate := d.settlementFor(ctx, c, out, now)
-	return queuedSettlement{idx: idx, settlement: s, fate: fate, out: out}
-}
-
 // send calls the sender through callWithin under SendTimeout. A send that
-// has not answered by then, or that panicked, is DispatchUnknown; so is a
-// kind out of range.
+// has not answered by then (or answered only after), or that panicked, is
+// DispatchUnknown; so is a kind out of range.
 func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 	entry := c.OutboxEntry
 	entry.Payload = bytes.Clone(entry.Payload) // a sender that outlives us keeps its own copy
@@ -229,94 +192,26 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 			append(rowAttrs(c), slog.Int("remote_ref_bytes", len(ref)))...)
 		ref = ""
 	}
-	s := OutboxSettlement{Claim: c, Now: now}
+	s := OutboxSettlement{Claim: c, Code: code, Now: now}
 	switch out.Kind {
 	case DispatchCompleted:
 		s.To, s.RemoteRef = OutboxCompleted, ref
 		return s, fateCompleted
 	case DispatchRetryable:
-		if c.Attempts >= d.cfg.MaxAttempts {
+		spent := c.Attempts - c.AttemptBase
+		if spent >= d.cfg.MaxAttempts {
 			d.obs.logf(ctx, slog.LevelWarn, "turnframe: outbox row failed: its attempts are spent",
 				append(rowAttrs(c), slog.String("code", code))...)
 			s.To, s.Code = OutboxFailed, CodeAttemptsExhausted
 			return s, fateFailed
 		}
-		s.To, s.Code, s.RetryAt = OutboxPending, code, now.Add(d.cfg.BackoffFor(c.Attempts))
+		s.To, s.RetryAt = OutboxPending, now.Add(d.cfg.BackoffFor(spent))
 		return s, fateRetried
 	case DispatchPermanent:
-		s.To, s.Code = OutboxFailed, code
+		s.To = OutboxFailed
 		return s, fateFailed
 	default:
 		s.To, s.RemoteRef = OutboxOutcomeUnknown, ref
 		return s, fateUnknown
-	}
-}
-
-// settleQueued is the settler: it takes every settlement that is ready (at
-// least one, never waiting for more), writes them in one Settle call, and
-// records each row's fate, until the queue is closed and empty.
-func (d *Dispatcher) settleQueued(ctx context.Context, queue <-chan queuedSettlement, claims []Claim, fates []rowFate) {
-	for first := range queue {
-		batch := []queuedSettlement{first}
-	drain:
-		for {
-			select {
-			case q, ok := <-queue:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, q)
-			default:
-				break drain
-			}
-		}
-		d.settleBatch(ctx, batch, claims, fates)
-	}
-}
-
-// settleBatch writes one group of settlements and records each row's fate
-// from its own result.
-func (d *Dispatcher) settleBatch(ctx context.Context, batch []queuedSettlement, claims []Claim, fates []rowFate) {
-	settlements := make([]OutboxSettlement, len(batch))
-	for i, q := range batch {
-		settlements[i] = q.settlement
-	}
-	results, err := d.store.Settle(ctx, settlements)
-	if err == nil && len(results) != len(batch) {
-		err = fmt.Errorf("store answered %d results for %d settlements", len(results), len(batch))
-	}
-	for i, q := range batch {
-		c := claims[q.idx]
-		attrs := append(rowAttrs(c), slog.String("outcome", q.out.Kind.String()), slog.String("code", q.out.Code))
-		rowErr := err
-		if rowErr == nil {
-			rowErr = results[i]
-		}
-		if rowErr != nil {
-			// The row stays as the store has it. If it is still ours and
-			// Dispatching, ReleaseExpiredClaims will put it back in the
-			// queue, and a send that may have left is then sent again
-			// under the same key: say so loudly.
-			level := slog.LevelWarn
-			if q.fate == fateUnknown || q.fate == fateCompleted {
-				level = slog.LevelError
-			}
-			d.obs.logf(ctx, level, "turnframe: outbox row could not be settled",
-				append(attrs, slog.String("settle_to", q.settlement.To.String()), slog.String("error", rowErr.Error()))...)
-			continue
-		}
-		fates[q.idx] = q.fate
-		switch q.fate {
-		case fateCompleted:
-			d.obs.count(SignalOutboxCompleted, Labels{Destination: c.Destination})
-		case fateRetried:
-			d.obs.count(SignalOutboxRetried, Labels{Destination: c.Destination, Outcome: q.settlement.Code})
-		case fateFailed:
-			d.obs.count(SignalOutboxFailed, Labels{Destination: c.Destination, Outcome: q.settlement.Code})
-		case fateUnknown:
-			d.obs.count(SignalExternalOutcomeUnknown, Labels{Destination: c.Destination})
-		}
-		d.obs.logf(ctx, slog.LevelDebug, "turnframe: outbox row settled",
-			append(attrs, slog.String("status", q.settlement.To.String()))...)
 	}
 }

@@ -10,20 +10,20 @@ import (
 // This file holds what a Dispatcher does besides sweeping: settling the rows
 // whose outcome is unknown, and releasing the claims of a crashed one.
 
-// ReleaseExpiredClaims moves every row still Dispatching that was claimed
-// before claimedBefore back to Pending, so a sweep can claim it again, and
-// returns their ids. It is for rows a crashed dispatcher left behind:
-// claimedBefore must be older than the longest RunOnce can take (claim,
-// SendTimeout, settle), or a row whose send is still running is released and
-// may be sent twice. Its error wraps the store's.
-func (d *Dispatcher) ReleaseExpiredClaims(ctx context.Context, claimedBefore time.Time) ([]OutboxID, error) {
-	ids, err := d.store.ReleaseExpiredClaims(ctx, claimedBefore)
+// ReleaseExpiredClaims moves every row still Dispatching whose lease ended
+// at now back to Pending, so a sweep can claim it again, and returns their
+// ids. It is for rows a dispatcher that died left behind: a live RunOnce
+// keeps extending the leases of the rows it holds, so it never loses one
+// this way. A released row whose send had started is sent again under the
+// same key: at least once, for that case. Its error wraps the store's.
+func (d *Dispatcher) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]OutboxID, error) {
+	ids, err := d.store.ReleaseExpiredClaims(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("release expired claims: %w", err)
 	}
 	if len(ids) > 0 {
-		d.obs.logf(ctx, slog.LevelWarn, "turnframe: released expired outbox claims",
-			slog.Int("rows", len(ids)), slog.Time("claimed_before", claimedBefore))
+		d.obs.logf(ctx, slog.LevelWarn, "turnframe: released outbox claims whose lease ended",
+			slog.Int("rows", len(ids)), slog.Time("now", now))
 	}
 	return ids, nil
 }

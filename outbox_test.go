@@ -29,7 +29,7 @@ func dispEnqueue(t *testing.T, store turnframe.Store, account turnframe.AccountI
 	_, err := store.Apply(ctx, turnframe.Write{Account: account, Turn: turn, Now: dispNow,
 		Begin:  &turnframe.StoredTurn{Account: account, ID: turn, Conversation: ids.ConversationID(dispNow), Text: "pay"},
 		Admit:  []turnframe.Command{{Key: key, Case: turnframe.CaseKey("case/" + key), Name: "pay"}},
-		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt}},
+		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}},
 	})
 	if err != nil {
 		t.Fatalf("begin and execute %q: %v", key, err)
@@ -121,10 +121,10 @@ func TestDispatcherSettlesEachOutcome(t *testing.T) {
 		remoteRef  string
 		dueInitial bool // due again after the initial backoff
 	}{
-		{"completed rows are completed with the remote's reference",
+		{"completed rows are completed with the remote's reference and the sender's code",
 			turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200", RemoteRef: "ch_1"},
 			turnframe.OutboxCompleted, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Completed },
-			turnframe.SignalOutboxCompleted, "", "ch_1", false},
+			turnframe.SignalOutboxCompleted, "http.200", "ch_1", false},
 		{"retryable rows are pending again after the backoff, keeping the code",
 			turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "http.503"},
 			turnframe.OutboxPending, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Retried },
@@ -133,10 +133,10 @@ func TestDispatcherSettlesEachOutcome(t *testing.T) {
 			turnframe.Dispatched{Kind: turnframe.DispatchPermanent, Code: "http.422"},
 			turnframe.OutboxFailed, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Failed },
 			turnframe.SignalOutboxFailed, "http.422", "", false},
-		{"unknown rows are outcome unknown with the remote's reference",
+		{"unknown rows are outcome unknown with the remote's reference and the sender's code",
 			turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: "http.504", RemoteRef: "req-9"},
 			turnframe.OutboxOutcomeUnknown, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Unknown },
-			turnframe.SignalExternalOutcomeUnknown, "", "req-9", false},
+			turnframe.SignalExternalOutcomeUnknown, "http.504", "req-9", false},
 		{"a sender that answers nothing is unknown",
 			turnframe.Dispatched{},
 			turnframe.OutboxOutcomeUnknown, func(r turnframe.DispatchReport) []turnframe.OutboxID { return r.Unknown },
@@ -205,6 +205,7 @@ func TestDispatcherRecordsASendPastItsTimeoutAsUnknown(t *testing.T) {
 		is.NoErr(err)                                                                   // run returns
 		is.Equal(report.Unknown, []turnframe.OutboxID{rows[0].ID})                      // unknown, not retried
 		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown)  // stored unknown
+		is.Equal(dispGet(t, store, rows[0].ID).LastCode, turnframe.CodeSendTimeout)     // saying why
 		is.Equal(signals.labels(turnframe.SignalExternalLatency)[0].Outcome, "unknown") // a timed-out send is timed too
 	})
 }
@@ -220,12 +221,13 @@ func TestDispatcherFailsARowWhoseAttemptsAreSpent(t *testing.T) {
 		d := turnframe.NewDispatcher(store, sender, cfg)
 
 		now := dispNow
-		for attempt := 1; attempt <= 2; attempt++ {
+		for _, backoff := range []time.Duration{time.Second, 4 * time.Second} { // the defaults: 1 s, then ×4
 			report, err := d.RunOnce(ctx, now)
 			is.NoErr(err)                                              // run
 			is.Equal(report.Retried, []turnframe.OutboxID{rows[0].ID}) // retried while attempts remain
 			rec := dispGet(t, store, rows[0].ID)
-			is.Equal(rec.DueAt, now.Add(cfg.BackoffFor(attempt))) // due after the backoff of this attempt
+			is.Equal(rec.DueAt, now.Add(backoff)) // due after the backoff of this attempt
+			is.Equal(rec.LastCode, "remote.busy") // the sender's code
 			now = rec.DueAt
 		}
 		report, err := d.RunOnce(ctx, now)
@@ -317,7 +319,7 @@ func TestDispatcherReportsAClaimLostMidSendAsUnsettled(t *testing.T) {
 		released, err := store.ReleaseExpiredClaims(ctx, dispNow.Add(time.Minute))
 		is.NoErr(err)                                        // release
 		is.Equal(released, []turnframe.OutboxID{rows[0].ID}) // a's claim released
-		claims, err := store.ClaimDue(ctx, dispNow.Add(time.Minute), 10, "b")
+		claims, err := store.ClaimDue(ctx, dispNow.Add(time.Minute), 10, "b", time.Minute)
 		is.NoErr(err)            // b claims
 		is.Equal(len(claims), 1) // the row
 		close(proceed)
@@ -405,7 +407,7 @@ func TestOrderedDeliveryHoldsAcrossSweeps(t *testing.T) {
 			is.True(report.Claimed() <= 1) // one row of the key at a time
 			now = now.Add(time.Second)
 		}
-		is.Equal(sent, []turnframe.IdempotencyKey{"k1/1", "k1/1", "k1/2", "k1/3"}) // enqueue order, the retry first
+		is.Equal(sent, []turnframe.IdempotencyKey{"k1~1", "k1~1", "k1~2", "k1~3"}) // enqueue order, the retry first
 		for _, r := range rows {
 			is.Equal(dispGet(t, store, r.ID).Status, turnframe.OutboxCompleted) // all delivered
 		}
@@ -506,7 +508,8 @@ func TestDispatcherReconcileCountsAPanicAsUnresolved(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-		d := turnframe.NewDispatcher(store, &dispAnswer{}, turnframe.DefaultDispatchConfig("w1"))
+		var log dispLog
+		d := turnframe.NewDispatcher(store, &dispAnswer{}, turnframe.DefaultDispatchConfig("w1"), turnframe.WithLogger(dispLogger(&log)))
 		_, err := d.RunOnce(ctx, dispNow)
 		is.NoErr(err) // send, unknown
 		answer, err := d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
@@ -515,6 +518,8 @@ func TestDispatcherReconcileCountsAPanicAsUnresolved(t *testing.T) {
 		is.NoErr(err)                                                                  // the panic does not escape
 		is.Equal(answer.Verdict, turnframe.VerdictUnresolved)                          // unresolved
 		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // untouched
+		is.True(strings.Contains(log.String(), "level=ERROR"))                         // logged as an error
+		is.True(strings.Contains(log.String(), "ledger offline"))                      // with its value
 	})
 }
 

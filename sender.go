@@ -11,11 +11,11 @@ const (
 	// CodeNotSent is the code of a claimed row put back Pending, due at once,
 	// because RunOnce's context ended before its send started. Nothing left.
 	CodeNotSent = "turnframe.dispatch.not_sent"
-	// CodeSendTimeout is the Dispatched.Code (logged, not stored) of a send
-	// that did not answer within DispatchConfig.SendTimeout: Unknown.
+	// CodeSendTimeout is the code of a row whose send did not answer within
+	// DispatchConfig.SendTimeout (or answered only after it): Unknown.
 	CodeSendTimeout = "turnframe.dispatch.send_timeout"
-	// CodeSenderPanic is the Dispatched.Code (logged, not stored) of a send
-	// that panicked: Unknown, as the panic may have come after the bytes left.
+	// CodeSenderPanic is the code of a row whose send panicked: Unknown, as
+	// the panic may have come after the bytes left.
 	CodeSenderPanic = "turnframe.dispatch.sender_panic"
 	// CodeInvalidCode replaces a code a Sender returned that no store keeps
 	// (over 200 bytes, or not UTF-8), so the row still settles as classified.
@@ -59,9 +59,9 @@ func (k DispatchKind) String() string {
 // sent again? A Kind out of range counts as DispatchUnknown.
 type Dispatched struct {
 	Kind DispatchKind
-	// Code is a stable, short reason ("http.503"), never free text. It is
-	// stored for Retryable and Permanent (at most 200 bytes of UTF-8) and
-	// logged for all kinds.
+	// Code is a stable, short reason ("http.503"), never free text, at
+	// most 200 bytes of UTF-8. It is stored as the row's last code, whatever
+	// the kind, and logged.
 	Code string
 	// RemoteRef is the remote's reference for Completed and Unknown, if it
 	// gave one (at most 1024 bytes of UTF-8; a longer one is dropped).
@@ -73,12 +73,18 @@ type Dispatched struct {
 // The obligations are the implementation's:
 //
 //   - Honour the context. Send is called on a goroutine of its own under a
-//     context carrying DispatchConfig.SendTimeout. A Send that has not
-//     returned by then is recorded DispatchUnknown and the dispatcher moves
-//     on; Go cannot stop a goroutine from outside, so a Send that ignores its
+//     context carrying DispatchConfig.SendTimeout. An answer counts only if
+//     Send returned it while that context was live: a Send that returns
+//     after its deadline — even one that honours ctx with
+//     `<-ctx.Done(); return …`, even with DispatchRetryable — is recorded
+//     DispatchUnknown, because the request may have left while it waited.
+//     Go cannot stop a goroutine from outside, so a Send that ignores its
 //     context keeps running until it returns, and its late answer is
 //     discarded unread. A Send that panics is recorded DispatchUnknown too
-//     (it may have panicked after the bytes left); the panic is logged.
+//     (it may have panicked after the bytes left); the panic is logged. To
+//     report "nothing left, send again" for a connection that never opened,
+//     give connecting a timeout of its own below the send deadline, as
+//     HTTPSender does.
 //   - Forward entry.RemoteKey() as the idempotency key, in whatever header
 //     or field the remote deduplicates on. It is the key the command was
 //     admitted under, qualified by its account, so a row sent again after a

@@ -1,0 +1,285 @@
+package turnframe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// This file is one RunOnce at work on the rows it claimed: the senders, the
+// settler that writes their settlements (group commit, retried while the
+// store is busy) and the keeper that extends the leases of the rows not yet
+// settled. All three end before RunOnce returns.
+
+// Bounds of the settler's wait between two tries of a busy store.
+const (
+	settleRetryFirst = 10 * time.Millisecond
+	settleRetryMax   = time.Second
+)
+
+// sweep is one RunOnce's claimed batch.
+type sweep struct {
+	ctx    context.Context // the caller's: sends stop starting when it ends
+	d      *Dispatcher
+	claims []Claim
+	now    time.Time // the claim's time
+	start  time.Time // the wall clock at the claim: now + time.Since(start) is the sweep's clock
+	fates  []rowFate // written by the settler only
+
+	mu         sync.Mutex
+	open       map[int]bool // rows not settled and not given up: the keeper extends their leases
+	leaseUntil time.Time    // the latest lease end the store granted the open rows
+}
+
+// queuedSettlement is a sent row's settlement, waiting for the settler.
+type queuedSettlement struct {
+	idx        int // the row's place in the claim
+	settlement OutboxSettlement
+	fate       rowFate // what the row becomes once the settlement is written
+	out        Dispatched
+}
+
+func newSweep(ctx context.Context, d *Dispatcher, claims []Claim, now time.Time) *sweep {
+	sw := &sweep{
+		ctx: ctx, d: d, claims: claims, now: now, start: time.Now(),
+		fates: make([]rowFate, len(claims)),
+		open:  make(map[int]bool, len(claims)),
+	}
+	for i, c := range claims {
+		sw.open[i] = true
+		if c.LeaseUntil.After(sw.leaseUntil) {
+			sw.leaseUntil = c.LeaseUntil
+		}
+	}
+	return sw
+}
+
+// clock is the sweep's time: the claim's now, plus the time spent since.
+func (sw *sweep) clock() time.Time { return sw.now.Add(time.Since(sw.start)) }
+
+// run sends every claimed row, settles each, and returns once the senders,
+// the settler and the keeper have all ended.
+func (sw *sweep) run() {
+	queue := make(chan queuedSettlement, len(sw.claims))
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		sw.settleQueued(queue)
+	}()
+	keeperDone := make(chan struct{})
+	go func() {
+		defer close(keeperDone)
+		sw.keepLeases(settled)
+	}()
+
+	next := make(chan int, len(sw.claims))
+	for i := range sw.claims {
+		next <- i
+	}
+	close(next)
+	var senders sync.WaitGroup
+	for range min(sw.d.cfg.Concurrency, len(sw.claims)) {
+		senders.Go(func() {
+			for i := range next {
+				queue <- sw.dispatchRow(i)
+			}
+		})
+	}
+	senders.Wait()
+	close(queue)
+	<-settled
+	<-keeperDone
+}
+
+// dispatchRow sends one claimed row, unless the caller's context already
+// ended, and returns the settlement its outcome calls for.
+func (sw *sweep) dispatchRow(idx int) queuedSettlement {
+	d, c := sw.d, sw.claims[idx]
+	if sw.ctx.Err() != nil {
+		d.obs.logf(sw.ctx, slog.LevelInfo, "turnframe: outbox row not sent: the sweep was cancelled",
+			append(rowAttrs(c), slog.String("code", CodeNotSent))...)
+		return queuedSettlement{
+			idx:        idx,
+			settlement: OutboxSettlement{Claim: c, To: OutboxPending, Code: CodeNotSent, RetryAt: sw.now, Now: sw.now},
+			fate:       fateRetried,
+			out:        Dispatched{Kind: DispatchRetryable, Code: CodeNotSent},
+		}
+	}
+	out := d.send(sw.ctx, c)
+	s, fate := d.settlementFor(sw.ctx, c, out, sw.now)
+	return queuedSettlement{idx: idx, settlement: s, fate: fate, out: out}
+}
+
+// settleQueued is the settler: it takes every settlement that is ready (at
+// least one, never waiting for more), writes them in one Settle call, and
+// records each row's fate, until the queue is closed and empty.
+func (sw *sweep) settleQueued(queue <-chan queuedSettlement) {
+	for first := range queue {
+		batch := []queuedSettlement{first}
+	drain:
+		for {
+			select {
+			case q, ok := <-queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, q)
+			default:
+				break drain
+			}
+		}
+		sw.settleBatch(batch)
+	}
+}
+
+// settleBatch writes one group of settlements and records each row's fate
+// from its own result.
+func (sw *sweep) settleBatch(batch []queuedSettlement) {
+	d := sw.d
+	settlements := make([]OutboxSettlement, len(batch))
+	for i, q := range batch {
+		settlements[i] = q.settlement
+	}
+	results, err := sw.write(settlements)
+	if err == nil && len(results) != len(batch) {
+		err = fmt.Errorf("store answered %d results for %d settlements", len(results), len(batch))
+	}
+	for i, q := range batch {
+		c := sw.claims[q.idx]
+		sw.close(q.idx)
+		attrs := append(rowAttrs(c), slog.String("outcome", q.out.Kind.String()), slog.String("code", q.out.Code))
+		rowErr := err
+		if rowErr == nil {
+			rowErr = results[i]
+		}
+		if rowErr != nil {
+			// The row stays as the store has it. If it is still ours and
+			// Dispatching, a release once its lease ended puts it back in
+			// the queue, and a send that may have left is then sent again
+			// under the same key: say so loudly, with what the send said,
+			// so an operator can settle it.
+			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row could not be settled; settle it by hand",
+				append(attrs, slog.String("settle_to", q.settlement.To.String()), slog.String("error", rowErr.Error()))...)
+			continue
+		}
+		sw.fates[q.idx] = q.fate
+		switch q.fate {
+		case fateCompleted:
+			d.obs.count(SignalOutboxCompleted, Labels{Destination: c.Destination})
+		case fateRetried:
+			d.obs.count(SignalOutboxRetried, Labels{Destination: c.Destination, Outcome: q.settlement.Code})
+		case fateFailed:
+			d.obs.count(SignalOutboxFailed, Labels{Destination: c.Destination, Outcome: q.settlement.Code})
+		case fateUnknown:
+			d.obs.count(SignalExternalOutcomeUnknown, Labels{Destination: c.Destination})
+		}
+		d.obs.logf(sw.ctx, slog.LevelDebug, "turnframe: outbox row settled",
+			append(attrs, slog.String("status", q.settlement.To.String()))...)
+	}
+}
+
+// write hands settlements to the store, trying again with backoff while the
+// store is busy. It gives up only when the store is closed, or fails with
+// anything else, or when the caller's context ended and the rows' leases
+// ended too (by then a release may have taken them). The store call itself
+// runs even after the caller's context ended: a send that happened must be
+// recorded.
+func (sw *sweep) write(settlements []OutboxSettlement) ([]error, error) {
+	d := sw.d
+	sctx := context.WithoutCancel(sw.ctx)
+	wait := settleRetryFirst
+	for {
+		results, err := d.store.Settle(sctx, settlements)
+		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) {
+			return results, err
+		}
+		if sw.ctx.Err() != nil && !sw.clock().Before(sw.leaseEnd()) {
+			return nil, fmt.Errorf("%w (the sweep's context ended and its leases too: given up)", err)
+		}
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: store busy; the settlement will be written again",
+			slog.Int("rows", len(settlements)), slog.Duration("wait", wait), slog.String("error", err.Error()))
+		t := time.NewTimer(wait)
+		<-t.C
+		wait = min(2*wait, settleRetryMax)
+	}
+}
+
+// close takes row idx out of the keeper's care: it is settled, or given up.
+func (sw *sweep) close(idx int) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	delete(sw.open, idx)
+}
+
+// leaseEnd is the latest lease end the store granted the rows still open.
+func (sw *sweep) leaseEnd() time.Time {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.leaseUntil
+}
+
+// keepLeases extends the leases of the open rows every LeaseMargin/2 until
+// settled is closed, so a lease never ends while this sweep runs: each
+// extension runs SendTimeout + LeaseMargin from its time. A sweep that ends
+// sooner writes no extension at all. Once the caller's context ended it
+// stops: no send starts or runs on after that, and the settler's tries are
+// bounded by the leases as they stand.
+func (sw *sweep) keepLeases(settled <-chan struct{}) {
+	tick := time.NewTicker(max(sw.d.cfg.LeaseMargin/2, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-settled:
+			return
+		case <-sw.ctx.Done():
+			return
+		case <-tick.C:
+			sw.extend()
+		}
+	}
+}
+
+// extend extends the leases of the open rows once. A claim the store says
+// is lost was released by someone else (its lease ended while the store
+// was unreachable): its send may be running, and the row may be sent twice.
+func (sw *sweep) extend() {
+	d := sw.d
+	sw.mu.Lock()
+	var idx []int
+	var claims []Claim
+	for i := range sw.claims {
+		if sw.open[i] {
+			idx, claims = append(idx, i), append(claims, sw.claims[i])
+		}
+	}
+	sw.mu.Unlock()
+	if len(claims) == 0 {
+		return
+	}
+	now, lease := sw.clock(), d.cfg.Lease()
+	results, err := d.store.ExtendClaims(context.WithoutCancel(sw.ctx), claims, now, lease)
+	if err != nil {
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox leases could not be extended; the next try is in half a lease margin",
+			slog.Int("rows", len(claims)), slog.String("error", err.Error()))
+		return
+	}
+	if len(results) != len(claims) {
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox leases: the store answered the wrong number of results",
+			slog.Int("rows", len(claims)), slog.Int("results", len(results)))
+		return
+	}
+	sw.mu.Lock()
+	if until := now.Add(lease); until.After(sw.leaseUntil) {
+		sw.leaseUntil = until
+	}
+	sw.mu.Unlock()
+	for i, rerr := range results {
+		if rerr != nil {
+			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row lost its claim while its send may run; it may be sent twice",
+				append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
+		}
+	}
+}
