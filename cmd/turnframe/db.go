@@ -1,16 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
 
@@ -29,10 +36,12 @@ func addDBFlags(fs *flag.FlagSet) *dbFlags {
 	return d
 }
 
-// open opens the existing turnframe database named by --db. It never creates
-// or changes a file that is not one: a missing file, a file that is not
-// SQLite, or a SQLite file without the turnframe schema is an error that
-// exits 2, and the file is left as it was.
+// open opens the turnframe database named by --db as it is, with
+// sqlitestore.WithExisting: it never creates a file, never migrates one, and
+// never changes a file it refuses. A missing file, a file that is not SQLite,
+// a SQLite file without the turnframe schema, and a file whose schema is
+// older or newer than this build's are errors that exit 2 and say what to
+// do; only 'turnframe migrate' (and the application's own Open) migrates.
 func (d *dbFlags) open(ctx context.Context) (*sqlitestore.Store, error) {
 	if d.path == "" {
 		return nil, usagef("--db is required")
@@ -47,9 +56,105 @@ func (d *dbFlags) open(ctx context.Context) (*sqlitestore.Store, error) {
 	case errors.Is(err, turnframe.ErrNotFound):
 		return nil, fmt.Errorf("no turnframe database at %s (nothing was created; 'turnframe migrate' makes one): %w", d.path, err)
 	case errors.Is(err, turnframe.ErrInvalid):
-		return nil, fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", d.path, err)
+		return nil, refused(ctx, d.path, err)
 	}
 	return nil, describeBusy(err, d.busy)
+}
+
+// refused words why Open refused the file at path (err wraps ErrInvalid):
+// a schema older or newer than this build's, or not a turnframe database at
+// all. The store's error does not tell the cases apart by type, so the file's
+// schema version is read again, read-only (inspect).
+func refused(ctx context.Context, path string, err error) error {
+	f, ierr := inspect(ctx, path)
+	switch {
+	case ierr == nil && f.version > 0 && f.version < schema.Version:
+		return &openError{err: err, msg: fmt.Sprintf("%s holds the turnframe schema version %d, older than version %d, "+
+			"which this turnframe reads; it was left unchanged. Run 'turnframe migrate --db %s' to upgrade it "+
+			"(or start the upgraded application, whose Open migrates it)", path, f.version, schema.Version, path)}
+	case ierr == nil && f.version > schema.Version:
+		return &openError{err: err, msg: fmt.Sprintf("%s holds the turnframe schema version %d, written by a newer "+
+			"turnframe (this one knows up to version %d); it was left unchanged. Use a turnframe at least as new as "+
+			"the application's", path, f.version, schema.Version)}
+	}
+	return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", path, err)
+}
+
+// openError is a refusal to open whose message says all the operator needs;
+// the store's error stays in the chain, for errors.Is.
+type openError struct {
+	msg string
+	err error
+}
+
+func (e *openError) Error() string { return e.msg }
+func (e *openError) Unwrap() error { return e.err }
+
+// fileState is what inspect found at a path.
+type fileState struct {
+	exists  bool  // a file is there (an empty one included)
+	sqlite  bool  // it is a SQLite database: it begins with SQLite's header
+	version int64 // its turnframe schema version; 0 without the schema
+}
+
+// sqliteHeader is how every SQLite database file begins.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// inspect reads what is at path without changing a byte of it or leaving a
+// file behind: nothing; an empty file; a file that is not SQLite (an error
+// wrapping turnframe.ErrInvalid, and the driver never opens it); or a SQLite
+// database and its schema version, read with schema.FileVersion through a
+// connection that runs no writing statement. A directory is ErrInvalid too.
+func inspect(ctx context.Context, path string) (fileState, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileState{}, nil
+	}
+	if err != nil {
+		return fileState{}, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fileState{}, err
+	}
+	if info.IsDir() {
+		f.Close()
+		return fileState{}, &openError{msg: path + " is a directory, not a database file", err: turnframe.ErrInvalid}
+	}
+	if info.Size() == 0 {
+		f.Close()
+		return fileState{exists: true}, nil
+	}
+	head := make([]byte, len(sqliteHeader))
+	_, err = io.ReadFull(f, head)
+	f.Close()
+	if err != nil || !bytes.Equal(head, sqliteHeader) {
+		return fileState{exists: true}, &openError{msg: path + " is not a SQLite database", err: turnframe.ErrInvalid}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fileState{}, err
+	}
+	// mode=rw: SQLite never creates the file; query_only: no statement
+	// writes; busy_timeout: a read waits while a checkpoint resets the WAL.
+	// Not mode=ro: a read-only connection to a WAL file that no one else
+	// has open creates its -wal and -shm files and cannot remove them when
+	// it closes, while this one, the last to close, removes them again, as
+	// the store's own check of an existing file does.
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
+	busy := strconv.FormatInt(sqlitestore.DefaultBusyTimeout.Milliseconds(), 10)
+	db, err := sql.Open("sqlite", "file:"+esc+"?mode=rw&_pragma=query_only(1)&_pragma=busy_timeout("+busy+")")
+	if err != nil {
+		return fileState{}, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	v, err := schema.FileVersion(ctx, db)
+	if err != nil {
+		return fileState{}, fmt.Errorf("read the schema version of %s: %w", path, err)
+	}
+	return fileState{exists: true, sqlite: true, version: v}, nil
 }
 
 // describeBusy says what a busy database means for the operator.

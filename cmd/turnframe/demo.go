@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -52,6 +53,13 @@ charge landed exactly once; otherwise it is 1 and the discrepancy is named.`,
 	}
 }
 
+// The demo runtime's command timeout and lease margin: an attempt holds
+// its command for 15 s of the demo's clock.
+const (
+	demoCommandTimeout = 10 * time.Second
+	demoLeaseMargin    = 5 * time.Second
+)
+
 // demoOptions configure runDemo; zero fields take their defaults.
 type demoOptions struct {
 	DBPath      string        // the database to write; "" for a new temporary folder
@@ -74,7 +82,7 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) error {
 		return err
 	}
 	d := &demo{
-		w:       w,
+		w:       &lockedWriter{w: w},
 		opts:    opts,
 		path:    path,
 		clock:   newDemoClock(),
@@ -150,6 +158,42 @@ type process struct {
 	shop  *booking
 }
 
+// lockedWriter serialises writes: the library's log lines (logger) may
+// come from another goroutine than the narrative.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// logger is the logger of the demo's runtimes, recoveries and dispatchers:
+// the library's warnings and errors (an unknown outcome, a late answer),
+// written into the narrative where they happen rather than to stderr.
+func (d *demo) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(narrativeLog{d}, &slog.HandlerOptions{
+		Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{} // the narrative stamps the demo's own time
+			}
+			return a
+		},
+	}))
+}
+
+// narrativeLog writes each log record as one line of the narrative.
+type narrativeLog struct{ d *demo }
+
+func (n narrativeLog) Write(p []byte) (int, error) {
+	n.d.say("  log: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
 // say writes one line of the narrative, stamped with the demo's clock.
 func (d *demo) say(format string, args ...any) {
 	fmt.Fprintf(d.w, "%-8s %s\n", "t+"+d.clock.Now().Sub(d.start).Round(time.Second).String(), fmt.Sprintf(format, args...))
@@ -185,13 +229,18 @@ func (d *demo) play(ctx context.Context) error {
 		return err
 	}
 	d.say("turn %d  process-1 dies after the commit, before delivering the answer", d.effects[3].n)
-	if err := d.crashMidExecution(ctx, p1, conv, d.effects[4]); err != nil {
+	leaseUntil, err := d.crashMidExecution(ctx, p1, conv, d.effects[4])
+	if err != nil {
 		return err
 	}
 	d.say("process-1 is gone: its runtime, recovery and dispatcher are abandoned")
 	p1.store.Close()
 
-	d.clock.Advance(5 * time.Second)
+	// The dead attempt holds its command until its lease ends: until then
+	// another process must take it for still running, not resume it.
+	d.clock.AdvanceTo(leaseUntil.Add(time.Second))
+	d.say("turn %d  the dead attempt's lease on %s ended at t+%v: the command may be resumed",
+		d.effects[4].n, d.effects[4].command, leaseUntil.Sub(d.start).Round(time.Second))
 	p2, err := d.startProcess(ctx, "process-2", false)
 	if err != nil {
 		return err
@@ -220,14 +269,18 @@ func (d *demo) startProcess(ctx context.Context, name string, create bool) (*pro
 	return &process{
 		name:  name,
 		store: store,
-		rt:    turnframe.New(store, turnframe.WithClock(d.clock.Now), turnframe.WithCommandTimeout(10*time.Second)),
-		rec:   turnframe.NewRecovery(store),
+		// An attempt holds its command for the command timeout plus the
+		// lease margin: a short one, so the demo's second process may
+		// resume the command the first one died in, seconds later.
+		rt: turnframe.New(store, turnframe.WithClock(d.clock.Now), turnframe.WithLogger(d.logger()),
+			turnframe.WithCommandTimeout(demoCommandTimeout), turnframe.WithLeaseMargin(demoLeaseMargin)),
+		rec: turnframe.NewRecovery(store, turnframe.WithLogger(d.logger())),
 		disp: turnframe.NewDispatcher(store, d.sender, turnframe.DispatchConfig{
 			WorkerID:       name,
 			SendTimeout:    d.opts.SendTimeout,
 			InitialBackoff: time.Second,
 			MaxAttempts:    5,
-		}),
+		}, turnframe.WithLogger(d.logger())),
 		shop: newBooking(),
 	}, nil
 }
@@ -290,11 +343,12 @@ func (d *demo) deliver(ctx context.Context, p *process, e *effect, ids []turnfra
 // crashMidExecution plays e's turn until its command runs, then kills the
 // "process" under it: the context of Execute is cancelled while the handler
 // is inside the command, so Execute returns with the journal entry still
-// Executing, exactly as a crash leaves it.
-func (d *demo) crashMidExecution(ctx context.Context, p *process, conv turnframe.ConversationID, e *effect) error {
+// Executing, exactly as a crash leaves it. It returns when the dead
+// attempt's lease on the entry ends.
+func (d *demo) crashMidExecution(ctx context.Context, p *process, conv turnframe.ConversationID, e *effect) (time.Time, error) {
 	d.clock.Advance(2 * time.Second)
 	if err := d.receiveAndPlan(ctx, p, conv, e); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	xctx, die := context.WithCancel(ctx)
 	defer die()
@@ -312,15 +366,18 @@ func (d *demo) crashMidExecution(ctx context.Context, p *process, conv turnframe
 	_, err := p.rt.Execute(xctx, demoAccount, e.turn, p.shop)
 	close(gone)
 	if err == nil || !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("turn %d: the execution was to be cut short, got %v", e.n, err)
+		return time.Time{}, fmt.Errorf("turn %d: the execution was to be cut short, got %v", e.n, err)
 	}
 	entry, err := p.store.ByKey(ctx, demoAccount, e.key)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	d.say("turn %d  %s started (attempt %d, journal entry %s); process-1 dies mid-execution",
-		e.n, e.command, entry.Attempts, entry.Status)
-	return nil
+	if entry.Status != turnframe.JournalExecuting || entry.LeaseUntil.IsZero() {
+		return time.Time{}, fmt.Errorf("turn %d: %s is %s after the crash, not executing under a lease", e.n, e.key, entry.Status)
+	}
+	d.say("turn %d  %s started (attempt %d, journal entry %s, leased until t+%v); process-1 dies mid-execution",
+		e.n, e.command, entry.Attempts, entry.Status, entry.LeaseUntil.Sub(d.start).Round(time.Second))
+	return entry.LeaseUntil, nil
 }
 
 // demoClock is the demo's time: it moves only when the demo moves it, so a

@@ -97,6 +97,7 @@ func TestDemo(t *testing.T) {
 				"failed, permanent (http.400)",           // the 400
 				"process-1 dies after the commit",        // crash before delivery
 				"process-1 dies mid-execution",           // crash inside a command
+				"the dead attempt's lease on",            // its hold on the command ends before it is resumed
 				"regenerate_response",                    // recovery of the first
 				"resumed under the same key (attempt 2)", // recovery of the second
 				"asked the ledger",                       // reconciliation

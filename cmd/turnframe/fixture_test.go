@@ -18,10 +18,12 @@ type fixture struct {
 	path string
 	t0   time.Time // when the fixture's history began: an hour ago
 
-	claimed   turnframe.OutboxID // dispatching, claimed by a worker that died at t0
+	claimed   turnframe.OutboxID // dispatching, claimed by a worker that died at t0: its lease ended at t0 + 10m
+	live      turnframe.OutboxID // dispatching, claimed at t0 by a worker whose lease runs until t0 + 3h
 	completed turnframe.OutboxID
 	failed    turnframe.OutboxID // http.400
-	unknown   turnframe.OutboxID // outcome_unknown
+	unknown   turnframe.OutboxID // outcome_unknown, order key "seat"
+	held      turnframe.OutboxID // pending since t0 + 1s, held behind the unknown row of its order key
 	due       turnframe.OutboxID // pending, due since t0 + a few seconds
 	later     turnframe.OutboxID // pending, due in a day
 
@@ -70,8 +72,11 @@ func mustFixture(t *testing.T) fixture {
 
 	commit := turnframe.HandlerFunc(func(_ context.Context, call turnframe.Call) turnframe.Outcome {
 		msg := turnframe.OutboxMessage{Destination: call.Command.Name, Payload: []byte(`{"cents":100}`)}
-		if call.Command.Name == "later" {
+		switch call.Command.Name {
+		case "later":
 			msg.NotBefore = f.t0.Add(24 * time.Hour)
+		case "hang", "held":
+			msg.OrderKey = "seat"
 		}
 		if call.Command.Name == "ask-remote" {
 			return turnframe.Unknown("remote-ref-7")
@@ -107,17 +112,24 @@ func mustFixture(t *testing.T) fixture {
 		return rows
 	}
 
-	// A dispatcher claims the first row at t0 and dies holding it.
+	// A dispatcher claims the first row at t0 under a ten-minute lease and
+	// dies holding it; another claims the second under a three-hour lease,
+	// and is still sending it.
 	first := turn("claim it", "claim")
 	f.claimed = execute(first)[0]
-	claims, err := store.ClaimDue(ctx, f.t0, 1, "dead-worker")
+	claims, err := store.ClaimDue(ctx, f.t0, 1, "dead-worker", 10*time.Minute)
 	is.NoErr(err)
 	is.Equal(len(claims), 1)
+	f.live = execute(turn("hold it", "hold"))[0]
+	claims, err = store.ClaimDue(ctx, f.t0, 1, "live-worker", 3*time.Hour)
+	is.NoErr(err)
+	is.Equal(len(claims), 1)
+	is.Equal(claims[0].ID, f.live)
 
 	clock.Set(f.t0.Add(time.Second))
-	f.delivered = turn("do four things", "ok", "refuse", "hang", "retry", "later")
+	f.delivered = turn("do six things", "ok", "refuse", "hang", "held", "retry", "later")
 	rows := execute(f.delivered)
-	f.completed, f.failed, f.unknown, f.due, f.later = rows[0], rows[1], rows[2], rows[3], rows[4]
+	f.completed, f.failed, f.unknown, f.held, f.due, f.later = rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]
 	sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
 		switch e.Destination {
 		case "ok":
@@ -132,7 +144,7 @@ func mustFixture(t *testing.T) fixture {
 	disp := turnframe.NewDispatcher(store, sender, turnframe.DispatchConfig{WorkerID: "fixture"})
 	rep, err := disp.RunOnce(ctx, f.t0.Add(2*time.Second))
 	is.NoErr(err)
-	is.Equal(rep.Claimed(), 4) // ok, refuse, hang, retry: the claimed row and the later one wait
+	is.Equal(rep.Claimed(), 4) // ok, refuse, hang, retry: the claimed rows, the held row and the later one wait
 
 	clock.Set(f.t0.Add(3 * time.Second))
 	f.planned = turn("plan only", "pending-one")
@@ -144,8 +156,9 @@ func mustFixture(t *testing.T) fixture {
 	is.NoErr(rt.Deliver(ctx, fixtureAccount, f.unknownDelivered, "we are verifying"))
 
 	for id, want := range map[turnframe.OutboxID]turnframe.OutboxStatus{
-		f.claimed: turnframe.OutboxDispatching, f.completed: turnframe.OutboxCompleted,
-		f.failed: turnframe.OutboxFailed, f.unknown: turnframe.OutboxOutcomeUnknown,
+		f.claimed: turnframe.OutboxDispatching, f.live: turnframe.OutboxDispatching,
+		f.completed: turnframe.OutboxCompleted, f.failed: turnframe.OutboxFailed,
+		f.unknown: turnframe.OutboxOutcomeUnknown, f.held: turnframe.OutboxPending,
 		f.due: turnframe.OutboxPending, f.later: turnframe.OutboxPending,
 	} {
 		rec, err := store.GetOutbox(ctx, id)

@@ -12,8 +12,9 @@ import (
 	"unicode/utf8"
 )
 
-// writeTable writes a header and rows as columns aligned with spaces. An
-// empty cell prints as "-", so every column stays readable by awk.
+// writeTable writes a header and rows as columns aligned with spaces. Every
+// cell goes through cell, so no stored value can add a row or split a
+// column; an empty cell prints as "-", so every column stays readable by awk.
 func writeTable(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
@@ -22,6 +23,8 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 		for i, c := range row {
 			if c == "" {
 				c = "-"
+			} else {
+				c = cell(c)
 			}
 			cells[i] = c
 		}
@@ -38,16 +41,62 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // writeFields writes name/value pairs as two aligned columns, skipping empty
-// values: the form of "show".
+// values: the form of "show". Every value goes through cell.
 func writeFields(w io.Writer, pairs [][2]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, p := range pairs {
 		if p[1] == "" {
 			continue
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", p[0], p[1])
+		fmt.Fprintf(tw, "%s:\t%s\n", p[0], cell(p[1]))
 	}
 	return tw.Flush()
+}
+
+// cell returns s as a table cell or a field value prints it: as it is, or,
+// when it needs escaping, as a Go string literal (strconv.Quote). It needs
+// escaping when it holds a rune that is not printable (a newline, a tab, any
+// other control or format character: each would start a row, split a
+// column or hide text), is not valid UTF-8, begins or ends with a space
+// (which would shift a column), begins with a double quote (so an escaped
+// value is never mistaken for a plain one) or is "-" (which stands for an
+// empty cell). Stored data can then never forge a row or break the output.
+func cell(s string) string {
+	if needsEscape(s) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func needsEscape(s string) bool {
+	if s == "-" || strings.HasPrefix(s, `"`) || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
+		return true
+	}
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonTime is a time as --json prints it: RFC 3339 in UTC, to the
+// nanosecond. Unlike time.Time's own MarshalJSON, which refuses a year
+// outside 0–9999, it never fails: a file an older turnframe wrote may hold
+// any time, and the output must still print (a year past 9999 prints with
+// five digits). The zero time counts as empty for omitzero. Decoding is
+// time.Time's (promoted), for tests and scripts reading the output back.
+type jsonTime struct{ time.Time }
+
+// at returns t as a jsonTime.
+func at(t time.Time) jsonTime { return jsonTime{t} }
+
+// MarshalJSON implements json.Marshaler; it never returns an error.
+func (t jsonTime) MarshalJSON() ([]byte, error) {
+	return strconv.AppendQuote(nil, t.UTC().Format(time.RFC3339Nano)), nil
 }
 
 // stamp formats a time for a table: UTC to the millisecond, "" for zero.
@@ -64,13 +113,10 @@ func age(now, t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "in " + roundAge(-d).String()
-	default:
-		return roundAge(d).String()
+	if t.After(now) {
+		return "in " + roundAge(t.Sub(now)).String() // Sub saturates: never negative here
 	}
+	return roundAge(now.Sub(t)).String()
 }
 
 func roundAge(d time.Duration) time.Duration {

@@ -9,28 +9,34 @@
 //
 // The operator commands take the database file with --db. They read through
 // the store's read pool and write in immediate transactions, so they work
-// while the application runs; they open only an existing turnframe database
-// and never create one (migrate is the one that may):
+// while the application runs. They open the file as it is: they never create
+// it and never migrate it, so running a newer turnframe against a live
+// application's file never changes its schema; a file whose schema is older
+// or newer than theirs is refused, unchanged. migrate is the one command that
+// creates or migrates a file:
 //
-//	turnframe status  --db app.db                 counts, oldest due row, stale claims, unknown rows
+//	turnframe status  --db app.db                 counts, oldest due row, ended leases, unknown rows
 //	turnframe outbox  --db app.db --status failed list outbox rows
 //	turnframe turns   --db app.db --unfinished    list turns recovery still has to finish
 //	turnframe show    --db app.db ID              one outbox row, or a turn with its journal and events
 //	turnframe settle  --db app.db ID completed    settle an outcome_unknown row (completed|failed|resend)
-//	turnframe requeue --db app.db ID              send a failed row again
-//	turnframe release --db app.db --older-than 5m put stale claims back to pending
+//	turnframe requeue --db app.db ID              send a failed row again, with a fresh attempt budget
+//	turnframe release --db app.db                 put claims whose lease ended back to pending
+//	turnframe release --db app.db --force ID...   put rows back whatever their lease (they may be sent twice)
 //	turnframe prune   --db app.db --older-than 30d delete finished rows (never a key)
-//	turnframe migrate --db app.db                 apply the schema (may create the file)
-//	turnframe version
+//	turnframe migrate --db app.db                 bring the schema up to date (may create the file)
+//	turnframe version [--db app.db]
 //
-// Every listing takes --json for scripts; otherwise it prints aligned columns.
-// "turnframe help CMD" or "turnframe CMD -h" describes a command.
+// Every listing takes --json for scripts; otherwise it prints aligned
+// columns, in which a value holding a control character prints as a quoted
+// Go string. "turnframe help CMD" or "turnframe CMD -h" describes a command.
 //
 // Exit status: 0 on success; 1 when the command could not be done now (the
 // database stayed busy past --busy-timeout, an I/O error) or the demo found a
 // discrepancy; 2 when the request cannot succeed as given (a bad flag or
 // argument, an unknown id, a row in the wrong status for the command, a file
-// that is not a turnframe database).
+// that is not a turnframe database, or one whose schema is older — run
+// migrate — or newer than this turnframe's).
 package main
 
 import (

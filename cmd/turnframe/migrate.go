@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
-	"strconv"
-	"strings"
+	"time"
 
+	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
@@ -15,11 +15,14 @@ import (
 func migrateCommand() *command {
 	return &command{
 		name:    "migrate",
-		summary: "apply the schema to a database file (creates it if missing)",
+		summary: "bring a database file's schema up to this turnframe's (creates the file if missing)",
 		help: `Applies every turnframe migration the file does not have yet, creating the
-file if it does not exist, and prints the schema version. The one operator
-command that may create a file. A file that is not a SQLite database is
-refused.`,
+file if it does not exist, and prints its schema version before and after.
+It is the one operator command that changes a schema or creates a file:
+every other command opens the file as it is and refuses one whose schema is
+older or newer than its own. Each migration is one transaction, and every
+row is kept. A file that is not a SQLite database, and one written by a
+newer turnframe, are refused (exit 2) and left unchanged.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			path := fs.String("db", "", "the database `file` (required)")
 			busy := fs.Duration("busy-timeout", sqlitestore.DefaultBusyTimeout, "how long to wait while another connection holds the write lock")
@@ -30,46 +33,44 @@ refused.`,
 				if *path == "" {
 					return usagef("--db is required")
 				}
+				if *busy < time.Millisecond {
+					return usagef("--busy-timeout must be at least 1ms")
+				}
+				// Look before the driver does: it would take a file that is
+				// not SQLite for a corrupt database and fail with its own
+				// words, and one it can open it may write to.
+				before, err := inspect(ctx, *path)
+				var refusal *openError
+				if errors.As(err, &refusal) {
+					return &openError{msg: refusal.msg + "; migrate refused it and left it unchanged", err: err}
+				}
+				if err != nil {
+					return err
+				}
+				if before.version > schema.Version {
+					return &openError{err: turnframe.ErrInvalid, msg: fmt.Sprintf("%s holds the turnframe schema version %d, "+
+						"written by a newer turnframe (this one knows up to version %d); it was left unchanged. "+
+						"Use that newer turnframe", *path, before.version, schema.Version)}
+				}
 				store, err := sqlitestore.Open(ctx, *path, sqlitestore.WithBusyTimeout(*busy))
 				if err != nil {
 					return describeBusy(err, *busy)
 				}
 				defer store.Close()
-				v, err := fileSchemaVersion(ctx, store)
+				v, err := schema.FileVersion(ctx, store.ReadDB())
 				if err != nil {
-					return err
+					return fmt.Errorf("read the schema version: %w", err)
 				}
-				fmt.Fprintf(e.stdout, "%s: schema version %d\n", store.Path(), v)
+				switch {
+				case !before.exists:
+					fmt.Fprintf(e.stdout, "%s: created, schema version %d\n", store.Path(), v)
+				case before.version == v:
+					fmt.Fprintf(e.stdout, "%s: schema version %d, already current\n", store.Path(), v)
+				default:
+					fmt.Fprintf(e.stdout, "%s: schema version %d (was %d)\n", store.Path(), v, before.version)
+				}
 				return nil
 			}
 		},
 	}
-}
-
-// fileSchemaVersion is the highest migration applied to the store's file.
-func fileSchemaVersion(ctx context.Context, store *sqlitestore.Store) (int64, error) {
-	var v int64
-	err := store.ReadDB().QueryRowContext(ctx,
-		"SELECT coalesce(max(version_id), 0) FROM "+schema.VersionTable+" WHERE is_applied").Scan(&v)
-	if err != nil {
-		return 0, fmt.Errorf("read the schema version: %w", err)
-	}
-	return v, nil
-}
-
-// embeddedSchemaVersion is the highest migration this binary carries.
-func embeddedSchemaVersion() int64 {
-	var latest int64
-	_ = fs.WalkDir(schema.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {
-			return nil
-		}
-		name := d.Name()
-		digits, _, _ := strings.Cut(name, "_")
-		if n, err := strconv.ParseInt(digits, 10, 64); err == nil && n > latest {
-			latest = n
-		}
-		return nil
-	})
-	return latest
 }

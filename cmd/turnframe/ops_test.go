@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
 
@@ -20,10 +25,9 @@ func TestStatus(t *testing.T) {
 		code, out, stderr := cli(t, "status", "--db", f.path)
 		is.Equal(stderr, "")
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "pending 2  dispatching 1  completed 1  failed 1  outcome_unknown 1"))
-		is.True(strings.Contains(out, "received 1  interpreted 0  planned 1  executing 0  committed 0  delivered 3  abandoned 0"))
+		is.True(strings.Contains(out, "pending 3  dispatching 2  completed 1  failed 1  outcome_unknown 1"))
+		is.True(strings.Contains(out, "received 1  interpreted 0  planned 1  executing 0  committed 0  delivered 4  abandoned 0"))
 		is.True(strings.Contains(out, "oldest due row:   "+f.due.String())) // the retried row, due since t0
-		is.True(strings.Contains(out, f.claimed.String()+"  dead-worker"))  // the stale claim is listed
 		is.True(strings.Contains(out, f.unknown.String()+"  acme"))         // the unknown row is listed
 		is.True(strings.Contains(out, "outbox rows 1, journal entries 1"))  // both kinds of unknown are counted
 		is.True(!strings.Contains(out, f.later.String()))                   // a row not due yet is no one's concern
@@ -34,23 +38,60 @@ func TestStatus(t *testing.T) {
 		is.Equal(code, exitOK)
 		var st statusJSON
 		is.NoErr(json.Unmarshal([]byte(out), &st))
-		is.Equal(st.Outbox, map[string]int{"pending": 2, "dispatching": 1, "completed": 1, "failed": 1, "outcome_unknown": 1})
-		is.Equal(st.Turns["delivered"], 3)
-		is.Equal(st.DueNow, 1)
+		is.Equal(st.Outbox, map[string]int{"pending": 3, "dispatching": 2, "completed": 1, "failed": 1, "outcome_unknown": 1})
+		is.Equal(st.Turns["delivered"], 4)
 		is.Equal(st.OldestDue.ID, f.due.String())
-		is.Equal(len(st.StaleClaims), 1)
-		is.Equal(st.StaleClaims[0].ID, f.claimed.String())
 		is.Equal(len(st.Unknown), 1)
 		is.Equal(st.Unknown[0].ID, f.unknown.String())
+		is.Equal(st.Unknown[0].LastCode, "http.timeout") // the sender's code, kept on an unknown row
 		is.Equal(st.UnknownJournal, 1)
 	})
-	t.Run("AClaimYoungerThanClaimAgeIsNotStale", func(t *testing.T) {
+	// Issue 12, item 13: a held row is not due, and is never named the
+	// oldest due row.
+	t.Run("HeldRowsAreNotDue", func(t *testing.T) {
 		is := is.New(t)
-		code, out, _ := cli(t, "status", "--db", f.path, "--json", "--claim-age", "1000h")
+		code, out, _ := cli(t, "status", "--db", f.path, "--json")
 		is.Equal(code, exitOK)
-		var st statusJSON
+		var st map[string]any
 		is.NoErr(json.Unmarshal([]byte(out), &st))
-		is.Equal(len(st.StaleClaims), 0)
+		is.Equal(st["due_now"], 1.0)                                      // only the retried row: a claim would take it and nothing else
+		is.Equal(st["held"], 1.0)                                         // the row behind the unknown one of its order key
+		is.Equal(st["oldest_due"].(map[string]any)["id"], f.due.String()) // not the held row, though it has been due longer
+
+		code, out, _ = cli(t, "status", "--db", f.path)
+		is.Equal(code, exitOK)
+		is.True(strings.Contains(out, "due now:          1 (and 1 held behind an earlier row of their order key)"))
+		is.True(!strings.Contains(out, f.held.String())) // the held row is named nowhere
+	})
+	// Issue 11, item 5: status shows the claims whose lease ended, and how
+	// long ago, instead of claims older than a guessed age.
+	t.Run("ShowsEndedLeasesNotLiveOnes", func(t *testing.T) {
+		is := is.New(t)
+		code, out, _ := cli(t, "status", "--db", f.path, "--json")
+		is.Equal(code, exitOK)
+		var st map[string]any
+		is.NoErr(json.Unmarshal([]byte(out), &st))
+		is.Equal(st["ended_lease_rows"], 1.0)
+		ended, _ := st["ended_leases"].([]any)
+		is.Equal(len(ended), 1)
+		c := ended[0].(map[string]any)
+		is.Equal(c["id"], f.claimed.String()) // the dead worker's claim, not the live one
+		is.Equal(c["claimed_by"], "dead-worker")
+		is.Equal(c["lease_until"], f.t0.Add(10*time.Minute).Format(time.RFC3339Nano))
+		is.True(strings.HasPrefix(c["ended_ago"].(string), "50m")) // t0 was an hour ago
+
+		code, out, _ = cli(t, "status", "--db", f.path)
+		is.Equal(code, exitOK)
+		is.True(strings.Contains(out, "claims:           2 dispatching, 1 with the lease ended"))
+		is.True(strings.Contains(out, f.claimed.String()+"  dead-worker")) // the ended lease is listed
+		is.True(strings.Contains(out, "turnframe release'"))               // with what to do
+		is.True(!strings.Contains(out, f.live.String()))                   // a live lease is no one's concern
+	})
+	t.Run("TakesNoClaimAge", func(t *testing.T) {
+		is := is.New(t)
+		code, _, stderr := cli(t, "status", "--db", f.path, "--claim-age", "5m")
+		is.Equal(code, exitUsage)
+		is.True(strings.Contains(stderr, "claim-age"))
 	})
 }
 
@@ -61,7 +102,7 @@ func TestOutbox(t *testing.T) {
 		code, out, _ := cli(t, "outbox", "--db", f.path)
 		is.Equal(code, exitOK)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		is.Equal(len(lines), 7) // a header and six rows
+		is.Equal(len(lines), 9) // a header and eight rows
 		is.True(strings.HasPrefix(lines[0], "ID "))
 		is.True(strings.HasPrefix(lines[1], f.claimed.String()))
 	})
@@ -76,6 +117,31 @@ func TestOutbox(t *testing.T) {
 		is.Equal(rows[0].LastCode, "http.400")
 		is.Equal(rows[0].RemoteKey, "4.acme.key-refuse")
 		is.Equal(rows[0].Payload, `{"cents":100}`)
+	})
+	// A dispatching row shows when its lease ends, every row its attempt
+	// base, and the last code whatever the status.
+	t.Run("ShowsLeasesAttemptBaseAndLastCode", func(t *testing.T) {
+		is := is.New(t)
+		code, out, _ := cli(t, "outbox", "--db", f.path, "--json")
+		is.Equal(code, exitOK)
+		var rows []map[string]any
+		is.NoErr(json.Unmarshal([]byte(out), &rows))
+		byID := map[string]map[string]any{}
+		for _, r := range rows {
+			byID[r["id"].(string)] = r
+		}
+		is.Equal(byID[f.live.String()]["lease_until"], f.t0.Add(3*time.Hour).Format(time.RFC3339Nano))
+		is.Equal(byID[f.claimed.String()]["lease_until"], f.t0.Add(10*time.Minute).Format(time.RFC3339Nano))
+		_, leased := byID[f.completed.String()]["lease_until"]
+		is.True(!leased)                                          // a settled row holds no lease
+		is.Equal(byID[f.completed.String()]["attempt_base"], 0.0) // printed even when zero
+		is.Equal(byID[f.unknown.String()]["last_code"], "http.timeout")
+
+		code, out, _ = cli(t, "outbox", "--db", f.path)
+		is.Equal(code, exitOK)
+		is.True(strings.Contains(out, "ATTEMPTS  BASE  DUE"))
+		is.True(strings.Contains(out, "LEASE UNTIL"))
+		is.True(strings.Contains(out, stamp(f.t0.Add(3*time.Hour)))) // the live row's lease
 	})
 	t.Run("FiltersByAccountAndLimit", func(t *testing.T) {
 		is := is.New(t)
@@ -112,7 +178,7 @@ func TestTurns(t *testing.T) {
 		is := is.New(t)
 		code, out, _ := cli(t, "turns", "--db", f.path)
 		is.Equal(code, exitOK)
-		is.Equal(len(strings.Split(strings.TrimSpace(out), "\n")), 6) // a header and five turns
+		is.Equal(len(strings.Split(strings.TrimSpace(out), "\n")), 7) // a header and six turns
 		is.True(strings.Contains(out, f.delivered.String()+"  acme     delivered"))
 	})
 	t.Run("AnotherAccountHasNone", func(t *testing.T) {
@@ -141,9 +207,9 @@ func TestShow(t *testing.T) {
 		is.Equal(v.Kind, "turn")
 		is.Equal(v.Phase, "delivered")
 		is.Equal(v.Response, "done")
-		is.Equal(len(v.Journal), 5)
-		is.Equal(len(v.Events), 5)
-		is.Equal(len(v.Outbox), 5)
+		is.Equal(len(v.Journal), 6)
+		is.Equal(len(v.Events), 6)
+		is.Equal(len(v.Outbox), 6)
 		is.Equal(v.Recovery, "nothing")
 	})
 	t.Run("ATurnAsText", func(t *testing.T) {
@@ -152,6 +218,49 @@ func TestShow(t *testing.T) {
 		is.Equal(code, exitOK)
 		is.True(strings.Contains(out, "recovery:      reconcile_external"))
 		is.True(strings.Contains(out, "key-ask-remote  ask-remote  order/1  outcome_unknown"))
+	})
+	t.Run("ADispatchingRowWithItsLease", func(t *testing.T) {
+		is := is.New(t)
+		e := &env{stdout: new(strings.Builder), stderr: new(strings.Builder), now: func() time.Time { return f.t0.Add(time.Hour) }}
+		code := runEnv(context.Background(), e, []string{"show", "--db", f.path, f.live.String()})
+		is.Equal(code, exitOK)
+		out := e.stdout.(*strings.Builder).String()
+		is.True(strings.Contains(out, "claimed by:   live-worker"))
+		is.True(strings.Contains(out, "lease until:  "+stamp(f.t0.Add(3*time.Hour))+" (runs for 2h0m0s)"))
+	})
+	t.Run("ARequeuedRowWithItsAttemptBudget", func(t *testing.T) {
+		is := is.New(t)
+		store := openFixture(t, f)
+		ctx := context.Background()
+		is.NoErr(store.Requeue(ctx, f.failed, f.t0.Add(time.Minute)))
+		code, out, _ := cli(t, "show", "--db", f.path, f.failed.String())
+		is.Equal(code, exitOK)
+		is.True(strings.Contains(out, "attempts:     1 (0 this budget: requeued after attempt 1)"))
+		is.True(strings.Contains(out, "last code:    http.400")) // the refusal it was requeued from
+	})
+	t.Run("AnExecutingEntryWithItsLease", func(t *testing.T) {
+		is := is.New(t)
+		store := openFixture(t, f)
+		ctx := context.Background()
+		now := f.t0.Add(30 * time.Minute)
+		_, err := store.Apply(ctx, turnframe.Write{
+			Account: fixtureAccount, Turn: f.planned, Now: now,
+			Settle: []turnframe.Settlement{{
+				Key: "key-pending-one", To: turnframe.JournalExecuting, Lease: time.Hour,
+				Attempt: turnframe.NewIDGenerator().AttemptID(now),
+			}},
+		})
+		is.NoErr(err) // an attempt takes the command
+		code, out, _ := cli(t, "show", "--db", f.path, f.planned.String(), "--json")
+		is.Equal(code, exitOK)
+		var v struct{ Journal []map[string]any }
+		is.NoErr(json.Unmarshal([]byte(out), &v))
+		is.Equal(v.Journal[0]["status"], "executing")
+		is.Equal(v.Journal[0]["lease_until"], now.Add(time.Hour).Format(time.RFC3339Nano))
+		code, out, _ = cli(t, "show", "--db", f.path, f.planned.String())
+		is.Equal(code, exitOK)
+		is.True(strings.Contains(out, "LEASE UNTIL"))
+		is.True(strings.Contains(out, "executing  1         "+stamp(now.Add(time.Hour))))
 	})
 	t.Run("AnUnknownIDExits2", func(t *testing.T) {
 		is := is.New(t)
@@ -210,27 +319,104 @@ func TestRequeue(t *testing.T) {
 	})
 }
 
+// TestRelease proves issue 11, item 5, for the operator: release puts back
+// only claims whose lease ended; forcing one names it, warns, and goes
+// through ReleaseClaim; an age is refused with the reason.
 func TestRelease(t *testing.T) {
-	f := mustFixture(t)
-	t.Run("AYoungerCutoffReleasesNothing", func(t *testing.T) {
-		is := is.New(t)
-		code, out, _ := cli(t, "release", "--db", f.path, "--older-than", "2d", "--json")
-		is.Equal(code, exitOK)
-		var v struct{ Released []string }
-		is.NoErr(json.Unmarshal([]byte(out), &v))
-		is.Equal(len(v.Released), 0)
-	})
-	t.Run("TheDeadWorkersClaimGoesBack", func(t *testing.T) {
-		is := is.New(t)
-		code, out, _ := cli(t, "release", "--db", f.path, "--older-than", "10m")
-		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "released 1 claim(s)"))
-		is.True(strings.Contains(out, f.claimed.String()))
-		rec, err := openFixture(t, f).GetOutbox(context.Background(), f.claimed)
-		is.NoErr(err)
-		is.Equal(rec.Status, turnframe.OutboxPending)
-		is.Equal(rec.Attempts, 1) // attempts kept
-	})
+	cases := []struct {
+		name     string
+		args     func(f fixture) []string
+		code     int
+		stdout   []string // what stdout says
+		stderr   []string // what stderr says
+		released func(f fixture) []turnframe.OutboxID
+	}{
+		{
+			name:     "OnlyEndedLeasesGoBack",
+			args:     func(fixture) []string { return []string{"release"} },
+			code:     exitOK,
+			stdout:   []string{"released 1 claim(s) whose lease had ended"},
+			released: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.claimed} },
+		},
+		{
+			name:   "AnAgeIsAUsageErrorThatExplainsLeases",
+			args:   func(fixture) []string { return []string{"release", "--older-than", "0s"} },
+			code:   exitUsage,
+			stderr: []string{"takes no age", "lease", "--force"},
+		},
+		{
+			name:     "ForceReleasesALiveLeaseWithAWarning",
+			args:     func(f fixture) []string { return []string{"release", "--force", f.live.String()} },
+			code:     exitOK,
+			stdout:   []string{"released 1 claim(s), forced"},
+			stderr:   []string{"warning", "may be sent twice", "claimed by live-worker", "runs for"},
+			released: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.live} },
+		},
+		{
+			name: "ForceTakesSeveralIDs",
+			args: func(f fixture) []string {
+				return []string{"release", "--force", f.live.String(), f.claimed.String(), "--json"}
+			},
+			code:     exitOK,
+			stdout:   []string{`"forced": true`},
+			released: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.live, f.claimed} },
+		},
+		{
+			name:   "ForceRefusesARowThatIsNotDispatching",
+			args:   func(f fixture) []string { return []string{"release", "--force", f.completed.String()} },
+			code:   exitUsage,
+			stderr: []string{"refused, nothing changed"},
+		},
+		{
+			name:   "ForceRefusesAnUnknownID",
+			args:   func(fixture) []string { return []string{"release", "--force", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"} },
+			code:   exitUsage,
+			stderr: []string{"no outbox row 01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"},
+		},
+		{
+			name:   "ForceNeedsIDs",
+			args:   func(fixture) []string { return []string{"release", "--force"} },
+			code:   exitUsage,
+			stderr: []string{"--force needs the ids"},
+		},
+		{
+			name:   "IDsNeedForce",
+			args:   func(f fixture) []string { return []string{"release", f.live.String()} },
+			code:   exitUsage,
+			stderr: []string{"needs --force"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := mustFixture(t)
+			code, stdout, stderr := cli(t, append(tc.args(f), "--db", f.path)...)
+			is.Equal(code, tc.code)
+			for _, want := range tc.stdout {
+				is.True(strings.Contains(stdout, want)) // stdout says it
+			}
+			for _, want := range tc.stderr {
+				is.True(strings.Contains(stderr, want)) // stderr says it
+			}
+			var released []turnframe.OutboxID
+			if tc.released != nil {
+				released = tc.released(f)
+			}
+			store := openFixture(t, f)
+			for _, id := range []turnframe.OutboxID{f.claimed, f.live} {
+				rec, err := store.GetOutbox(context.Background(), id)
+				is.NoErr(err)
+				want := turnframe.OutboxDispatching
+				if slices.Contains(released, id) {
+					want = turnframe.OutboxPending
+					is.True(strings.Contains(stdout, id.String())) // the released id is printed
+					is.Equal(rec.Attempts, 1)                      // attempts kept
+					is.True(rec.LeaseUntil.IsZero())               // the lease is gone
+				}
+				is.Equal(rec.Status, want) // released, or left with its worker
+			}
+		})
+	}
 }
 
 func TestPrune(t *testing.T) {
@@ -263,7 +449,7 @@ func TestMigrateAndVersion(t *testing.T) {
 		path := t.TempDir() + "/new.db"
 		code, out, _ := cli(t, "migrate", "--db", path)
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "schema version 1"))
+		is.True(strings.Contains(out, fmt.Sprintf("created, schema version %d", schema.Version)))
 		code, out, _ = cli(t, "version", "--db", path, "--json")
 		is.Equal(code, exitOK)
 		var v versionJSON
@@ -279,7 +465,7 @@ func TestMigrateAndVersion(t *testing.T) {
 		is.Equal(code, exitOK)
 		code, out, _ := cli(t, "migrate", "--db", path)
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "schema version 1"))
+		is.True(strings.Contains(out, fmt.Sprintf("schema version %d, already current", schema.Version)))
 	})
 	t.Run("VersionWithoutAFile", func(t *testing.T) {
 		is := is.New(t)
@@ -312,7 +498,7 @@ func TestBusyDatabase(t *testing.T) {
 	for _, args := range [][]string{
 		{"settle", f.unknown.String(), "failed"},
 		{"requeue", f.failed.String()},
-		{"release", "--older-than", "10m"},
+		{"release"},
 		{"prune", "--older-than", "1m"},
 	} {
 		t.Run("AWriteWaitsThenFails_"+args[0], func(t *testing.T) {
@@ -359,7 +545,7 @@ func TestNotATurnframeDatabase(t *testing.T) {
 		{"show", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"},
 		{"settle", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3", "completed"},
 		{"requeue", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"},
-		{"release", "--older-than", "1h"}, {"prune", "--older-than", "1h"},
+		{"release"}, {"release", "--force", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"}, {"prune", "--older-than", "1h"},
 		{"version"},
 	}
 	for _, file := range []struct{ name, path string }{
@@ -376,13 +562,6 @@ func TestNotATurnframeDatabase(t *testing.T) {
 			})
 		}
 	}
-	t.Run("MigrateRefusesPlainText", func(t *testing.T) {
-		is := is.New(t)
-		before := snapshot(t, dir)
-		code, _, _ := cli(t, "migrate", "--db", text)
-		is.True(code != exitOK)
-		is.Equal(snapshot(t, dir)[text], before[text])
-	})
 	t.Run("AMissingFileIsNotCreated", func(t *testing.T) {
 		is := is.New(t)
 		missing := dir + "/missing.db"
@@ -394,7 +573,9 @@ func TestNotATurnframeDatabase(t *testing.T) {
 	})
 }
 
-// snapshot returns every file of dir with its content.
+// snapshot returns every file of dir with its size and the SHA-256 of its
+// content: two snapshots are equal when no byte changed and no file came or
+// went (and a failure prints names and digests, not the file).
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -407,7 +588,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[dir+"/"+e.Name()] = string(b)
+		out[dir+"/"+e.Name()] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
 	}
 	return out
 }

@@ -66,7 +66,7 @@ application's writes. A row in any other status is refused (exit 2), unchanged.`
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "settled %s: %s → %s (code %s)\n", id, before.Status, after.Status, c)
+				fmt.Fprintf(e.stdout, "settled %s: %s → %s (code %s)\n", id, before.Status, after.Status, cell(c))
 				return nil
 			}
 		},
@@ -80,8 +80,10 @@ func requeueCommand() *command {
 		summary: "send a failed outbox row again",
 		help: `Moves a failed outbox row back to pending, due now, so the next dispatch sends
 it again under the same idempotency key: for a row the remote refused that
-you have since fixed (or that ran out of attempts). Its attempts are kept. A
-row in any other status is refused (exit 2), unchanged.`,
+you have since fixed (or that ran out of attempts). It gets a fresh attempt
+budget: the dispatcher allows it as many attempts again as a new row, while
+its attempt count keeps rising (its attempt base becomes its attempts so
+far). A row in any other status is refused (exit 2), unchanged.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			return func(ctx context.Context, e *env, args []string) error {
@@ -104,7 +106,8 @@ row in any other status is refused (exit 2), unchanged.`,
 				if err := store.Requeue(ctx, id, e.now()); err != nil {
 					return explainWrite(err, db)
 				}
-				fmt.Fprintf(e.stdout, "requeued %s: failed (%s) → pending, due now\n", id, before.LastCode)
+				fmt.Fprintf(e.stdout, "requeued %s: failed (%s) → pending, due now, with a fresh attempt budget after %d attempt(s)\n",
+					id, cell(before.LastCode), before.Attempts)
 				return nil
 			}
 		},

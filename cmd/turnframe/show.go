@@ -18,10 +18,13 @@ func showCommand() *command {
 		name:    "show",
 		args:    "ID",
 		summary: "show one outbox row, or one turn with its journal, events and outbox rows",
-		help: `Shows the outbox row with this id, with its payload; or else the turn with
-this id: its text and answer, its journal entries, the events they committed,
-the outbox rows they enqueued, and what recovery would decide for it. An id
-that is neither is an error (exit 2).`,
+		help: `Shows the outbox row with this id, with its payload, its attempts (and how
+many count against its current budget, once requeued), its last code and, while
+it is dispatching, when its claim's lease ends; or else the turn with this id:
+its text and answer, its journal entries (with when the lease of an executing
+one ends), the events they committed, the outbox rows they enqueued, and what
+recovery would decide for it. An id that is neither is an error (exit 2).
+A value holding a control character prints as a quoted Go string.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
@@ -64,9 +67,13 @@ that is neither is an error (exit 2).`,
 
 func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 	v := outboxView(r)
-	due := ""
+	now := e.now()
+	due, lease := "", ""
 	if r.Status == turnframe.OutboxPending {
-		due = fmt.Sprintf("%s (%s)", stamp(r.DueAt), age(e.now(), r.DueAt))
+		due = fmt.Sprintf("%s (%s)", stamp(r.DueAt), age(now, r.DueAt))
+	}
+	if !r.LeaseUntil.IsZero() {
+		lease = fmt.Sprintf("%s (%s)", stamp(r.LeaseUntil), leaseState(now, r.LeaseUntil))
 	}
 	payload := v.Payload
 	if v.PayloadBase64 != "" {
@@ -81,10 +88,11 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 		{"remote key", v.RemoteKey},
 		{"destination", v.Destination},
 		{"order key", v.OrderKey},
-		{"attempts", itoa(v.Attempts)},
+		{"attempts", attemptsText(r)},
 		{"due", due},
 		{"claimed by", v.ClaimedBy},
 		{"claimed at", stamp(r.ClaimedAt)},
+		{"lease until", lease},
 		{"last code", v.LastCode},
 		{"remote ref", v.RemoteRef},
 		{"created", stamp(r.CreatedAt)},
@@ -92,6 +100,23 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 		{"finished", stamp(r.FinishedAt)},
 		{"payload", payload},
 	})
+}
+
+// attemptsText says how many attempts a row had, and, once it was
+// requeued, how many of them count against its current attempt budget.
+func attemptsText(r turnframe.OutboxRecord) string {
+	if r.AttemptBase == 0 {
+		return itoa(r.Attempts)
+	}
+	return fmt.Sprintf("%d (%d this budget: requeued after attempt %d)", r.Attempts, r.Attempts-r.AttemptBase, r.AttemptBase)
+}
+
+// leaseState says whether a lease ending at until still runs at now.
+func leaseState(now, until time.Time) string {
+	if until.After(now) {
+		return "runs for " + roundAge(until.Sub(now)).String()
+	}
+	return "ended " + roundAge(now.Sub(until)).String() + " ago"
 }
 
 // turnDetail is one turn with everything "show" prints about it.
@@ -176,8 +201,8 @@ type turnDetailJSON struct {
 	Text         string       `json:"text"`
 	Response     string       `json:"response,omitempty"`
 	AbandonCode  string       `json:"abandon_code,omitempty"`
-	ReceivedAt   time.Time    `json:"received_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
+	ReceivedAt   jsonTime     `json:"received_at"`
+	UpdatedAt    jsonTime     `json:"updated_at"`
 	Recovery     string       `json:"recovery"`
 	Journal      []entryJSON  `json:"journal"`
 	Events       []eventJSON  `json:"events"`
@@ -188,7 +213,7 @@ func (t turnDetail) json() turnDetailJSON {
 	v := turnDetailJSON{
 		Kind: "turn", ID: t.turn.ID.String(), Account: string(t.turn.Account),
 		Conversation: t.turn.Conversation.String(), Phase: t.turn.Phase.String(), Text: t.turn.Text,
-		ReceivedAt: t.turn.ReceivedAt, UpdatedAt: t.turn.UpdatedAt, Recovery: t.recovery.String(),
+		ReceivedAt: at(t.turn.ReceivedAt), UpdatedAt: at(t.turn.UpdatedAt), Recovery: t.recovery.String(),
 		Journal: []entryJSON{}, Events: []eventJSON{}, Outbox: []outboxJSON{},
 	}
 	if t.replay != nil {
@@ -213,10 +238,10 @@ func (t turnDetail) print(e *env) error {
 		{"account", v.Account},
 		{"conversation", v.Conversation},
 		{"phase", v.Phase},
-		{"received", stamp(v.ReceivedAt)},
-		{"updated", fmt.Sprintf("%s (%s ago)", stamp(v.UpdatedAt), age(e.now(), v.UpdatedAt))},
-		{"text", strconv.Quote(v.Text)},
-		{"response", quoteIf(v.Response)},
+		{"received", stamp(t.turn.ReceivedAt)},
+		{"updated", fmt.Sprintf("%s (%s ago)", stamp(t.turn.UpdatedAt), age(e.now(), t.turn.UpdatedAt))},
+		{"text", v.Text},
+		{"response", v.Response},
 		{"abandoned", v.AbandonCode},
 		{"recovery", v.Recovery},
 	}); err != nil {
@@ -225,9 +250,10 @@ func (t turnDetail) print(e *env) error {
 	fmt.Fprintf(e.stdout, "\njournal:\n")
 	var rows [][]string
 	for _, j := range t.entries {
-		rows = append(rows, []string{string(j.Key), j.Name, string(j.Case), j.Status.String(), itoa(j.Attempts), j.Code, j.RemoteRef, stamp(j.UpdatedAt)})
+		rows = append(rows, []string{string(j.Key), j.Name, string(j.Case), j.Status.String(), itoa(j.Attempts),
+			stamp(j.LeaseUntil), j.Code, j.RemoteRef, stamp(j.UpdatedAt)})
 	}
-	if err := writeTable(e.stdout, []string{"KEY", "COMMAND", "CASE", "STATUS", "ATTEMPTS", "CODE", "REMOTE REF", "UPDATED"}, rows); err != nil {
+	if err := writeTable(e.stdout, []string{"KEY", "COMMAND", "CASE", "STATUS", "ATTEMPTS", "LEASE UNTIL", "CODE", "REMOTE REF", "UPDATED"}, rows); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "\nevents:\n")
@@ -244,11 +270,4 @@ func (t turnDetail) print(e *env) error {
 		rows = append(rows, outboxRow(r))
 	}
 	return writeTable(e.stdout, outboxColumns, rows)
-}
-
-func quoteIf(s string) string {
-	if s == "" {
-		return ""
-	}
-	return strconv.Quote(s)
 }

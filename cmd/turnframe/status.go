@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -15,30 +16,28 @@ import (
 func statusCommand() *command {
 	return &command{
 		name:    "status",
-		summary: "counts per outbox status and turn phase, the oldest due row, stale claims, unknown outcomes",
+		summary: "counts per outbox status and turn phase, the oldest due row, ended leases, unknown outcomes",
 		help: `Summarises a turnframe database, read through the read pool (it never waits
-for the application's writes): how many outbox rows are in each status and how
-many of the pending ones are due, how many turns are in each phase, how long
-the oldest due row has waited, which claims are older than --claim-age (a
-dispatcher that died holding them: see 'turnframe release'), and which rows and
-journal entries are outcome unknown, awaiting reconciliation ('turnframe settle').`,
+for the application's writes): how many outbox rows are in each status; how
+many are due now — rows a claim would take now, not rows held behind an
+earlier row of their order key, which are counted apart — and how long the
+oldest of them has waited; how many turns are in each phase; which claims'
+leases have ended, and how long ago (a dispatcher that died holding them:
+'turnframe release' puts them back); and which rows and journal entries are
+outcome unknown, awaiting reconciliation ('turnframe settle').`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
-			claimAge := fs.Duration("claim-age", 5*time.Minute, "report claims older than this as stale")
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
-				}
-				if *claimAge < 0 {
-					return usagef("--claim-age must not be negative")
 				}
 				store, err := db.open(ctx)
 				if err != nil {
 					return err
 				}
 				defer store.Close()
-				st, err := readStatus(ctx, store, e.now().UTC(), *claimAge)
+				st, err := readStatus(ctx, store, e.now().UTC())
 				if err != nil {
 					return err
 				}
@@ -54,43 +53,78 @@ journal entries are outcome unknown, awaiting reconciliation ('turnframe settle'
 // statusJSON is what "status" reports.
 type statusJSON struct {
 	Path           string         `json:"path"`
-	At             time.Time      `json:"at"`
-	Outbox         map[string]int `json:"outbox"`     // rows per status
-	DueNow         int            `json:"due_now"`    // pending rows due at At
-	Turns          map[string]int `json:"turns"`      // turns per phase
-	OldestDue      *dueJSON       `json:"oldest_due"` // the pending row due the longest, if any
-	ClaimAge       string         `json:"claim_age"`  // the threshold of stale_claims
-	StaleClaims    []claimJSON    `json:"stale_claims"`
+	At             jsonTime       `json:"at"`
+	Outbox         map[string]int `json:"outbox"`       // rows per status
+	DueNow         int            `json:"due_now"`      // pending rows a claim would take at At
+	Held           int            `json:"held"`         // pending rows whose due time came, held behind an earlier row of their order key
+	Turns          map[string]int `json:"turns"`        // turns per phase
+	OldestDue      *dueJSON       `json:"oldest_due"`   // the due row that has waited longest, if any
+	EndedLeases    []leaseJSON    `json:"ended_leases"` // dispatching rows whose lease ended (at most 100)
+	EndedLeaseRows int            `json:"ended_lease_rows"`
 	Unknown        []outboxJSON   `json:"unknown"` // outbox rows awaiting reconciliation (at most 100)
 	UnknownRows    int            `json:"unknown_rows"`
 	UnknownJournal int            `json:"unknown_journal_entries"` // commands awaiting Runtime.ReconcileCommand
 }
 
 type dueJSON struct {
-	ID     string    `json:"id"`
-	DueAt  time.Time `json:"due_at"`
-	Waited string    `json:"waited"`
+	ID     string   `json:"id"`
+	DueAt  jsonTime `json:"due_at"`
+	Waited string   `json:"waited"`
 }
 
-type claimJSON struct {
-	ID        string    `json:"id"`
-	ClaimedBy string    `json:"claimed_by"`
-	ClaimedAt time.Time `json:"claimed_at"`
-	Age       string    `json:"age"`
+// leaseJSON is a claim whose lease ended: its dispatcher neither settled
+// the row nor extended the lease in time, so it is taken for dead.
+type leaseJSON struct {
+	ID         string   `json:"id"`
+	ClaimedBy  string   `json:"claimed_by"`
+	ClaimedAt  jsonTime `json:"claimed_at"`
+	LeaseUntil jsonTime `json:"lease_until"`
+	EndedAgo   string   `json:"ended_ago"`
 }
 
-// statusListLimit bounds the stale claims and unknown rows status lists.
+// statusListLimit bounds the ended leases and unknown rows status lists.
 const statusListLimit = 100
+
+// dueCondition is the claim's rule for a due row, as SQL over the outbox
+// row o with ?1 the time: Pending, due, not marked held by the store, and no
+// earlier row of its account and non-empty order key that HoldsOrder. It
+// restates what sqlitestore's claim statement and OutboxStore.ClaimDue say,
+// because the store has no read-only query for due rows; status must count
+// exactly what a claim would take now, so it repeats that statement's
+// condition (and TestStatus checks it on a held row).
+func dueCondition() string {
+	return `o.status = 'pending' AND o.due_at <= ?1 AND ` + freeCondition()
+}
+
+// heldCondition selects the pending rows whose due time came that a claim
+// would not take: the ones held behind an earlier row of their order key.
+func heldCondition() string {
+	return `o.status = 'pending' AND o.due_at <= ?1 AND NOT (` + freeCondition() + `)`
+}
+
+// freeCondition is the half of the claim's rule about order keys.
+func freeCondition() string {
+	var holding []string
+	for s := turnframe.OutboxPending; s <= turnframe.OutboxOutcomeUnknown; s++ {
+		if s.HoldsOrder() {
+			holding = append(holding, "'"+s.String()+"'")
+		}
+	}
+	return `o.held = 0 AND NOT (o.order_key <> '' AND EXISTS (
+		SELECT 1 FROM outbox AS p
+		WHERE p.account = o.account AND p.order_key = o.order_key AND p.order_key <> ''
+		  AND p.seq < o.seq AND p.status IN (` + strings.Join(holding, ", ") + `)))`
+}
 
 // readStatus reads the counts through the read pool: the store's API has
 // no counting call, so they are read-only SQL over the schema of package
 // schema.
-func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time, claimAge time.Duration) (statusJSON, error) {
+func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (statusJSON, error) {
 	db := store.ReadDB()
 	st := statusJSON{
-		Path: store.Path(), At: now, ClaimAge: claimAge.String(),
+		Path: store.Path(), At: at(now),
 		Outbox: map[string]int{}, Turns: map[string]int{},
-		StaleClaims: []claimJSON{}, Unknown: []outboxJSON{},
+		EndedLeases: []leaseJSON{}, Unknown: []outboxJSON{},
 	}
 	for s := turnframe.OutboxPending; s <= turnframe.OutboxOutcomeUnknown; s++ {
 		st.Outbox[s.String()] = 0
@@ -105,40 +139,25 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time, cl
 		return st, err
 	}
 	us := now.UnixMicro()
-	if err := db.QueryRowContext(ctx,
-		"SELECT count(*) FROM outbox WHERE status = 'pending' AND due_at <= ?", us).Scan(&st.DueNow); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM outbox AS o WHERE "+dueCondition(), us).Scan(&st.DueNow); err != nil {
 		return st, fmt.Errorf("count due rows: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM outbox AS o WHERE "+heldCondition(), us).Scan(&st.Held); err != nil {
+		return st, fmt.Errorf("count held rows: %w", err)
 	}
 	var id string
 	var due int64
-	err := db.QueryRowContext(ctx, `SELECT id, due_at FROM outbox WHERE status = 'pending' AND due_at <= ?
-		ORDER BY due_at, seq LIMIT 1`, us).Scan(&id, &due)
+	err := db.QueryRowContext(ctx, "SELECT o.id, o.due_at FROM outbox AS o WHERE "+dueCondition()+
+		" ORDER BY o.due_at, o.seq LIMIT 1", us).Scan(&id, &due)
 	switch {
-	case err == sql.ErrNoRows:
+	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return st, fmt.Errorf("read the oldest due row: %w", err)
 	default:
-		at := time.UnixMicro(due).UTC()
-		st.OldestDue = &dueJSON{ID: id, DueAt: at, Waited: roundAge(now.Sub(at)).String()}
+		dueAt := time.UnixMicro(due).UTC()
+		st.OldestDue = &dueJSON{ID: id, DueAt: at(dueAt), Waited: age(now, dueAt)}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT id, claimed_by, claimed_at FROM outbox
-		WHERE status = 'dispatching' AND claimed_at < ? ORDER BY claimed_at LIMIT ?`,
-		now.Add(-claimAge).UnixMicro(), statusListLimit)
-	if err != nil {
-		return st, fmt.Errorf("read stale claims: %w", err)
-	}
-	for rows.Next() {
-		var c claimJSON
-		var at int64
-		if err := rows.Scan(&c.ID, &c.ClaimedBy, &at); err != nil {
-			rows.Close()
-			return st, fmt.Errorf("read stale claims: %w", err)
-		}
-		c.ClaimedAt = time.UnixMicro(at).UTC()
-		c.Age = roundAge(now.Sub(c.ClaimedAt)).String()
-		st.StaleClaims = append(st.StaleClaims, c)
-	}
-	if err := rows.Close(); err != nil {
+	if st.EndedLeases, st.EndedLeaseRows, err = endedLeases(ctx, store, now); err != nil {
 		return st, err
 	}
 	unknown, err := store.ListOutbox(ctx, turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: statusListLimit})
@@ -154,6 +173,57 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time, cl
 		return st, fmt.Errorf("count unknown journal entries: %w", err)
 	}
 	return st, nil
+}
+
+// endedLeases returns the claims whose lease ended at now, longest ended
+// first (at most statusListLimit), and how many there are. SQL finds the
+// candidates by the lease index; turnframe.LeaseEnded, the rule
+// ReleaseExpiredClaims applies, decides which of them are listed.
+func endedLeases(ctx context.Context, store *sqlitestore.Store, now time.Time) ([]leaseJSON, int, error) {
+	db := store.ReadDB()
+	const ended = "status = 'dispatching' AND lease_until <= ?"
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE "+ended, now.UnixMicro()).Scan(&n); err != nil {
+		return nil, 0, fmt.Errorf("count ended leases: %w", err)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT id FROM outbox WHERE "+ended+" ORDER BY lease_until, seq LIMIT ?",
+		now.UnixMicro(), statusListLimit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read ended leases: %w", err)
+	}
+	var ids []turnframe.OutboxID
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("read ended leases: %w", err)
+		}
+		id, err := turnframe.ParseOutboxID(s)
+		if err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("read ended leases: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, 0, err
+	}
+	out := []leaseJSON{}
+	for _, id := range ids {
+		r, err := store.GetOutbox(ctx, id)
+		if errors.Is(err, turnframe.ErrNotFound) {
+			continue // pruned since: it was no claim any more
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if !turnframe.LeaseEnded(r, now) {
+			continue // settled or extended since the listing
+		}
+		out = append(out, leaseJSON{ID: r.ID.String(), ClaimedBy: r.ClaimedBy, ClaimedAt: at(r.ClaimedAt),
+			LeaseUntil: at(r.LeaseUntil), EndedAgo: age(now, r.LeaseUntil)})
+	}
+	return out, n, nil
 }
 
 func countInto(ctx context.Context, db *sql.DB, into map[string]int, query string) error {
@@ -181,29 +251,33 @@ func (st statusJSON) print(e *env) error {
 	for p := turnframe.PhaseReceived; p <= turnframe.PhaseAbandoned; p++ {
 		turns = append(turns, fmt.Sprintf("%s %d", p, st.Turns[p.String()]))
 	}
+	due := itoa(st.DueNow)
+	if st.Held > 0 {
+		due += fmt.Sprintf(" (and %d held behind an earlier row of their order key)", st.Held)
+	}
 	oldest := "none"
 	if st.OldestDue != nil {
-		oldest = fmt.Sprintf("%s, due %s, waiting %s", st.OldestDue.ID, stamp(st.OldestDue.DueAt), st.OldestDue.Waited)
+		oldest = fmt.Sprintf("%s, due %s, waiting %s", st.OldestDue.ID, stamp(st.OldestDue.DueAt.Time), st.OldestDue.Waited)
 	}
-	stale := fmt.Sprintf("%d older than %s", len(st.StaleClaims), st.ClaimAge)
+	claims := fmt.Sprintf("%d dispatching, %d with the lease ended", st.Outbox[turnframe.OutboxDispatching.String()], st.EndedLeaseRows)
 	if err := writeFields(e.stdout, [][2]string{
 		{"database", st.Path},
 		{"outbox", strings.Join(outbox, "  ")},
-		{"due now", itoa(st.DueNow)},
+		{"due now", due},
 		{"turns", strings.Join(turns, "  ")},
 		{"oldest due row", oldest},
-		{"claims", stale},
+		{"claims", claims},
 		{"outcome unknown", fmt.Sprintf("outbox rows %d, journal entries %d (awaiting reconciliation)", st.UnknownRows, st.UnknownJournal)},
 	}); err != nil {
 		return err
 	}
-	if len(st.StaleClaims) > 0 {
-		fmt.Fprintf(e.stdout, "\nstale claims (put them back with 'turnframe release --older-than %s'):\n", st.ClaimAge)
+	if len(st.EndedLeases) > 0 {
+		fmt.Fprintf(e.stdout, "\nclaims whose lease ended: their dispatcher stopped without settling them (put them back with 'turnframe release'):\n")
 		var rows [][]string
-		for _, c := range st.StaleClaims {
-			rows = append(rows, []string{c.ID, c.ClaimedBy, stamp(c.ClaimedAt), c.Age})
+		for _, c := range st.EndedLeases {
+			rows = append(rows, []string{c.ID, c.ClaimedBy, stamp(c.ClaimedAt.Time), stamp(c.LeaseUntil.Time), c.EndedAgo + " ago"})
 		}
-		if err := writeTable(e.stdout, []string{"ID", "CLAIMED BY", "CLAIMED AT", "AGE"}, rows); err != nil {
+		if err := writeTable(e.stdout, []string{"ID", "CLAIMED BY", "CLAIMED AT", "LEASE ENDED", "ENDED"}, rows); err != nil {
 			return err
 		}
 	}
@@ -211,9 +285,9 @@ func (st statusJSON) print(e *env) error {
 		fmt.Fprintf(e.stdout, "\noutbox rows awaiting reconciliation (settle each with 'turnframe settle ID completed|failed|resend'):\n")
 		var rows [][]string
 		for _, r := range st.Unknown {
-			rows = append(rows, []string{r.ID, r.Account, r.Key, r.Destination, itoa(r.Attempts), stamp(r.UpdatedAt)})
+			rows = append(rows, []string{r.ID, r.Account, r.Key, r.Destination, itoa(r.Attempts), r.LastCode, stamp(r.UpdatedAt.Time)})
 		}
-		if err := writeTable(e.stdout, []string{"ID", "ACCOUNT", "KEY", "DESTINATION", "ATTEMPTS", "SINCE"}, rows); err != nil {
+		if err := writeTable(e.stdout, []string{"ID", "ACCOUNT", "KEY", "DESTINATION", "ATTEMPTS", "LAST CODE", "SINCE"}, rows); err != nil {
 			return err
 		}
 	}

@@ -62,7 +62,7 @@ unknown; the RECOVERY column is what Recovery.Decide says each one needs
 				}
 				rows := make([][]string, 0, len(turns))
 				for _, t := range turns {
-					row := []string{t.ID, t.Account, t.Phase, stamp(t.UpdatedAt), age(now, t.UpdatedAt)}
+					row := []string{t.ID, t.Account, t.Phase, stamp(t.UpdatedAt.Time), age(now, t.UpdatedAt.Time)}
 					if *unfinished {
 						row = append(row, t.Recovery)
 					}
@@ -76,12 +76,12 @@ unknown; the RECOVERY column is what Recovery.Decide says each one needs
 
 // turnJSON is a turn as "turns --json" prints it.
 type turnJSON struct {
-	ID           string    `json:"id"`
-	Account      string    `json:"account"`
-	Conversation string    `json:"conversation"`
-	Phase        string    `json:"phase"`
-	UpdatedAt    time.Time `json:"updated_at"`
-	Recovery     string    `json:"recovery,omitempty"` // --unfinished: what recovery decided
+	ID           string   `json:"id"`
+	Account      string   `json:"account"`
+	Conversation string   `json:"conversation"`
+	Phase        string   `json:"phase"`
+	UpdatedAt    jsonTime `json:"updated_at"`
+	Recovery     string   `json:"recovery,omitempty"` // --unfinished: what recovery decided
 }
 
 // unfinishedTurns lists the turns a recovery sweep would visit, each with
@@ -95,7 +95,7 @@ func unfinishedTurns(ctx context.Context, store *sqlitestore.Store, account turn
 	out := make([]turnJSON, 0, len(markers))
 	for _, m := range markers {
 		t := turnJSON{ID: m.Turn.String(), Account: string(m.Account), Conversation: m.Conversation.String(),
-			Phase: m.Phase.String(), UpdatedAt: m.UpdatedAt}
+			Phase: m.Phase.String(), UpdatedAt: at(m.UpdatedAt)}
 		action, err := rec.Decide(ctx, m.Account, m.Turn)
 		if err != nil {
 			return nil, err
@@ -129,7 +129,7 @@ func allTurns(ctx context.Context, store *sqlitestore.Store, account turnframe.A
 		if err := rows.Scan(&t.ID, &t.Account, &t.Conversation, &t.Phase, &us); err != nil {
 			return nil, fmt.Errorf("list turns: %w", err)
 		}
-		t.UpdatedAt = time.UnixMicro(us).UTC()
+		t.UpdatedAt = at(time.UnixMicro(us).UTC())
 		out = append(out, t)
 	}
 	return out, rows.Err()

@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/schema"
 )
 
 func versionCommand() *command {
@@ -12,8 +16,11 @@ func versionCommand() *command {
 		name:    "version",
 		summary: "print the version, and with --db the file's schema version",
 		help: `Prints the turnframe module version this binary was built from, the Go
-version, and the schema version it carries. With --db it also prints the
-schema version of that file (which must be a turnframe database).`,
+version, and the schema version it reads and writes. With --db it also
+prints the schema version of that file, read read-only — also when it is
+older or newer than this turnframe's, which the other commands refuse — and
+says what to do about a difference. A file that is not a turnframe database
+is an error (exit 2).`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
@@ -21,18 +28,18 @@ schema version of that file (which must be a turnframe database).`,
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				v := versionJSON{Version: moduleVersion(), Go: runtime.Version(), Schema: embeddedSchemaVersion()}
+				v := versionJSON{Version: moduleVersion(), Go: runtime.Version(), Schema: schema.Version}
 				if db.path != "" {
-					store, err := db.open(ctx)
-					if err != nil {
-						return err
+					f, err := inspect(ctx, db.path)
+					switch {
+					case err != nil:
+						return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", db.path, err)
+					case !f.exists:
+						return fmt.Errorf("no turnframe database at %s (nothing was created): %w", db.path, turnframe.ErrNotFound)
+					case f.version == 0:
+						return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", db.path, turnframe.ErrInvalid)
 					}
-					defer store.Close()
-					fv, err := fileSchemaVersion(ctx, store)
-					if err != nil {
-						return err
-					}
-					v.File, v.FileSchema = store.Path(), &fv
+					v.File, v.FileSchema = db.path, &f.version
 				}
 				if *asJSON {
 					return writeJSON(e.stdout, v)
@@ -43,12 +50,24 @@ schema version of that file (which must be a turnframe database).`,
 					{"schema", itoa(int(v.Schema))},
 				}
 				if v.FileSchema != nil {
-					pairs = append(pairs, [2]string{"file", v.File}, [2]string{"file schema", itoa(int(*v.FileSchema))})
+					pairs = append(pairs, [2]string{"file", v.File}, [2]string{"file schema", fileSchemaText(*v.FileSchema)})
 				}
 				return writeFields(e.stdout, pairs)
 			}
 		},
 	}
+}
+
+// fileSchemaText is a file's schema version and what to do when it is not
+// this build's.
+func fileSchemaText(v int64) string {
+	switch {
+	case v < schema.Version:
+		return fmt.Sprintf("%d (older: run 'turnframe migrate' before the other commands can open it)", v)
+	case v > schema.Version:
+		return fmt.Sprintf("%d (newer: written by a newer turnframe; use that one)", v)
+	}
+	return fmt.Sprintf("%d (current)", v)
 }
 
 // versionJSON is what "version --json" prints.
