@@ -3,6 +3,7 @@ package turnframe_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,9 +62,9 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 			is := is.New(t)
 			store := memstore.New()
 			defer store.Close()
-			sends := 0
+			var sends atomic.Int64
 			late := turnframe.SenderFunc(func(ctx context.Context, _ turnframe.OutboxEntry) turnframe.Dispatched {
-				sends++
+				sends.Add(1)
 				<-ctx.Done()
 				return tt.out
 			})
@@ -80,7 +81,7 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 				is.NoErr(err)            // a later run
 				is.True(later.IsEmpty()) // sends nothing again (I15)
 			}
-			is.Equal(sends, lateRounds) // each row sent once, ever
+			is.Equal(sends.Load(), int64(lateRounds)) // each row sent once, ever
 		})
 	}
 

@@ -3,14 +3,14 @@ package turnframe
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
+	"errors"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
-	"sync/atomic"
+	"time"
 )
 
 // HTTPSender is a Sender for HTTP remotes that classifies every send
@@ -18,44 +18,93 @@ import (
 // destination, with the header Idempotency-Key carrying entry.RemoteKey()
 // (the IETF httpapi draft's header name; the key qualified by the account,
 // so a remote several tenants share tells their keys apart, and every resend
-// of a row carries the same value), and Content-Type (WithContentType).
+// of a row carries the same value: printable ASCII with no white space at
+// either end, so no hop trims or rewrites it), and Content-Type
+// (WithContentType). An empty payload goes out with Content-Length: 0.
 //
-// Classification, where "written" is read from net/http/httptrace
-// (WroteRequest), never guessed from an error's text:
+// Classification, where "connected" and "written" are read from
+// net/http/httptrace (GetConn, GotConn, WroteRequest) and from the sender's
+// own dialer, never guessed from an error's text:
 //
-//	no URL for the destination                    → Permanent "http.no_endpoint"
-//	a key that cannot be a header value (a CTL)   → Permanent "http.invalid_key"
-//	not one byte written: DNS, dial (refused), TLS,
-//	  or the deadline came before a connection   → Retryable "http.dns" | "http.dial" | "http.tls" | "http.not_connected" | "http.connect"
-//	written, then no answer or a broken connection → Unknown "http.no_response"
-//	written, then the deadline                    → Unknown "http.timeout"
-//	2xx                                           → Completed "http.2xx"
-//	408, 429, 503                                 → Retryable "http.408" | "http.429" | "http.503"
-//	409                                           → Unknown "http.409"
-//	500, 502, 504                                 → Unknown "http.500" | …
-//	any other 4xx                                 → Permanent "http.404" | …
-//	anything else (101, 3xx, other 5xx)           → Unknown "http.302" | …
+//	no URL for the destination                      → Permanent "http.no_endpoint"
+//	no connection: the name did not resolve, the
+//	  dial failed (refused, or out of its budget),
+//	  the TLS handshake failed (or ran out of it)   → Retryable "http.dns" | "http.dial" | "http.tls"
+//	no connection by the deadline (or the client's
+//	  Timeout), or none for another reason (a
+//	  proxy refused the CONNECT tunnel)             → Retryable "http.not_connected" | "http.connect"
+//	a connection obtained, then no answer, whatever
+//	  the error (a deadline, the client's Timeout,
+//	  a broken connection)                          → Unknown "http.timeout" | "http.no_response"
+//	2xx                                             → Completed "http.200" | …
+//	407 (a proxy refused to forward it)             → Retryable "http.proxy_auth"
+//	408, 429, 503                                   → Retryable "http.408" | "http.429" | "http.503"
+//	409                                             → Unknown "http.409"
+//	500, 502, 504                                   → Unknown "http.500" | …
+//	any other 4xx                                   → Permanent "http.404" | …
+//	anything else (1xx, 3xx, other 5xx)             → Unknown "http.302" | …
 //
-// Codes are "http." and the status code for every answer. A 3xx is not
-// followed (following a 301 or 302 would turn the POST into a GET elsewhere)
-// and counts as Unknown: the remote answered, but not with a verdict on the
-// effect. Two 4xx are not refusals: 408 says the server gave up before it had
-// the whole request (nothing was processed: safe to send again), and 409 is
-// what a remote that honours Idempotency-Key answers while a request under
-// the same key is still in progress (the first may yet land: unknown, never
-// a failure). Retry-After is not read; the dispatcher's backoff governs. The
-// remote's reference (Completed and Unknown) is the response header named by
-// WithRemoteRefHeader, "X-Request-Id" by default. A response body is read at
-// most 64 KiB (and discarded), then closed.
+// Codes are "http." and the status code for every answer but 407. Retryable
+// needs proof that not one byte reached the remote: a transport that never
+// reported asking for a connection (GetConn), or reported getting one
+// (GotConn), gets Unknown for every failure; net/http's Transport reports
+// both, and writes nothing before GotConn.
 //
-// The request is never sent twice by net/http on its own: its body cannot be
-// rewound (GetBody is nil), which keeps the transport from replaying it on a
-// reused connection even though it carries an Idempotency-Key — net/http
-// treats that header as permission to replay. The default client also opens
-// a fresh connection for every send (no keep-alive) and speaks HTTP/1.1 only:
-// a request written on a pooled connection the server had just closed cannot
-// be told apart from one the server received, and would be recorded
-// Unknown. Pass WithHTTPClient to trade that for connection reuse.
+// The connection: the default client gives resolving, dialling and the TLS
+// handshake together a budget of their own, min(half the time left to ctx's
+// deadline, 10 s), so that "nothing left, send again" is answered while the
+// send's context is still live; an answer after it counts as Unknown (see
+// Sender). A client passed with WithHTTPClient keeps its own timeouts: give
+// its dialer and TLS handshake a timeout below DispatchConfig.SendTimeout,
+// or a connection still opening at the deadline makes the row Unknown.
+//
+// The answer: a send is classified on the status line and headers, as soon
+// as they arrive. The body is then read (and discarded) at most 64 KiB and
+// for at most min(1 s, a quarter of the time left to ctx's deadline), and
+// closed: a body that never ends changes nothing, and the answer comes well
+// before the deadline.
+//
+// The verdicts: a 3xx is not followed (following a 301 or 302 would turn the
+// POST into a GET elsewhere) and counts as Unknown: the remote answered, but
+// not with a verdict on the effect. Two 4xx are not refusals: 408 says the
+// server gave up before it had the whole request (nothing was processed:
+// safe to send again), and 409 is what a remote that honours Idempotency-Key
+// answers while a request under the same key is still in progress (the
+// first may yet land: unknown, never a failure). Retry-After is not read;
+// the dispatcher's backoff governs. The remote's reference (Completed and
+// Unknown) is the response header named by WithRemoteRefHeader,
+// "X-Request-Id" by default.
+//
+// Proxies: the default client uses none, whatever HTTP_PROXY, HTTPS_PROXY
+// and NO_PROXY say: the payload and its key go to the remote only. An app
+// that wants a proxy passes its own client. A proxy's own answer is never
+// taken for the remote's verdict where it can be told apart: 407 means the
+// proxy forwarded nothing (Retryable), and a refused CONNECT tunnel is no
+// connection (Retryable). A proxy's other answers cannot be told from the
+// remote's and are classified as the remote's: a proxy that may have
+// forwarded a request must not answer it 408, 429 or 503.
+//
+// The request is never sent twice by net/http on its own. net/http replays a
+// request that failed on a reused connection when it can rewind the body
+// and the header map holds the key "Idempotency-Key": it takes that header
+// as permission. So a payload goes out as a body that cannot be rewound
+// (GetBody is nil), an empty payload as no body at all (http.NoBody: the
+// only way net/http sends Content-Length: 0 on a POST), and the key under
+// the map key "idempotency-key", not the canonical "Idempotency-Key" that
+// net/http looks for. Header names are case-insensitive, and HTTP/2 sends
+// them in lower case anyway; but a RoundTripper of the app's that reads the
+// key must read req.Header["idempotency-key"], as Header.Get canonicalizes
+// the name and misses it. One replay is left to net/http, over HTTP/2 only
+// (a client passed with WithHTTPClient): a request without a body whose
+// stream the server refused (REFUSED_STREAM, or a GOAWAY before it: the
+// protocol's own word that it was not processed) or reset with
+// PROTOCOL_ERROR is sent again, under the same key.
+//
+// The default client also opens a fresh connection for every send (no
+// keep-alive) and speaks HTTP/1.1 only: a request written on a pooled
+// connection the server had just closed cannot be told apart from one the
+// server received, and would be recorded Unknown. Pass WithHTTPClient to
+// trade that for connection reuse.
 //
 // An HTTPSender is safe for concurrent use.
 type HTTPSender struct {
@@ -76,15 +125,25 @@ const (
 	DefaultHTTPRemoteRefHeader = "X-Request-Id"
 )
 
-// httpDrainLimit bounds how much of a response body is read before closing.
-const httpDrainLimit = 64 << 10
+const (
+	// httpDrainLimit bounds how much of a response body is read before
+	// closing.
+	httpDrainLimit = 64 << 10
+	// httpBodyBudget bounds how long a response body is read before
+	// closing; a quarter of the time left to the deadline, if less.
+	httpBodyBudget = time.Second
+	// httpKeyHeader is the map key the idempotency key is sent under: not
+	// canonical, so net/http does not take the request for one it may
+	// replay (see HTTPSender).
+	httpKeyHeader = "idempotency-key"
+)
 
 // WithHTTPClient sends through a copy of c instead of the default client. The
 // copy never follows redirects (its CheckRedirect is replaced), whatever c
-// does; its transport, timeouts and TLS settings are c's. Classification
-// relies on the transport calling httptrace's WroteRequest before its
-// RoundTrip returns when it wrote anything, as net/http's own does. A nil c
-// keeps the default.
+// does; its transport, proxy, timeouts and TLS settings are c's, and so is
+// the budget for connecting (see HTTPSender). Classification relies on the
+// transport reporting GetConn and GotConn to httptrace, as net/http's does.
+// A nil c keeps the default.
 func WithHTTPClient(c *http.Client) HTTPOption {
 	return func(s *HTTPSender) {
 		if c != nil {
@@ -97,7 +156,8 @@ func WithHTTPClient(c *http.Client) HTTPOption {
 
 // WithContentType sets the Content-Type of every request (default
 // "application/octet-stream": the payload is opaque to turnframe). An empty
-// contentType keeps the default.
+// contentType keeps the default; one that cannot be a header value makes
+// NewHTTPSender fail.
 func WithContentType(contentType string) HTTPOption {
 	return func(s *HTTPSender) {
 		if contentType != "" {
@@ -118,8 +178,10 @@ func WithRemoteRefHeader(name string) HTTPOption {
 }
 
 // NewHTTPSender returns a sender posting each row to endpoints[destination].
-// Every URL must be absolute http or https; otherwise the error is an
-// *InvalidError (ErrInvalid) naming the destination. endpoints is copied.
+// Every URL must be absolute http or https, and the content type a valid
+// header value (no control character but tab); otherwise the error is an
+// *InvalidError (ErrInvalid) naming the destination or the content type.
+// endpoints is copied.
 func NewHTTPSender(endpoints map[string]string, opts ...HTTPOption) (*HTTPSender, error) {
 	for dest, raw := range endpoints {
 		u, err := url.Parse(raw)
@@ -136,55 +198,66 @@ func NewHTTPSender(endpoints map[string]string, opts ...HTTPOption) (*HTTPSender
 	for _, opt := range opts {
 		opt(s)
 	}
+	if !validHeaderValue(s.contentType) {
+		return nil, invalid("content type", "%q cannot be a header value", s.contentType)
+	}
 	return s, nil
 }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// defaultHTTPClient is a client of its own (never http.DefaultClient, which
-// other code may change): one fresh HTTP/1.1 connection per request, no
-// redirects.
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DisableKeepAlives = true
-	t.ForceAttemptHTTP2 = false
-	t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // no HTTP/2
-	return &http.Client{Transport: t, CheckRedirect: noRedirect}
-}
-
 // Send posts entry.Payload to its destination's URL and classifies the
-// outcome (see HTTPSender). It honours ctx: at its deadline the request is
-// abandoned and the outcome is Unknown if anything was written.
+// outcome (see HTTPSender). It honours ctx: connecting ends well before its
+// deadline, reading an answer's body too, and at the deadline the request is
+// abandoned, Unknown once a connection was obtained.
 func (s *HTTPSender) Send(ctx context.Context, entry OutboxEntry) Dispatched {
 	target, ok := s.endpoints[entry.Destination]
 	if !ok {
 		return Dispatched{Kind: DispatchPermanent, Code: "http.no_endpoint"}
 	}
-	key := entry.RemoteKey()
-	if !validHeaderValue(key) {
-		return Dispatched{Kind: DispatchPermanent, Code: "http.invalid_key"}
-	}
-	tr := new(httpProgress)
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, tr.trace()), http.MethodPost, target, nil)
+	p := &httpProgress{connectBy: connectDeadline(ctx, time.Now())}
+	// Ending reqCtx ends the request, and with it a body read that
+	// outlives its bound.
+	reqCtx, end := context.WithCancel(withHTTPProgress(httptrace.WithClientTrace(ctx, p.trace()), p))
+	defer end()
+	req, err := newHTTPRequest(reqCtx, target, entry.Payload, entry.RemoteKey(), s.contentType)
 	if err != nil {
 		return Dispatched{Kind: DispatchPermanent, Code: "http.invalid_request"}
 	}
-	// A body that cannot be rewound: net/http then never replays the
-	// request by itself (see HTTPSender).
-	req.Body = io.NopCloser(bytes.NewReader(entry.Payload))
-	req.ContentLength = int64(len(entry.Payload))
-	req.GetBody = nil
-	req.Header.Set("Content-Type", s.contentType)
-	req.Header.Set("Idempotency-Key", key)
-
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return tr.classifyFailure(ctx)
+		return p.classifyFailure(ctx, err)
 	}
-	ref := resp.Header.Get(s.refHeader)
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrainLimit))
-	_ = resp.Body.Close()
-	return classifyHTTPStatus(resp.StatusCode, ref)
+	out := classifyHTTPStatus(resp.StatusCode, resp.Header.Get(s.refHeader))
+	discardBody(resp.Body, bodyBudget(ctx, time.Now()), end)
+	return out
+}
+
+// newHTTPRequest returns the POST of payload to target under key, such that
+// net/http never sends it twice on its own (see HTTPSender).
+func newHTTPRequest(ctx context.Context, target string, payload []byte, key, contentType string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) == 0 {
+		// No body: Content-Length: 0. A non-nil empty body would go out
+		// chunked, with no length, which strict remotes refuse (411).
+		req.Body = http.NoBody
+	} else {
+		// A body that cannot be rewound.
+		req.Body = io.NopCloser(bytes.NewReader(payload))
+		req.ContentLength = int64(len(payload))
+	}
+	req.GetBody = nil
+	req.Header.Set("Content-Type", contentType)
+	// Not req.Header.Set, which would store it under "Idempotency-Key":
+	// net/http (request.go, isReplayable) looks that exact map key up, and
+	// with no body (an empty payload) it would then replay the request on
+	// a reused connection that broke after it was written (transport.go,
+	// shouldRetryRequest). On the wire the name's case does not matter.
+	req.Header[httpKeyHeader] = []string{key}
+	return req, nil
 }
 
 // classifyHTTPStatus classifies an answer by its status code.
@@ -193,6 +266,9 @@ func classifyHTTPStatus(status int, ref string) Dispatched {
 	switch {
 	case status >= 200 && status < 300:
 		return Dispatched{Kind: DispatchCompleted, Code: code, RemoteRef: ref}
+	case status == http.StatusProxyAuthRequired:
+		// A proxy's own answer: it forwarded nothing.
+		return Dispatched{Kind: DispatchRetryable, Code: "http.proxy_auth"}
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
 		return Dispatched{Kind: DispatchRetryable, Code: code}
 	case status == http.StatusConflict || status == http.StatusInternalServerError ||
@@ -205,62 +281,62 @@ func classifyHTTPStatus(status int, ref string) Dispatched {
 	}
 }
 
-// httpProgress records, from httptrace callbacks, how far one request got.
-// The callbacks may run on the transport's goroutines, hence the atomics.
-type httpProgress struct {
-	dnsFailed, dialFailed, tlsFailed atomic.Bool
-	gotConn, wrote                   atomic.Bool
-}
-
-func (p *httpProgress) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		DNSDone: func(i httptrace.DNSDoneInfo) {
-			if i.Err != nil {
-				p.dnsFailed.Store(true)
-			}
-		},
-		ConnectDone: func(_, _ string, err error) {
-			if err != nil {
-				p.dialFailed.Store(true)
-			}
-		},
-		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
-			if err != nil {
-				p.tlsFailed.Store(true)
-			}
-		},
-		GotConn: func(httptrace.GotConnInfo) { p.gotConn.Store(true) },
-		// Called once the transport stopped writing the request, with or
-		// without an error: from then on bytes may have reached the remote.
-		WroteRequest: func(httptrace.WroteRequestInfo) { p.wrote.Store(true) },
+// bodyBudget returns how long an answer's body may be read, for a send
+// under ctx whose answer came at now: httpBodyBudget, or a quarter of the
+// time left to ctx's deadline if less.
+func bodyBudget(ctx context.Context, now time.Time) time.Duration {
+	budget := httpBodyBudget
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, deadline.Sub(now)/4)
 	}
+	return budget
 }
 
-// classifyFailure classifies a request that got no answer. net/http's
-// transport returns only after its writer is done with the request, so a
-// write that started has been reported to WroteRequest by then. A connection
-// obtained but no write reported when the deadline came is still counted as
-// written, for a transport that returns before its writer finishes.
-func (p *httpProgress) classifyFailure(ctx context.Context) Dispatched {
-	expired := ctx.Err() != nil
-	if p.wrote.Load() || (p.gotConn.Load() && expired) {
-		if expired {
+// discardBody reads body, at most httpDrainLimit bytes and for at most
+// budget (then it calls abandon, which ends the request and the read), and
+// closes it. Reading a short body to its end lets a keep-alive client reuse
+// the connection.
+func discardBody(body io.ReadCloser, budget time.Duration, abandon context.CancelFunc) {
+	timer := time.AfterFunc(budget, abandon)
+	defer timer.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, httpDrainLimit))
+	_ = body.Close()
+}
+
+// classifyFailure classifies a request that got no answer: err is what the
+// client returned, ctx the send's context. Once a connection was obtained,
+// bytes may have reached the remote and no error proves they did not (an
+// HTTP/2 transport may even report the write after it returned): Unknown.
+// Retryable needs a transport that asked for a connection and never got one.
+func (p *httpProgress) classifyFailure(ctx context.Context, err error) Dispatched {
+	timedOut := ctx.Err() != nil || isTimeout(err)
+	switch {
+	case p.gotConn.Load() || p.wrote.Load():
+		if timedOut {
 			return Dispatched{Kind: DispatchUnknown, Code: "http.timeout"}
 		}
 		return Dispatched{Kind: DispatchUnknown, Code: "http.no_response"}
-	}
-	code := "http.connect"
-	switch {
+	case !p.askedConn.Load():
+		// Nothing reported: nothing proves the request did not leave.
+		return Dispatched{Kind: DispatchUnknown, Code: "http.no_response"}
 	case p.tlsFailed.Load():
-		code = "http.tls"
+		return Dispatched{Kind: DispatchRetryable, Code: "http.tls"}
 	case p.dnsFailed.Load():
-		code = "http.dns"
+		return Dispatched{Kind: DispatchRetryable, Code: "http.dns"}
 	case p.dialFailed.Load():
-		code = "http.dial"
-	case expired:
-		code = "http.not_connected"
+		return Dispatched{Kind: DispatchRetryable, Code: "http.dial"}
+	case timedOut:
+		return Dispatched{Kind: DispatchRetryable, Code: "http.not_connected"}
+	default:
+		return Dispatched{Kind: DispatchRetryable, Code: "http.connect"}
 	}
-	return Dispatched{Kind: DispatchRetryable, Code: code}
+}
+
+// isTimeout reports whether err says a timeout ended the request, as the
+// client's Timeout does.
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // validHeaderValue reports whether v can travel as an HTTP header value

@@ -6,6 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,6 +123,7 @@ func TestHTTPSenderClassifies(t *testing.T) {
 		{"408 is retryable: nothing was processed", status(408), turnframe.DispatchRetryable, "http.408", ""},
 		{"409 is unknown: the same key may be in progress", status(409), turnframe.DispatchUnknown, "http.409", "req-1"},
 		{"422 is permanent", status(422), turnframe.DispatchPermanent, "http.422", ""},
+		{"407 is retryable: a proxy refused to forward it", status(407), turnframe.DispatchRetryable, "http.proxy_auth", ""},
 		{"a redirect is not followed and is unknown", redirects, turnframe.DispatchUnknown, "http.302", ""},
 		{"a refused connection is retryable", refused, turnframe.DispatchRetryable, "http.dial", ""},
 		{"a failed TLS handshake is retryable", untrusted, turnframe.DispatchRetryable, "http.tls", ""},
@@ -162,23 +167,52 @@ func TestHTTPSenderPostsThePayloadUnderTheRemoteKey(t *testing.T) {
 	is.Equal(req.body, `{"amount":100}`)          // the payload
 }
 
-func TestHTTPSenderRefusesWhatItCannotSend(t *testing.T) {
-	tests := []struct {
-		name  string
-		entry turnframe.OutboxEntry
-		code  string
-	}{
-		{"a destination with no URL", func() turnframe.OutboxEntry { e := dispEntry("acme", "k1"); e.Destination = "email"; return e }(), "http.no_endpoint"},
-		{"a key that cannot be a header value", dispEntry("acme", "k\n1"), "http.invalid_key"},
+func TestHTTPSenderRefusesADestinationWithNoURL(t *testing.T) {
+	is := is.New(t)
+	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": "http://127.0.0.1:1/"})
+	is.NoErr(err) // new sender
+	entry := dispEntry("acme", "k1")
+	entry.Destination = "email"
+	is.Equal(sender.Send(context.Background(), entry), turnframe.Dispatched{Kind: turnframe.DispatchPermanent, Code: "http.no_endpoint"}) // permanent
+}
+
+func TestHTTPRemoteSeesEveryKeyAsItsRemoteKey(t *testing.T) {
+	is := is.New(t)
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+	}))
+	defer srv.Close()
+	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": srv.URL})
+	is.NoErr(err) // new sender
+
+	// Keys a store may hold from before the boundary refused white space
+	// and control characters at the ends, and keys no longer ASCII.
+	entries := []turnframe.OutboxEntry{
+		dispEntry("acme", "k1"),
+		dispEntry("acme", "k1 "),
+		dispEntry("acme", "k1\t"),
+		dispEntry("acme", "k\n1"),
+		dispEntry("acme", "clé-été"),
+		dispEntry("société", "k1"),
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			sender, err := turnframe.NewHTTPSender(map[string]string{"payments": "http://127.0.0.1:1/"})
-			is.NoErr(err)                                                                                                                 // new sender
-			is.Equal(sender.Send(context.Background(), tt.entry), turnframe.Dispatched{Kind: turnframe.DispatchPermanent, Code: tt.code}) // permanent
-		})
+	var want []string
+	for _, e := range entries {
+		is.Equal(sender.Send(context.Background(), e).Kind, turnframe.DispatchCompleted) // sent
+		want = append(want, e.RemoteKey())
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	is.Equal(keys, want) // each key arrives as its RemoteKey, unchanged
+	distinct := map[string]bool{}
+	for _, k := range keys {
+		distinct[k] = true
+	}
+	is.Equal(len(distinct), len(entries)) // six rows, six keys at the remote
 }
 
 func TestNewHTTPSenderRefusesABadURL(t *testing.T) {
@@ -191,30 +225,199 @@ func TestNewHTTPSenderRefusesABadURL(t *testing.T) {
 	}
 }
 
-func TestHTTPSenderNeverReplaysOnAReusedConnection(t *testing.T) {
+func TestNewHTTPSenderRefusesAContentTypeThatCannotBeAHeaderValue(t *testing.T) {
 	is := is.New(t)
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		if hits.Add(1) == 1 {
-			return // the first request succeeds and leaves its connection pooled
-		}
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		_ = conn.Close()
+	_, err := turnframe.NewHTTPSender(map[string]string{"payments": "http://127.0.0.1:1/"}, turnframe.WithContentType("text/plain\r\nX-Injected: 1"))
+	is.True(errors.Is(err, turnframe.ErrInvalid)) // invalid: net/http would refuse every request
+}
+
+func TestHTTPSenderNeverResendsOnAReusedConnection(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload []byte
+	}{
+		{"a payload", []byte(`{"amount":100}`)},
+		// An empty payload goes out without a body (Content-Length: 0),
+		// which net/http replays on a reused connection when the header map
+		// holds the key "Idempotency-Key".
+		{"an empty payload", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var mu sync.Mutex
+			arrivals := map[string]int{}
+			var conns []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				arrivals[key]++
+				conns = append(conns, r.RemoteAddr)
+				first := len(conns) == 1
+				mu.Unlock()
+				if first {
+					return // the first send succeeds and leaves its connection pooled
+				}
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					t.Errorf("hijack: %v", err)
+					return
+				}
+				_ = conn.Close() // it read the request, then closed the pooled connection
+			}))
+			defer srv.Close()
+			client := &http.Client{Transport: &http.Transport{}} // keeps connections alive
+			defer client.CloseIdleConnections()
+			sender, err := turnframe.NewHTTPSender(map[string]string{"payments": srv.URL}, turnframe.WithHTTPClient(client))
+			is.NoErr(err) // new sender
+
+			first := dispEntry("acme", "k1")
+			is.Equal(sender.Send(context.Background(), first).Kind, turnframe.DispatchCompleted) // first send
+			second := dispEntry("acme", "k2")
+			second.Payload = tt.payload
+			is.Equal(sender.Send(context.Background(), second), turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: "http.no_response"}) // second send: read, no answer
+
+			mu.Lock()
+			defer mu.Unlock()
+			is.Equal(len(conns), 2)                   // no third arrival
+			is.Equal(conns[0], conns[1])              // the second send went out on the first one's connection
+			is.Equal(arrivals[second.RemoteKey()], 1) // sent once, never replayed
+		})
+	}
+}
+
+func TestHTTPSenderSendsAnEmptyPayloadWithContentLengthZero(t *testing.T) {
+	clients := []struct {
+		name string
+		opts []turnframe.HTTPOption
+	}{
+		{"the default client", nil},
+		{"a caller's client", []turnframe.HTTPOption{turnframe.WithHTTPClient(&http.Client{})}},
+	}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			type seen struct {
+				length           int64
+				transferEncoding []string
+				key              string
+			}
+			got := make(chan seen, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				if r.ContentLength != 0 || len(r.TransferEncoding) != 0 {
+					w.WriteHeader(http.StatusLengthRequired) // as a strict remote does
+				}
+				select {
+				case got <- seen{r.ContentLength, r.TransferEncoding, r.Header.Get("Idempotency-Key")}:
+				default:
+					t.Errorf("a second request arrived")
+				}
+			}))
+			defer srv.Close()
+			sender, err := turnframe.NewHTTPSender(map[string]string{"payments": srv.URL}, c.opts...)
+			is.NoErr(err) // new sender
+			entry := dispEntry("acme", "k1")
+			entry.Payload = nil
+			out := sender.Send(context.Background(), entry)
+			var req seen
+			select {
+			case req = <-got: // sent before the handler answered
+			default:
+				t.Fatalf("no request arrived: %v", out)
+			}
+			is.Equal(req.length, int64(0))                                                           // Content-Length: 0
+			is.Equal(len(req.transferEncoding), 0)                                                   // not chunked
+			is.Equal(req.key, entry.RemoteKey())                                                     // the key, whatever the case of its name on the wire
+			is.Equal(out, turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}) // completed
+		})
+	}
+}
+
+func TestHTTPSenderNeverFollowsARedirectOfACallersClient(t *testing.T) {
+	is := is.New(t)
+	var reached atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
 	}))
-	defer srv.Close()
-	// A client that keeps connections alive: net/http would replay a
-	// request carrying an Idempotency-Key on a reused connection that broke,
-	// if it could rewind the body.
-	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": srv.URL}, turnframe.WithHTTPClient(&http.Client{Transport: &http.Transport{}}))
-	is.NoErr(err)                                                                                          // new sender
-	is.Equal(sender.Send(context.Background(), dispEntry("acme", "k1")).Kind, turnframe.DispatchCompleted) // first
-	is.Equal(sender.Send(context.Background(), dispEntry("acme", "k2")).Kind, turnframe.DispatchUnknown)   // second, broken
-	is.Equal(hits.Load(), int32(2))                                                                        // sent once each
+	defer target.Close()
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		http.Redirect(w, r, target.URL+"/elsewhere", http.StatusFound)
+	}))
+	defer remote.Close()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return nil }} // would follow
+	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": remote.URL}, turnframe.WithHTTPClient(client))
+	is.NoErr(err)                                                                                                                                 // new sender
+	is.Equal(sender.Send(context.Background(), dispEntry("acme", "k1")), turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: "http.302"}) // the remote answered, with no verdict
+	is.Equal(reached.Load(), int32(0))                                                                                                            // nothing reached the redirect's target
+}
+
+// childProxyTarget names the environment variable that makes
+// TestHTTPSenderDefaultClientUsesNoProxyFromTheEnvironment its own child.
+const childProxyTarget = "TURNFRAME_TEST_PROXY_CHILD_TARGET"
+
+func TestHTTPSenderDefaultClientUsesNoProxyFromTheEnvironment(t *testing.T) {
+	if target := os.Getenv(childProxyTarget); target != "" {
+		is := is.New(t)
+		sender, err := turnframe.NewHTTPSender(map[string]string{"payments": target})
+		is.NoErr(err)                                                                                          // new sender
+		is.Equal(sender.Send(context.Background(), dispEntry("acme", "k1")).Kind, turnframe.DispatchCompleted) // sent to the remote itself
+		return
+	}
+	is := is.New(t)
+	var proxied, arrived atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	defer proxy.Close()
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		arrived.Add(1)
+	}))
+	defer remote.Close()
+	// net/http reads HTTP_PROXY once per process, and never proxies a
+	// loopback address. So the send runs in a child process of this test
+	// binary, with HTTP_PROXY set from its start, to 0.0.0.0: the local
+	// host, as Go dials it, but not a loopback address.
+	target := strings.Replace(remote.URL, "127.0.0.1", "0.0.0.0", 1)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "HTTP_PROXY="+proxy.URL, "http_proxy="+proxy.URL, "NO_PROXY=", "no_proxy=",
+		"REQUEST_METHOD=", childProxyTarget+"="+target)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Logf("child:\n%s", out)
+	}
+	is.NoErr(err)                      // the child's send completed
+	is.Equal(proxied.Load(), int32(0)) // the proxy saw nothing
+	is.Equal(arrived.Load(), int32(1)) // the remote got the request directly
+}
+
+func TestHTTPSenderTakesAProxysRefusalForNothingSent(t *testing.T) {
+	is := is.New(t)
+	var proxied, arrived atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		proxied.Add(1)
+		w.Header().Set("Proxy-Authenticate", `Basic realm="proxy"`)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+	}))
+	defer proxy.Close()
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+	}))
+	defer remote.Close()
+	proxyURL, err := url.Parse(proxy.URL)
+	is.NoErr(err) // proxy URL
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+	defer client.CloseIdleConnections()
+	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": remote.URL}, turnframe.WithHTTPClient(client))
+	is.NoErr(err)                                                                                                                                          // new sender
+	is.Equal(sender.Send(context.Background(), dispEntry("acme", "k1")), turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "http.proxy_auth"}) // not the remote's verdict: send again
+	is.Equal(proxied.Load(), int32(1))                                                                                                                     // the proxy answered
+	is.Equal(arrived.Load(), int32(0))                                                                                                                     // the remote saw nothing
 }
 
 func TestHTTPRemoteSeesOneKeyPerTenantAndTheSameKeyOnResend(t *testing.T) {

@@ -43,8 +43,13 @@ func TestRunOnceKeepsTheLeasesOfRowsInFlight(t *testing.T) {
 		// Wait until both leases were extended past where the claim put
 		// them, and the second (not sent yet, Concurrency 1) too.
 		first := dispNow.Add(cfg.Lease())
+		giveUp := time.Now().Add(10 * time.Second) // a safety net: a keeper that never extends fails here
 		for _, r := range rows {
 			for !dispGet(t, store, r.ID).LeaseUntil.After(first) {
+				if time.Now().After(giveUp) {
+					close(proceed)
+					t.Fatalf("row %v: its lease was never extended past %v", r.ID, first)
+				}
 				runtime.Gosched()
 			}
 		}

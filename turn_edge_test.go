@@ -257,6 +257,7 @@ func TestAConflictReRunIsNotTakenForStale(t *testing.T) {
 				if err := b.Deliver(ctx, rtAccount, other, "bumped"); err != nil {
 					t.Errorf("deliver the bump: %v", err)
 				}
+				advance(time.Hour) // the first run was slow: the take's lease and its touch of the turn are old now
 			} else {
 				started <- struct{}{}
 				<-proceed // the re-run is slow
