@@ -142,17 +142,26 @@ func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.
 		return err
 	}
 	now = stamp(now)
+	return s.moveOutbox(ctx, "resolve", id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+		return turnframe.ResolveRow(r, v, code, now)
+	})
+}
+
+// moveOutbox applies rule to row id as stored and keeps what it returns:
+// ErrNotFound for no such row, or the rule's error, and then the row is as
+// it was.
+func (s *Store) moveOutbox(ctx context.Context, op string, id turnframe.OutboxID, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
 	r, ok := s.outbox[id]
 	if !ok {
-		return fmt.Errorf("memstore: outbox row %v: %w", id, turnframe.ErrNotFound)
+		return fmt.Errorf("memstore: %s: outbox row %v: %w", op, id, turnframe.ErrNotFound)
 	}
-	next, err := turnframe.ResolveRow(r.rec, v, code, now)
+	next, err := rule(r.rec)
 	if err != nil {
-		return fmt.Errorf("memstore: resolve: %w", err)
+		return fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	r.rec = next
 	return nil
@@ -168,20 +177,9 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 		return err
 	}
 	at = stamp(at)
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	r, ok := s.outbox[id]
-	if !ok {
-		return fmt.Errorf("memstore: outbox row %v: %w", id, turnframe.ErrNotFound)
-	}
-	next, err := turnframe.RequeueRow(r.rec, at)
-	if err != nil {
-		return fmt.Errorf("memstore: requeue: %w", err)
-	}
-	r.rec = next
-	return nil
+	return s.moveOutbox(ctx, "requeue", id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+		return turnframe.RequeueRow(r, at)
+	})
 }
 
 // ReleaseExpiredClaims moves every Dispatching row whose lease ended at now
@@ -223,20 +221,9 @@ func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now tim
 		return err
 	}
 	now = stamp(now)
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	r, ok := s.outbox[id]
-	if !ok {
-		return fmt.Errorf("memstore: outbox row %v: %w", id, turnframe.ErrNotFound)
-	}
-	next, err := turnframe.ReleaseRow(r.rec, now)
-	if err != nil {
-		return fmt.Errorf("memstore: release claim: %w", err)
-	}
-	r.rec = next
-	return nil
+	return s.moveOutbox(ctx, "release claim", id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+		return turnframe.ReleaseRow(r, now)
+	})
 }
 
 // ExtendClaims moves the lease of each claimed row to now + lease by

@@ -74,6 +74,14 @@ func FileVersion(ctx context.Context, q Querier) (int64, error) {
 // does not retry; the caller, who knows whether another opener may race
 // it, runs Up again, which then finds the migration applied.
 func Up(ctx context.Context, db *sql.DB) error {
+	return UpTo(ctx, db, Version)
+}
+
+// UpTo is Up that stops at version: a file as a turnframe of that schema
+// version left it, for tests and tools that must make one (a migration is
+// proven on a file its predecessor wrote). A version above Version applies
+// every migration this build has.
+func UpTo(ctx context.Context, db *sql.DB, version int64) error {
 	migrations, err := fs.Sub(FS, "migrations")
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
@@ -88,8 +96,8 @@ func Up(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("schema: up: %w", err)
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("schema: up to %d: %w", version, err)
 	}
 	return nil
 }

@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
-	"github.com/pressly/goose/v3"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 )
@@ -27,16 +25,7 @@ func createAtVersion(t *testing.T, path string, version int64) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	migrations, err := fs.Sub(schema.FS, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations,
-		goose.WithDisableGlobalRegistry(true), goose.WithTableName(schema.VersionTable))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, version); err != nil {
+	if err := schema.UpTo(ctx, db, version); err != nil {
 		t.Fatalf("migrate to version %d: %v", version, err)
 	}
 	return db

@@ -4,14 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
-	"github.com/pressly/goose/v3"
 	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
@@ -43,19 +41,8 @@ func mustSchemaFile(t *testing.T, version int64, wal bool) string {
 		if _, err := db.ExecContext(ctx, "INSERT INTO "+schema.VersionTable+" (version_id, is_applied) VALUES (?, 1)", version); err != nil {
 			t.Fatal(err)
 		}
-	} else {
-		migrations, err := fs.Sub(schema.FS, "migrations")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations,
-			goose.WithDisableGlobalRegistry(true), goose.WithTableName(schema.VersionTable))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.UpTo(ctx, version); err != nil {
-			t.Fatal(err)
-		}
+	} else if err := schema.UpTo(ctx, db, version); err != nil {
+		t.Fatal(err)
 	}
 	mode := "DELETE"
 	if wal {
