@@ -29,9 +29,11 @@ const (
 	// missing. Rebuild it from the committed events and the answer tasks;
 	// execute nothing.
 	ActionRegenerateResponse
-	// ActionReconcileExternal: a command's outcome is unknown. Settle it
-	// against the remote system (Runtime.ReconcileCommand), never repeat it
-	// (I15) — even when the turn was delivered.
+	// ActionReconcileExternal: a command's outcome is unknown (it is
+	// OutcomeUnknown, or it was left running on an abandoned turn and its
+	// lease ended). Settle it against the remote system
+	// (Runtime.ReconcileCommand), never repeat it (I15) — even when the
+	// turn was delivered or abandoned.
 	ActionReconcileExternal
 )
 
@@ -45,7 +47,7 @@ func (k ActionKind) String() string { return enumName(actionNames[:], int(k), "a
 type RecoveryAction struct {
 	Kind        ActionKind
 	Phase       TurnPhase      // the turn's phase when decided
-	Entries     []JournalEntry // ResumeCommands: the pending entries; ReconcileExternal: the unknown ones; admission order
+	Entries     []JournalEntry // ResumeCommands: the pending entries; ReconcileExternal: the unknown and stranded ones; admission order
 	Attempts    []AttemptID    // ReconcileExternal: the attempts to settle, one per entry
 	Events      []StoredEvent  // RegenerateResponse: the events the turn committed, in append order
 	AnswerTasks []AnswerTask   // RegenerateResponse: the questions to answer
@@ -142,22 +144,26 @@ func CommittedEventIDs(entries []JournalEntry) []EventID {
 // Sweep). It is safe for concurrent use.
 type Recovery struct {
 	store Store
+	cfg   settings
 	obs   observer
 }
 
-// NewRecovery returns a Recovery over store. It honours WithObserver and
-// WithLogger. A nil store panics.
+// NewRecovery returns a Recovery over store. It honours WithObserver,
+// WithLogger and WithClock (the time against which it judges whether an
+// attempt's lease ended). A nil store panics.
 func NewRecovery(store Store, opts ...Option) *Recovery {
 	if store == nil {
 		panic("turnframe: NewRecovery with a nil store")
 	}
-	return &Recovery{store: store, obs: newSettings(opts).observe()}
+	cfg := newSettings(opts)
+	return &Recovery{store: store, cfg: cfg, obs: cfg.observe()}
 }
 
 // Unfinished returns, oldest first, at most limit turns in scope for which
 // the package-level Unfinished holds: non-terminal turns, and terminal ones
-// still holding an unknown outcome or a resend. A delivered turn can still
-// have a payment nobody settled, and a sweep must reach it.
+// still holding an unknown outcome, a resend, or (abandoned) an attempt
+// that was running. A delivered turn can still have a payment nobody
+// settled, and a sweep must reach it.
 func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error) {
 	markers, err := r.store.ListUnfinishedTurns(ctx, scope, limit)
 	if err != nil {
@@ -169,8 +175,11 @@ func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit in
 // Decide returns what the turn needs, decided in this order — the order is
 // the safety property:
 //
-//  1. an OutcomeUnknown entry → ActionReconcileExternal, even on a terminal
-//     turn;
+//  1. an entry whose outcome is unknown → ActionReconcileExternal, even on
+//     a terminal turn: an OutcomeUnknown entry, or a Stranded one (left
+//     Executing on an abandoned turn under a lease that ended at the
+//     recovery's clock: it may have acted, and nothing will ever run it
+//     again);
 //  2. a terminal phase → ActionNothing, except a Delivered turn holding a
 //     pending entry (a resend reconciliation asked for after delivery),
 //     which goes on to rule 3;
@@ -209,16 +218,20 @@ func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (
 		return RecoveryAction{}, err
 	}
 	action := RecoveryAction{Phase: marker.Phase}
-	if unknown := entriesWhere(entries, func(s JournalStatus) bool { return s == JournalOutcomeUnknown }); len(unknown) > 0 {
+	now := r.cfg.now()
+	unknown := entriesWhere(entries, func(e JournalEntry) bool {
+		return e.Status == JournalOutcomeUnknown || Stranded(e, marker.Phase, now)
+	})
+	if len(unknown) > 0 {
 		action.Kind, action.Entries = ActionReconcileExternal, unknown
 		for _, e := range unknown {
 			action.Attempts = append(action.Attempts, e.Attempt)
 		}
 		return action, nil
 	}
-	pending := entriesWhere(entries, JournalStatus.IsPending)
-	if !Unfinished(marker.Phase, false, len(pending) > 0) {
-		action.Kind = ActionNothing
+	pending := entriesWhere(entries, func(e JournalEntry) bool { return e.Status.IsPending() })
+	if marker.Phase.IsTerminal() && (marker.Phase != PhaseDelivered || len(pending) == 0) {
+		action.Kind = ActionNothing // an abandoned turn's attempts still running settle themselves
 		return action, nil
 	}
 	if len(pending) > 0 {
@@ -251,10 +264,10 @@ func (r *Recovery) regenerate(ctx context.Context, account AccountID, turn TurnI
 	return action, nil
 }
 
-func entriesWhere(entries []JournalEntry, keep func(JournalStatus) bool) []JournalEntry {
+func entriesWhere(entries []JournalEntry, keep func(JournalEntry) bool) []JournalEntry {
 	var out []JournalEntry
 	for _, e := range entries {
-		if keep(e.Status) {
+		if keep(e) {
 			out = append(out, e)
 		}
 	}

@@ -40,15 +40,28 @@ func NextPhase(from, to TurnPhase, pending int) error {
 // delivered turn can still have a payment nobody settled); or it is
 // Delivered and holds a Pending or Executing entry (a reconciliation found
 // the remote never received a command and put it back to send again after
-// the answer went out). An Abandoned turn's pending entries never run.
-func Unfinished(phase TurnPhase, holdsUnknown, holdsPending bool) bool {
+// the answer went out); or it is Abandoned and holds an Executing entry (an
+// attempt was running when the turn was given up, and may have acted; if it
+// died before it settled, nothing will ever run it again, and only a
+// reconciliation can say what it did). An abandoned turn's Pending entries
+// never ran and never run: they are not recovery's business (a new turn
+// that plans the same command adopts them, see Readmit).
+func Unfinished(phase TurnPhase, holdsUnknown, holdsPending, holdsExecuting bool) bool {
 	switch phase {
 	case PhaseAbandoned:
-		return holdsUnknown
+		return holdsUnknown || holdsExecuting
 	case PhaseDelivered:
 		return holdsUnknown || holdsPending
 	}
 	return true
+}
+
+// Stranded reports whether e, an entry of a turn in phase, is an attempt
+// nothing will finish: Executing on an abandoned turn, its lease ended at
+// now. The attempt may have acted before it died, so its outcome is unknown
+// until a reconciliation settles it (NextEntry lets one).
+func Stranded(e JournalEntry, phase TurnPhase, now time.Time) bool {
+	return phase == PhaseAbandoned && e.Status == JournalExecuting && !e.LeaseUntil.After(now)
 }
 
 // CheckAdmit checks that a turn in phase may admit commands: a terminal turn
@@ -105,6 +118,7 @@ func NewEntry(account AccountID, turn TurnID, cmd Command, now time.Time) Journa
 //	Pending → Executing                 a new attempt takes it
 //	Executing → Executing               the holder renews its lease, or a new attempt takes it over once the lease ended
 //	Executing → Committed | Rejected | OutcomeUnknown   by the attempt that holds it
+//	Executing → Committed | Rejected                    by a reconciliation, once Stranded
 //	OutcomeUnknown → Committed | Rejected | Pending     by a reconciliation only
 //
 // A take (a new attempt moving the entry to Executing) is a compare-and-set:
@@ -115,7 +129,9 @@ func NewEntry(account AccountID, turn TurnID, cmd Command, now time.Time) Journa
 // (never shortening it). So a command runs in at most one place at a time. A settlement from an attempt (s.Attempt not zero) needs
 // the entry Executing under that attempt: a superseded attempt settles
 // nothing. A reconciliation carries no attempt, and is the only move out of
-// OutcomeUnknown. Nothing is taken or resent on an abandoned turn, whose
+// OutcomeUnknown, and out of a Stranded attempt (one left running on an
+// abandoned turn whose lease ended: it may have acted, and nothing else will
+// ever settle it). Nothing is taken or resent on an abandoned turn, whose
 // commands never run; an attempt already running there still settles.
 // events are the events the Write appends for a Committed settlement; each
 // must belong to the command's case (ErrInvalid otherwise).
@@ -166,6 +182,12 @@ func checkEntryMove(e JournalEntry, s Settlement, phase TurnPhase, now time.Time
 	switch {
 	case s.To == JournalExecuting:
 		return checkTake(e, s, phase, now)
+	case e.Status == JournalExecuting && s.Attempt.IsZero():
+		// A reconciliation of an attempt nothing will finish.
+		if !Stranded(e, phase, now) || s.To == JournalOutcomeUnknown {
+			return fmt.Errorf("%w: entry %q is running attempt %v: a reconciliation settles it only once its turn was abandoned and its lease ended, as committed or rejected",
+				ErrConflict, e.Key, e.Attempt)
+		}
 	case e.Status == JournalExecuting:
 		if s.Attempt != e.Attempt {
 			return fmt.Errorf("%w: entry %q is running attempt %v, not %v", ErrConflict, e.Key, e.Attempt, s.Attempt)

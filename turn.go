@@ -313,8 +313,11 @@ func (rt *Runtime) replayOf(ctx context.Context, account AccountID, turn TurnID)
 	return rec, err
 }
 
-// ReconcileCommand settles a command that is outcome unknown, once the remote
-// system it reached has said what became of it. verdict:
+// ReconcileCommand settles a command whose outcome is unknown, once the
+// remote system it reached has said what became of it: an OutcomeUnknown
+// entry, or a Stranded one (left Executing on an abandoned turn, its lease
+// ended: the attempt may have acted before it died, and nothing will run it
+// again; only VerdictCompleted and VerdictFailed settle it). verdict:
 //
 //   - VerdictCompleted: the remote has it. The entry becomes Committed, with
 //     no events: whatever the remote did is the remote's record.
@@ -333,9 +336,10 @@ func (rt *Runtime) replayOf(ctx context.Context, account AccountID, turn TurnID)
 // VerdictUnresolved.
 //
 // Errors: ErrInvalid for a bad account, key, verdict or code; ErrNotFound
-// for a key account never used; ErrConflict for an entry that is not outcome
-// unknown (a concurrent reconciliation won, or it never was), and for
-// VerdictResend on a command of an abandoned turn, which would never run.
+// for a key account never used; ErrConflict for an entry that is neither
+// outcome unknown nor stranded (a concurrent reconciliation won, it never
+// was, or its attempt still holds it), and for VerdictResend on a command
+// of an abandoned turn, which would never run.
 // Nothing is written on any error. The write is one transaction: a crash leaves the
 // entry unknown, to reconcile again.
 func (rt *Runtime) ReconcileCommand(ctx context.Context, account AccountID, key IdempotencyKey, verdict Verdict, code string) error {
@@ -355,8 +359,8 @@ func (rt *Runtime) ReconcileCommand(ctx context.Context, account AccountID, key 
 	if err != nil {
 		return fmt.Errorf("reconcile command %q: %w", key, err)
 	}
-	if e.Status != JournalOutcomeUnknown {
-		return fmt.Errorf("reconcile command %q: %w: it is %v; only an outcome_unknown entry is reconciled", key, ErrConflict, e.Status)
+	if e.Status != JournalOutcomeUnknown && e.Status != JournalExecuting {
+		return fmt.Errorf("reconcile command %q: %w: it is %v; only an outcome_unknown or stranded entry is reconciled", key, ErrConflict, e.Status)
 	}
 	s := Settlement{Key: key}
 	switch verdict {

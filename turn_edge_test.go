@@ -342,3 +342,52 @@ func TestANewTurnAdoptsTheCommandAnAbandonedTurnNeverRan(t *testing.T) {
 		is.Equal(len(left), 0) // the abandoned turn holds it no more
 	})
 }
+
+// An attempt running when its turn is abandoned, whose process then dies
+// before it settles, is not hidden: once its lease ended recovery lists the
+// turn and asks for a reconciliation, which settles the entry (found by the
+// crash harness's abandon fault).
+func TestRecoveryReachesAnAttemptStrandedOnAnAbandonedTurn(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx, crash := context.WithCancel(context.Background())
+		defer crash()
+		charged := make(chan struct{})
+		rt := turnframe.New(store)
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+		h := turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
+			close(charged) // the remote has it now
+			<-hctx.Done()
+			return turnframe.Unknown("")
+		})
+		done := make(chan error, 1)
+		go func() {
+			_, err := rt.Execute(ctx, rtAccount, turn, h)
+			done <- err
+		}()
+		<-charged
+		is.NoErr(turnframe.New(store).Abandon(context.Background(), rtAccount, turn, "user.left")) // given up meanwhile
+		crash()                                                                                   // and the process dies
+		is.True(errors.Is(<-done, context.Canceled))
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalExecuting) // left running
+
+		decided, err := turnframe.NewRecovery(store).Decide(context.Background(), rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(decided.Kind, turnframe.ActionNothing) // while its lease runs, the attempt may still settle
+		later := turnframe.NewRecovery(store, rtAfterLeases())
+		markers, err := later.Unfinished(context.Background(), turnframe.RecoveryScope{}, 10)
+		is.NoErr(err)
+		is.Equal(len(markers), 1) // listed for recovery
+		decided, err = later.Decide(context.Background(), rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(decided.Kind, turnframe.ActionReconcileExternal) // its outcome is unknown
+		is.Equal(recKeys(decided.Entries), []turnframe.IdempotencyKey{"k-charge"})
+		err = rt.ReconcileCommand(context.Background(), rtAccount, "k-charge", turnframe.VerdictResend, "")
+		is.True(errors.Is(err, turnframe.ErrConflict)) // never resent: the turn is abandoned
+		is.NoErr(turnframe.New(store, rtAfterLeases()).ReconcileCommand(context.Background(), rtAccount, "k-charge", turnframe.VerdictCompleted, ""))
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted) // settled as the remote says
+		markers, err = later.Unfinished(context.Background(), turnframe.RecoveryScope{}, 10)
+		is.NoErr(err)
+		is.Equal(len(markers), 0) // finished
+	})
+}

@@ -212,7 +212,8 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 		if !scope.After.IsZero() && id.Compare(scope.After) <= 0 {
 			continue
 		}
-		if !turnframe.Unfinished(t.turn.Phase, s.holds(id, turnframe.JournalOutcomeUnknown), s.holds(id, turnframe.JournalPending, turnframe.JournalExecuting)) {
+		if !turnframe.Unfinished(t.turn.Phase, s.holds(id, turnframe.JournalOutcomeUnknown),
+			s.holds(id, turnframe.JournalPending, turnframe.JournalExecuting), s.holds(id, turnframe.JournalExecuting)) {
 			continue
 		}
 		out = append(out, marker(t.turn))

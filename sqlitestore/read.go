@@ -54,16 +54,18 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 
 // unfinishedSQL lists the turns recovery must look at, restating
 // turnframe.Unfinished as a listing filter: non-terminal turns, turns
-// holding an outcome_unknown entry, and delivered turns holding a pending
-// or executing entry. Each part reads a partial index only, from the
-// cursor ?1 on (a turn id, or ” for the first page: every id sorts after
-// it), so the listing's cost follows the unfinished turns after the cursor,
-// not the history. It also returns the two facts Unfinished takes, so every
-// listed turn is checked against the rule. The scope's filters are
+// holding an outcome_unknown entry, delivered turns holding a pending or
+// executing entry, and abandoned turns holding an executing one. Each part
+// reads a partial index only, from the cursor ?1 on (a turn id, or ” for
+// the first page: every id sorts after it), so the listing's cost follows
+// the unfinished turns after the cursor, not the history. It also returns
+// the three facts Unfinished takes, so every listed turn is checked against
+// the rule. The scope's filters are
 // appended, each with a plain ? (numbered after ?1).
 const unfinishedSQL = `SELECT ` + turnCols + `,
 		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status = 'outcome_unknown'),
-		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing'))
+		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing')),
+		EXISTS (SELECT 1 FROM journal AS x WHERE x.turn = t.id AND x.status IN ('pending', 'executing') AND x.status = 'executing')
 	FROM turns AS t
 	WHERE t.id IN (
 		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned') AND id > ?1
@@ -71,12 +73,13 @@ const unfinishedSQL = `SELECT ` + turnCols + `,
 		SELECT turn FROM journal WHERE status = 'outcome_unknown' AND turn > ?1
 		UNION
 		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
-			WHERE j.status IN ('pending', 'executing') AND j.turn > ?1 AND d.phase = 'delivered')`
+			WHERE j.status IN ('pending', 'executing') AND j.turn > ?1
+			  AND (d.phase = 'delivered' OR (d.phase = 'abandoned' AND j.status = 'executing')))`
 
 // ListUnfinishedTurns returns, oldest first (by turn id), at most limit
 // turns in scope for which turnframe.Unfinished holds: non-terminal turns,
-// turns holding an OutcomeUnknown entry, and delivered turns holding a
-// pending or executing entry. A scope's UpdatedBefore leaves out turns
+// turns holding an OutcomeUnknown entry, delivered turns holding a pending
+// or executing entry, and abandoned turns holding an executing entry. A scope's UpdatedBefore leaves out turns
 // updated at or after it; its After, when not zero, every turn whose id
 // does not sort after it (pass the last turn of a page to get the next).
 // ErrInvalid for a bad scope (turnframe.RecoveryScope.Validate) or a limit
@@ -111,14 +114,14 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 	defer rows.Close()
 	var out []turnframe.TurnPhaseMarker
 	for rows.Next() {
-		var unknown, pending bool
-		t, err := scanTurn(rows, &unknown, &pending)
+		var unknown, pending, executing bool
+		t, err := scanTurn(rows, &unknown, &pending, &executing)
 		if err != nil {
 			return nil, s.fail(ctx, "list unfinished turns", err)
 		}
-		if !turnframe.Unfinished(t.Phase, unknown, pending) {
+		if !turnframe.Unfinished(t.Phase, unknown, pending, executing) {
 			return nil, s.fail(ctx, "list unfinished turns",
-				fmt.Errorf("turn %v (%v, unknown %t, pending %t) listed, but turnframe.Unfinished says finished", t.ID, t.Phase, unknown, pending))
+				fmt.Errorf("turn %v (%v, unknown %t, pending %t, executing %t) listed, but turnframe.Unfinished says finished", t.ID, t.Phase, unknown, pending, executing))
 		}
 		out = append(out, marker(t))
 	}

@@ -24,6 +24,7 @@ func turnTests() []test {
 		{"ReplayOfATurnWithoutOneIsNotFound", testReplayMissing},
 		{"ListUnfinishedTurnsIncludesADeliveredTurnHoldingAnUnknownEntry", testUnfinishedIncludesDeliveredUnknown},
 		{"ListUnfinishedTurnsIncludesADeliveredTurnWhoseEntryWasPutBackToResend", testUnfinishedIncludesDeliveredResend},
+		{"ListUnfinishedTurnsIncludesAnAbandonedTurnHoldingARunningAttemptAndAReconciliationSettlesItOnceItsLeaseEnded", testUnfinishedIncludesAbandonedRunning},
 		{"ListUnfinishedTurnsRespectsScopeAndLimitOldestFirst", testUnfinishedScope},
 		{"ListUnfinishedTurnsAfterACursorPagesThroughEveryUnfinishedTurnOnceInIDOrder", testUnfinishedPages},
 	}
@@ -272,6 +273,32 @@ func testUnfinishedIncludesDeliveredResend(t *testing.T, e *env) {
 	got, err = e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
 	is.NoErr(err)         // list
 	is.Equal(len(got), 0) // nothing left
+}
+
+func testUnfinishedIncludesAbandonedRunning(t *testing.T, e *env) {
+	is := is.New(t)
+	// An attempt runs (leased for a minute) when the turn is abandoned, and
+	// its process dies before it settles: it may have acted, and nothing
+	// will ever run it again.
+	turn, key, attempt := e.running(acme, "payment/1", at(0))
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Phase: turnframe.PhaseAbandoned})
+	got, err := e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
+	is.NoErr(err)         // list
+	is.Equal(len(got), 1) // recovery must reach it
+	is.Equal(got[0].Turn, turn)
+
+	lease := e.entry(acme, key).LeaseUntil
+	reconcile := turnframe.Settlement{Key: key, To: turnframe.JournalCommitted}
+	e.refused(turnframe.Write{Account: acme, Turn: turn, Now: lease.Add(-time.Microsecond), Settle: []turnframe.Settlement{reconcile}},
+		turnframe.ErrConflict, "a reconciliation while the attempt's lease runs")
+	e.refused(turnframe.Write{Account: acme, Turn: turn, Now: lease, Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalPending}}},
+		turnframe.ErrConflict, "a resend of a stranded attempt")
+	settled := e.settle(acme, turn, lease, reconcile)
+	is.Equal(settled.Status, turnframe.JournalCommitted) // settled once its lease ended
+	is.Equal(settled.Attempt, attempt)                   // as the attempt that ran
+	got, err = e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, 10)
+	is.NoErr(err)         // list
+	is.Equal(len(got), 0) // finished
 }
 
 func testUnfinishedScope(t *testing.T, e *env) {
