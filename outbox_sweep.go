@@ -29,6 +29,11 @@ type sweep struct {
 	start  time.Time // the wall clock at the claim: now + time.Since(start) is the sweep's clock
 	fates  []rowFate // written by the settler only
 
+	// writing is held by the settler and the keeper for each of their
+	// writes, so a lease extension never meets a row this sweep just
+	// settled: a lost claim it reports is someone else's doing.
+	writing sync.Mutex
+
 	mu         sync.Mutex
 	open       map[int]bool // rows not settled and not given up: the keeper extends their leases
 	leaseUntil time.Time    // the latest lease end the store granted the open rows
@@ -143,13 +148,16 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 	for i, q := range batch {
 		settlements[i] = q.settlement
 	}
-	results, err := sw.write(settlements)
+	idx := make([]int, len(batch))
+	for i, q := range batch {
+		idx[i] = q.idx
+	}
+	results, err := sw.write(settlements, idx)
 	if err == nil && len(results) != len(batch) {
 		err = fmt.Errorf("store answered %d results for %d settlements", len(results), len(batch))
 	}
 	for i, q := range batch {
 		c := sw.claims[q.idx]
-		sw.close(q.idx)
 		attrs := append(rowAttrs(c), slog.String("outcome", q.out.Kind.String()), slog.String("code", q.out.Code))
 		rowErr := err
 		if rowErr == nil {
@@ -186,18 +194,16 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 // anything else, or when the caller's context ended and the rows' leases
 // ended too (by then a release may have taken them). The store call itself
 // runs even after the caller's context ended: a send that happened must be
-// recorded.
-func (sw *sweep) write(settlements []OutboxSettlement) ([]error, error) {
+// recorded. Once it has its answer, the rows idx are out of the keeper's
+// care.
+func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, error) {
 	d := sw.d
 	sctx := context.WithoutCancel(sw.ctx)
 	wait := settleRetryFirst
 	for {
-		results, err := d.store.Settle(sctx, settlements)
-		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) {
+		results, final, err := sw.tryWrite(sctx, settlements, idx)
+		if final {
 			return results, err
-		}
-		if sw.ctx.Err() != nil && !sw.clock().Before(sw.leaseEnd()) {
-			return nil, fmt.Errorf("%w (the sweep's context ended and its leases too: given up)", err)
 		}
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: store busy; the settlement will be written again",
 			slog.Int("rows", len(settlements)), slog.Duration("wait", wait), slog.String("error", err.Error()))
@@ -207,11 +213,25 @@ func (sw *sweep) write(settlements []OutboxSettlement) ([]error, error) {
 	}
 }
 
-// close takes row idx out of the keeper's care: it is settled, or given up.
-func (sw *sweep) close(idx int) {
+// tryWrite writes settlements once, holding sw.writing, and reports
+// whether its answer is final. A final answer takes the rows idx out of the
+// keeper's care before the keeper may write again.
+func (sw *sweep) tryWrite(ctx context.Context, settlements []OutboxSettlement, idx []int) (results []error, final bool, err error) {
+	sw.writing.Lock()
+	defer sw.writing.Unlock()
+	results, err = sw.d.store.Settle(ctx, settlements)
+	if err != nil && errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) {
+		if sw.ctx.Err() == nil || sw.clock().Before(sw.leaseEnd()) {
+			return nil, false, err
+		}
+		err = fmt.Errorf("%w (the sweep's context ended and its leases too: given up)", err)
+	}
 	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	delete(sw.open, idx)
+	for _, i := range idx {
+		delete(sw.open, i)
+	}
+	sw.mu.Unlock()
+	return results, true, err
 }
 
 // leaseEnd is the latest lease end the store granted the rows still open.
@@ -247,6 +267,8 @@ func (sw *sweep) keepLeases(settled <-chan struct{}) {
 // was unreachable): its send may be running, and the row may be sent twice.
 func (sw *sweep) extend() {
 	d := sw.d
+	sw.writing.Lock()
+	defer sw.writing.Unlock()
 	sw.mu.Lock()
 	var idx []int
 	var claims []Claim
