@@ -367,7 +367,7 @@ func TestRecoveryReachesAnAttemptStrandedOnAnAbandonedTurn(t *testing.T) {
 		}()
 		<-charged
 		is.NoErr(turnframe.New(store).Abandon(context.Background(), rtAccount, turn, "user.left")) // given up meanwhile
-		crash()                                                                                   // and the process dies
+		crash()                                                                                    // and the process dies
 		is.True(errors.Is(<-done, context.Canceled))
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalExecuting) // left running
 
