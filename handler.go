@@ -284,6 +284,13 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 	}
 	rt := x.rt
 	for reruns := 0; ; reruns++ {
+		if running.LeaseUntil.Before(rt.cfg.now().Add(rt.cfg.commandTimeout)) {
+			// The call would outlive the lease (the process was slow
+			// since the take): hold the entry for the whole call first.
+			if running, err = x.renew(ctx, running); err != nil {
+				return resultOf(running), err
+			}
+		}
 		rev, err := rt.store.CaseRevision(ctx, x.account, running.Case)
 		if err != nil {
 			return resultOf(running), fmt.Errorf("read revision of case %q: %w", running.Case, err)
@@ -367,8 +374,7 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 // rerunnable decides, after a commit refused with ErrConflict, whether the
 // handler runs again: only when the case moved under it, the attempt still
 // holds the entry, and re-runs are left. It then renews the attempt's lease
-// (which also touches the turn, so a scoped sweep sees it in flight) and
-// returns the entry as renewed.
+// and returns the entry as renewed.
 func (x *execution) rerunnable(ctx context.Context, running JournalEntry, rev CaseRevision, reruns int, conflict error) (JournalEntry, error) {
 	rt := x.rt
 	seen, err := rt.store.ByKey(ctx, x.account, running.Key)
@@ -393,6 +399,15 @@ func (x *execution) rerunnable(ctx context.Context, running JournalEntry, rev Ca
 	rt.obs.logf(ctx, slog.LevelDebug, "turnframe: case moved under a commit; running the command again",
 		slog.String("key", string(running.Key)), slog.String("case", string(running.Case)),
 		slog.Uint64("revision", uint64(rev)), slog.Uint64("now", uint64(moved)))
+	return x.renew(ctx, running)
+}
+
+// renew renews the lease of the attempt running holds, for another command
+// timeout and lease margin from now, and returns the entry as renewed. The
+// write also touches the turn, so a sweep scoped to stale turns sees it in
+// flight. ErrConflict when another attempt took the entry over meanwhile.
+func (x *execution) renew(ctx context.Context, running JournalEntry) (JournalEntry, error) {
+	rt := x.rt
 	applied, err := rt.store.Apply(ctx, Write{
 		Account: x.account, Turn: x.turn, Now: rt.cfg.now(),
 		Settle: []Settlement{{Key: running.Key, To: JournalExecuting, Attempt: running.Attempt, Lease: rt.cfg.commandLease()}},

@@ -391,3 +391,44 @@ func TestRecoveryReachesAnAttemptStrandedOnAnAbandonedTurn(t *testing.T) {
 		is.Equal(len(markers), 0) // finished
 	})
 }
+
+// rtSlowAfterTake is a store whose process stalls right after the first
+// write that moves an entry to Executing (the take): advance moves the
+// clock on before Execute goes on.
+type rtSlowAfterTake struct {
+	turnframe.Store
+	once    sync.Once
+	advance func()
+}
+
+func (s *rtSlowAfterTake) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	a, err := s.Store.Apply(ctx, w)
+	if err == nil && len(w.Settle) == 1 && w.Settle[0].To == turnframe.JournalExecuting {
+		s.once.Do(s.advance)
+	}
+	return a, err
+}
+
+// A handler is never called under a lease that would end before its
+// deadline: a process slow between the take and the call renews the lease
+// first, so no other process may take the command over while it runs.
+func TestExecuteRenewsALeaseTheHandlerWouldOutlive(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		var mu sync.Mutex
+		now := time.Now().UTC()
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		const timeout, margin = time.Minute, time.Second
+		slow := &rtSlowAfterTake{Store: store, advance: func() { mu.Lock(); now = now.Add(2 * margin); mu.Unlock() }}
+		rt := turnframe.New(slow, turnframe.WithClock(clock), turnframe.WithCommandTimeout(timeout), turnframe.WithLeaseMargin(margin))
+		turn := rtPlanned(t, turnframe.New(store, turnframe.WithClock(clock)), rtAccount, rtCmd("k-book", "flight/7", "book"))
+		var held time.Time
+		h := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+			held = rtEntry(t, store, call.Command.Key).LeaseUntil
+			return rtScript(ctx, call, 1)
+		})
+		_, err := rt.Execute(context.Background(), rtAccount, turn, h)
+		is.NoErr(err)
+		is.True(!held.Before(clock().Add(timeout))) // held for the whole call when the handler began
+	})
+}
