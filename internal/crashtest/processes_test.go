@@ -51,8 +51,8 @@ func fillOutbox(t *testing.T, db string, turns int) int {
 }
 
 // TestThreeProcessesDispatchOneFile: three child processes dispatch from
-// one file at once, never releasing a claim: the remote receives every row
-// exactly once.
+// one file at once, never releasing a claim (each sweep keeps its leases):
+// the remote receives every row exactly once.
 func TestThreeProcessesDispatchOneFile(t *testing.T) {
 	is := is.New(t)
 	turns := 200
@@ -79,10 +79,10 @@ func TestThreeProcessesDispatchOneFile(t *testing.T) {
 		}
 	}
 
-	applied, deliveries := rem.snapshot()
+	v := rem.snapshot()
 	perWorker := map[string]int{}
 	raw, dups := 0, 0
-	for _, ds := range deliveries {
+	for _, ds := range v.deliveries {
 		raw += len(ds)
 		for _, d := range ds {
 			perWorker[d.worker]++
@@ -91,10 +91,10 @@ func TestThreeProcessesDispatchOneFile(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("three processes: %d rows, %d raw deliveries, %d duplicates, %d keys applied, per worker %v", rows, raw, dups, len(applied), perWorker)
-	is.Equal(len(applied), rows) // every row reached the remote
-	is.Equal(raw, rows)          // exactly one raw delivery per row
-	is.Equal(dups, 0)            // no row sent twice
+	t.Logf("three processes: %d rows, %d raw deliveries, %d duplicates, %d keys applied, per worker %v", rows, raw, dups, len(v.applied), perWorker)
+	is.Equal(len(v.applied), rows) // every row reached the remote
+	is.Equal(raw, rows)            // exactly one raw delivery per row
+	is.Equal(dups, 0)              // no row sent twice
 
 	store, err := sqlitestore.Open(context.Background(), db, sqlitestore.WithExisting())
 	is.NoErr(err)

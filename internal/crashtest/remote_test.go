@@ -4,40 +4,72 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // delivery is one request the remote received for a key.
 type delivery struct {
+	seq     int64  // the remote's order of arrival, over every key
 	attempt int    // the row's attempt number (X-Attempt), 0 for a domain call
 	worker  string // the dispatcher that sent it (X-Worker)
 	status  int    // what the remote answered
 	applied bool   // this request applied the effect
 	dup     bool   // the effect was already applied: a duplicate delivery
+	slow    bool   // the remote held its answer back (X-Slow)
+}
+
+// span is one handler call, as the handler reported it: it begins when the
+// handler starts and ends when it returns.
+type span struct {
+	worker  string
+	attempt string    // the attempt id it runs under
+	lease   time.Time // when that attempt's lease on the entry ended, as the handler read it
+	begin   time.Time
+	end     time.Time // zero while it runs (for ever, for a killed worker)
 }
 
 // remote is the outside system, living in the parent process so it
 // survives every child. It keeps a ledger by idempotency key: an effect is
-// applied at most once per key, and every raw delivery is recorded.
+// applied at most once per key, and every raw delivery is recorded. It also
+// watches handler calls (spans) so that a command running in two places at
+// once is seen, and learns from the parent when a worker died, so that a
+// duplicate delivery can be explained.
 type remote struct {
 	srv   *httptest.Server
 	flaky bool // answer some sends 503, 422 or 500 (see decide)
 	seed  uint64
 
 	mu         sync.Mutex
+	seq        int64
 	applied    map[string]int // key → times applied (the ledger; must never exceed 1)
 	deliveries map[string][]delivery
+	died       map[string]int64 // worker → the seq at which the parent saw it dead
+	spans      map[string][]*span
+	slowSends  int
+	// Handler calls that began while another attempt's call of the same
+	// command was running: under that attempt's live lease (the library let
+	// a second attempt take a held command: must be 0), or after its lease
+	// ended while it still ran (at least once by design).
+	overlapLive, overlapPastLease int
+	lateStarts                    int // handler calls that began after their own attempt's lease ended
+	overlaps                      []string
 }
 
 func newRemote(t *testing.T, seed uint64, flaky bool) *remote {
-	r := &remote{seed: seed, flaky: flaky, applied: map[string]int{}, deliveries: map[string][]delivery{}}
+	r := &remote{
+		seed: seed, flaky: flaky, applied: map[string]int{}, deliveries: map[string][]delivery{},
+		died: map[string]int64{}, spans: map[string][]*span{},
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /send", r.send)
 	mux.HandleFunc("POST /cmd", r.cmd)
+	mux.HandleFunc("POST /span", r.span)
 	mux.HandleFunc("GET /applied", r.query)
 	r.srv = httptest.NewServer(mux)
 	t.Cleanup(r.srv.Close)
@@ -74,8 +106,11 @@ func (r *remote) send(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	attempt, _ := strconv.Atoi(req.Header.Get("X-Attempt"))
-	d := delivery{attempt: attempt, worker: req.Header.Get("X-Worker")}
+	slow, _ := time.ParseDuration(req.Header.Get("X-Slow"))
+	d := delivery{attempt: attempt, worker: req.Header.Get("X-Worker"), slow: slow > 0}
 	r.mu.Lock()
+	r.seq++
+	d.seq = r.seq
 	if r.applied[key] > 0 {
 		d.dup, d.status = true, http.StatusOK // a replay: answered as the first time, not applied again
 	} else {
@@ -87,7 +122,20 @@ func (r *remote) send(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	r.deliveries[key] = append(r.deliveries[key], d)
+	if d.slow {
+		r.slowSends++
+	}
 	r.mu.Unlock()
+	if slow > 0 {
+		// A slow remote: the effect is applied, the answer takes its time.
+		// The fault is the delay itself, not a wait for anything.
+		t := time.NewTimer(slow)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+		}
+	}
 	w.Header().Set("X-Request-Id", "ref-"+key)
 	w.WriteHeader(d.status)
 }
@@ -98,6 +146,8 @@ func (r *remote) cmd(w http.ResponseWriter, req *http.Request) {
 	key := req.Header.Get("Idempotency-Key")
 	d := delivery{worker: req.Header.Get("X-Worker"), status: http.StatusOK}
 	r.mu.Lock()
+	r.seq++
+	d.seq = r.seq
 	if r.applied[key] > 0 {
 		d.dup = true
 	} else {
@@ -107,6 +157,60 @@ func (r *remote) cmd(w http.ResponseWriter, req *http.Request) {
 	r.deliveries[key] = append(r.deliveries[key], d)
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
+}
+
+// span records a handler call beginning or ending (op=begin|end) for a
+// command key, under an attempt (X-Attempt) whose lease ends at X-Lease
+// (Unix microseconds; 0 when the handler found its attempt no longer
+// holding the entry).
+func (r *remote) span(w http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	q := req.URL.Query()
+	key, op := q.Get("key"), q.Get("op")
+	worker, attempt := req.Header.Get("X-Worker"), req.Header.Get("X-Attempt")
+	leaseUs, _ := strconv.ParseInt(req.Header.Get("X-Lease"), 10, 64)
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch op {
+	case "begin":
+		lease := time.Time{}
+		if leaseUs > 0 {
+			lease = time.UnixMicro(leaseUs)
+		}
+		if !now.Before(lease) {
+			r.lateStarts++
+			r.overlaps = append(r.overlaps, fmt.Sprintf("%s: attempt %s of %s began at %s, its lease ended at %s",
+				key, attempt, worker, now.Format(time.RFC3339Nano), lease.Format(time.RFC3339Nano)))
+		}
+		for _, s := range r.spans[key] {
+			if !s.end.IsZero() || s.attempt == attempt {
+				continue
+			}
+			_, dead := r.died[s.worker]
+			switch {
+			case now.Before(s.lease):
+				r.overlapLive++
+				r.overlaps = append(r.overlaps, fmt.Sprintf("%s: attempt %s of %s began while attempt %s of %s (dead %t) held it until %s",
+					key, attempt, worker, s.attempt, s.worker, dead, s.lease.Format(time.RFC3339Nano)))
+			case !dead:
+				r.overlapPastLease++
+				r.overlaps = append(r.overlaps, fmt.Sprintf("%s: attempt %s of %s began while attempt %s of %s still ran, its lease ended at %s",
+					key, attempt, worker, s.attempt, s.worker, s.lease.Format(time.RFC3339Nano)))
+			}
+		}
+		r.spans[key] = append(r.spans[key], &span{worker: worker, attempt: attempt, lease: lease, begin: now})
+	case "end":
+		for _, s := range r.spans[key] {
+			if s.attempt == attempt && s.worker == worker && s.end.IsZero() {
+				s.end = now
+			}
+		}
+	default:
+		http.Error(w, "op", http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // query answers whether key was applied: what a reconciler asks.
@@ -122,16 +226,52 @@ func (r *remote) query(w http.ResponseWriter, req *http.Request) {
 	io.WriteString(w, "no")
 }
 
-func (r *remote) snapshot() (map[string]int, map[string][]delivery) {
+// markDead records that worker's process is gone: the parent killed it and
+// reaped it. Every delivery after this point that repeats one of its sends
+// is explained by its death.
+func (r *remote) markDead(worker string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	applied := make(map[string]int, len(r.applied))
-	for k, v := range r.applied {
-		applied[k] = v
+	r.seq++
+	r.died[worker] = r.seq
+}
+
+// ledgerView is what the audit reads from the remote.
+type ledgerView struct {
+	applied                       map[string]int
+	deliveries                    map[string][]delivery
+	died                          map[string]int64
+	spans                         int
+	slowSends                     int
+	overlapLive, overlapPastLease int
+	lateStarts                    int
+	overlaps                      []string
+}
+
+func (r *remote) snapshot() ledgerView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := ledgerView{
+		applied: make(map[string]int, len(r.applied)), deliveries: make(map[string][]delivery, len(r.deliveries)),
+		slowSends: r.slowSends, overlapLive: r.overlapLive, overlapPastLease: r.overlapPastLease,
+		lateStarts: r.lateStarts, overlaps: append([]string(nil), r.overlaps...),
+		died: maps.Clone(r.died),
 	}
-	deliveries := make(map[string][]delivery, len(r.deliveries))
-	for k, v := range r.deliveries {
-		deliveries[k] = append([]delivery(nil), v...)
+	for k, n := range r.applied {
+		v.applied[k] = n
 	}
-	return applied, deliveries
+	for k, ds := range r.deliveries {
+		v.deliveries[k] = append([]delivery(nil), ds...)
+	}
+	for _, ss := range r.spans {
+		v.spans += len(ss)
+	}
+	return v
+}
+
+// diedBefore reports whether worker was seen dead before the delivery
+// numbered seq arrived.
+func (v ledgerView) diedBefore(worker string, seq int64) bool {
+	at, ok := v.died[worker]
+	return ok && at < seq
 }
