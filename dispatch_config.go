@@ -14,8 +14,13 @@ const (
 	DefaultBackoffMultiplier = 4
 	DefaultMaxAttempts       = 5
 	DefaultConcurrency       = 1
-	DefaultLeaseMargin       = 30 * time.Second
 )
+
+// DefaultLeaseMargin is how long a lease runs past the time its holder's
+// call may take, unless configured: DispatchConfig.LeaseMargin for an
+// outbox claim (past SendTimeout), WithLeaseMargin for a command's attempt
+// (past the command timeout).
+const DefaultLeaseMargin = 30 * time.Second
 
 // DispatchConfig is how a Dispatcher works. Every field but WorkerID may be
 // left zero (or negative) and then takes its default; WorkerID is required.
