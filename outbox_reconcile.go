@@ -38,9 +38,10 @@ func (d *Dispatcher) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([
 // Failed with the answer's code, or Pending due at now (resend).
 // VerdictUnresolved writes nothing.
 //
-// Errors wrap the store's: ErrNotFound for no such row, ErrConflict when the
-// row left OutcomeUnknown between the read and the write, ErrInvalid for a
-// code the store refuses. With an error nothing was written, and the answer
+// Errors: ErrInvalid for a zero id or a now out of range, before anything
+// is read; otherwise they wrap the store's: ErrNotFound for no such row,
+// ErrConflict when the row left OutcomeUnknown between the read and the
+// write, ErrInvalid for a code the store refuses. With an error nothing was written, and the answer
 // returned is the reconciler's (or VerdictUnresolved when it was not asked).
 // Reconcile panics if reconciler is nil.
 func (d *Dispatcher) Reconcile(ctx context.Context, id OutboxID, reconciler Reconciler, now time.Time) (Reconciled, error) {
@@ -48,6 +49,12 @@ func (d *Dispatcher) Reconcile(ctx context.Context, id OutboxID, reconciler Reco
 		panic("turnframe: Dispatcher.Reconcile with a nil reconciler")
 	}
 	unresolved := Reconciled{Verdict: VerdictUnresolved}
+	if err := CheckID("id", id); err != nil {
+		return unresolved, err
+	}
+	if err := CheckTime("now", now); err != nil {
+		return unresolved, err // before the reconciler is asked anything
+	}
 	rec, err := d.store.GetOutbox(ctx, id)
 	if err != nil {
 		return unresolved, fmt.Errorf("reconcile outbox row %v: %w", id, err)

@@ -717,3 +717,24 @@ func TestDispatchReportAndKinds(t *testing.T) {
 	is.Equal(names, []string{"completed", "retryable", "permanent", "unknown"}) // snake case
 	is.Equal(turnframe.Dispatched{}.Kind, turnframe.DispatchUnknown)            // the zero value is the cautious one
 }
+
+// Reconcile checks its input before it reads the row or asks the
+// reconciler anything.
+func TestDispatcherReconcileRefusesATimeOutOfRangeFirst(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		d := turnframe.NewDispatcher(store, &dispAnswer{}, turnframe.DefaultDispatchConfig("w1"))
+		_, err := d.RunOnce(ctx, dispNow)
+		is.NoErr(err) // the row is unknown now
+		asked := false
+		_, err = d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
+			asked = true
+			return turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}
+		}), time.Unix(0, 0))
+		is.True(errors.Is(err, turnframe.ErrInvalid))                                  // refused
+		is.True(!asked)                                                                // before the reconciler was asked
+		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // nothing written
+	})
+}
