@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,13 +54,14 @@ var sentinels = []struct {
 	{"ClaimLost", turnframe.ErrClaimLost},
 	{"Invalid", turnframe.ErrInvalid},
 	{"Closed", turnframe.ErrClosed},
+	{"Busy", turnframe.ErrBusy},
 	{"Canceled", context.Canceled},
 	{"Deadline", context.DeadlineExceeded},
 }
 
 // errClass names the sentinels err wraps: "ok" for nil, "other" for an error
 // that wraps none (a store's own failure, which the stores must not differ
-// on either).
+// on either). An ErrInvalid must also be an *InvalidError naming its field.
 func errClass(err error) string {
 	if err == nil {
 		return "ok"
@@ -74,14 +75,22 @@ func errClass(err error) string {
 	if len(names) == 0 {
 		return "other"
 	}
+	if errors.Is(err, turnframe.ErrInvalid) {
+		var ie *turnframe.InvalidError
+		if !errors.As(err, &ie) || ie.Field == "" {
+			names = append(names, "unnamed")
+		}
+	}
 	return strings.Join(names, "|")
 }
 
 // Fixed universe the decoder picks from: small, so that keys, cases and
-// order keys collide often.
+// order keys collide often. The keys "k", "k/1" and "k/2" are those the
+// first row-key scheme made collide: command "k" with two rows got "k/1" and
+// "k/2", the keys of two other commands. Every key here is valid.
 var (
 	accounts  = []turnframe.AccountID{"acct-a", "acct-b"}
-	keys      = []turnframe.IdempotencyKey{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11"}
+	keys      = []turnframe.IdempotencyKey{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11", "k", "k/1", "k/2", "k 1", "ключ"}
 	cases     = []turnframe.CaseKey{"c0", "c1", "c2"}
 	names     = []string{"book", "pay"}
 	payloads  = [][]byte{nil, []byte("x"), []byte("y")}
@@ -90,7 +99,58 @@ var (
 	orderKeys = []string{"", "o1", "o2"}
 	texts     = []string{"", "book a seat? and pay", "héllo wörld? ok"}
 	limits    = []int{1, 2, 3, 16, 0, -1, turnframe.MaxLimit + 1}
+	// badKeys are keys every entry point refuses: the row-key separator, a
+	// control character (inside or at an end), white space at either end.
+	badKeys = []turnframe.IdempotencyKey{"k~1", "k\t1", " k", "k ", "k\n", "k\x00", "k\u00a0", "\u0085k"}
 )
+
+// commandFor is the one command the key k (an index into keys) stands for,
+// so that admitting a key twice is, by default, the same command.
+func commandFor(k int) turnframe.Command {
+	return turnframe.Command{Key: keys[k], Case: cases[k%len(cases)], Name: names[k%len(names)], Payload: payloads[k%len(payloads)]}
+}
+
+// specialTimes are the edges of the time range every store method takes:
+// out of range on either side (by a nanosecond too, which a store that
+// truncated before it checked would accept), and the two edges themselves.
+var specialTimes = []struct {
+	name string
+	t    time.Time
+}{
+	{"epoch", time.Unix(0, 0).UTC()},
+	{"min-1ns", turnframe.MinTime.Add(-time.Nanosecond)},
+	{"min", turnframe.MinTime},
+	{"1969", time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)},
+	{"max", turnframe.MaxTime},
+	{"max+1ns", turnframe.MaxTime.Add(time.Nanosecond)},
+	{"max+1us", turnframe.MaxTime.Add(time.Microsecond)},
+	{"year10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+}
+
+// outOfRange reports whether t is a time every store must refuse.
+func outOfRange(t time.Time) bool { return t.Before(turnframe.MinTime) || t.After(turnframe.MaxTime) }
+
+var zone = time.FixedZone("UTC+5:30", 5*3600+30*60)
+
+// leaseChoices are the leases the decoder draws: from one microsecond (ended
+// by the next op) to an hour (live for the whole input).
+var leaseChoices = []time.Duration{time.Microsecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 300 * time.Millisecond, time.Second, time.Hour}
+
+// lease draws a lease: mostly one of leaseChoices plus a fraction of a
+// microsecond (which the lease end must drop alike), now and then zero or
+// negative (ErrInvalid) or the longest Go holds (valid: it ends in 2323).
+func lease(c byte) time.Duration {
+	switch c {
+	case 0xff:
+		return 0
+	case 0xfe:
+		return -time.Millisecond
+	case 0xfd:
+		return math.MaxInt64
+	}
+	return leaseChoices[c&7] + time.Duration(c>>3&7)*333*time.Nanosecond
+}
 
 const turnSlots = 6
 
@@ -103,27 +163,35 @@ type acctKey struct {
 
 // runner decodes fuzz input into operations and runs each on every world.
 type runner struct {
-	t        testing.TB
-	ctx      context.Context
-	worlds   []*world
-	in       []byte
-	pos      int
-	now      time.Time
-	ops      int
-	log      []string
-	past     []time.Time
-	statHook func(desc string, err error) // the clock at every op so far: cut-offs land on them exactly
+	t      testing.TB
+	ctx    context.Context
+	worlds []*world
+	in     []byte
+	pos    int
+	now    time.Time
+	ops    int
+	log    []string
+	past   []time.Time // the clock at every op so far: cut-offs land on them exactly
+	// leaseEnds are the ends of every lease a store granted (claims,
+	// extensions, takes), in order: times drawn around them test "ended
+	// at" against "ended before".
+	leaseEnds []time.Time
 
-	ids   *turnframe.IDGenerator // the harness's own ids: turns, conversations, attempts
-	turns [turnSlots]turnframe.TurnID
-	convs [turnSlots]turnframe.ConversationID
+	// stats, when not nil, counts each op's first word and error class,
+	// and the finer outcomes the ops note (TestDecoderReachesRealFlows).
+	stats map[string]int
+	// afterOps, when not nil, runs after the last op, before the final
+	// comparison: a test's own checks of the stores.
+	afterOps func()
 
-	// Hints read from the first world's answers, to steer the decoder
-	// towards writes that can succeed. Both worlds get the same input.
-	keysOf  map[int][]turnframe.IdempotencyKey
-	caseOf  map[acctKey]turnframe.CaseKey
-	attempt map[acctKey]turnframe.AttemptID
-	status  map[acctKey]turnframe.JournalStatus
+	ids       *turnframe.IDGenerator // the harness's own ids: turns, conversations, attempts
+	slotTurns [turnSlots][]turnframe.TurnID
+	convs     [turnSlots]turnframe.ConversationID
+	allTurns  []turnframe.TurnID // every turn id the harness made, for the final comparison
+
+	// attempts lists, per key, every attempt that took it, in order: the
+	// last is the one that holds it, the others are superseded.
+	attempts map[acctKey][]turnframe.AttemptID
 }
 
 const maxOps = 400
@@ -135,14 +203,13 @@ var trace = os.Getenv("DIFFTEST_TRACE") != ""
 func newRunner(t testing.TB, in []byte, worlds []*world) *runner {
 	r := &runner{
 		t: t, ctx: context.Background(), worlds: worlds, in: in, now: epoch,
-		ids:     turnframe.NewIDGeneratorFrom(rand.NewChaCha8([32]byte{1})),
-		keysOf:  make(map[int][]turnframe.IdempotencyKey),
-		caseOf:  make(map[acctKey]turnframe.CaseKey),
-		attempt: make(map[acctKey]turnframe.AttemptID),
-		status:  make(map[acctKey]turnframe.JournalStatus),
+		ids:      turnframe.NewIDGeneratorFrom(rand.NewChaCha8([32]byte{1})),
+		attempts: make(map[acctKey][]turnframe.AttemptID),
 	}
 	for i := range turnSlots {
-		r.turns[i] = r.ids.TurnID(epoch.Add(time.Duration(i) * time.Millisecond))
+		id := r.ids.TurnID(epoch.Add(time.Duration(i) * time.Millisecond))
+		r.slotTurns[i] = []turnframe.TurnID{id}
+		r.allTurns = append(r.allTurns, id)
 		r.convs[i] = r.ids.ConversationID(epoch)
 	}
 	return r
@@ -150,7 +217,9 @@ func newRunner(t testing.TB, in []byte, worlds []*world) *runner {
 
 func (r *runner) more() bool { return r.pos < len(r.in) && r.ops < maxOps }
 
-// b returns the next input byte, 0 once the input is spent.
+// b returns the next input byte, 0 once the input is spent. Only the
+// decoder calls it, never a closure run per world: both worlds get the same
+// operations.
 func (r *runner) b() byte {
 	if r.pos >= len(r.in) {
 		return 0
@@ -161,6 +230,18 @@ func (r *runner) b() byte {
 }
 
 func pick[T any](r *runner, xs []T) T { return xs[int(r.b())%len(xs)] }
+
+// note counts an outcome for TestDecoderReachesRealFlows.
+func (r *runner) note(label string) {
+	if r.stats != nil {
+		r.stats[label]++
+	}
+}
+
+// mem is the first world's store (memstore), which the decoder reads to
+// steer towards writes that can succeed: reads change nothing, and both
+// worlds get the same input whatever it says.
+func (r *runner) mem() turnframe.Store { return r.worlds[0].store }
 
 // do runs f on every world and fails unless every world gave the same
 // result and error class. It returns each world's value and error.
@@ -180,11 +261,17 @@ func (r *runner) do(desc string, f func(w *world) (any, error)) ([]any, []error)
 			outs[i] = "ok " + w.norm(v)
 		}
 	}
-	if r.statHook != nil {
-		r.statHook(desc, errs[0])
+	if r.stats != nil {
+		r.stats[strings.Fields(desc)[0]+" "+errClass(errs[0])]++
 	}
 	if trace {
 		r.t.Logf("%s -> %.300s", desc, outs[0])
+	}
+	for i := range outs {
+		if strings.Contains(outs[i], "unnamed") {
+			r.t.Fatalf("%s: an ErrInvalid that is not an *InvalidError naming its field at op %s: %v\nops so far:\n%s",
+				r.worlds[i].name, desc, errs[i], strings.Join(r.log, "\n"))
+		}
 	}
 	for i := 1; i < len(outs); i++ {
 		if outs[i] != outs[0] {
@@ -217,39 +304,180 @@ func (r *runner) cutoff() time.Time {
 	return r.now.Add(-time.Duration(c) * 3 * time.Millisecond)
 }
 
+// timeAt draws the time of an op from c: mostly base; now and then one of
+// the last lease ends a store granted, a microsecond before it, at it or a
+// microsecond after it; base in another zone (which must read back in UTC);
+// or one of specialTimes, mostly out of range. It returns a label for the
+// op's description.
+func (r *runner) timeAt(c byte, base time.Time) (time.Time, string) {
+	switch {
+	case c >= 0xf8:
+		s := specialTimes[c-0xf8]
+		return s.t, "@" + s.name
+	case c >= 0xf0:
+		return base.In(zone), "@zoned"
+	case c >= 0xc0 && len(r.leaseEnds) > 0:
+		end := r.leaseEnds[len(r.leaseEnds)-1-int(c>>2&7)%len(r.leaseEnds)]
+		switch c & 3 {
+		case 0:
+			return end.Add(-time.Microsecond), "@end-1us"
+		case 3:
+			return end.Add(time.Microsecond), "@end+1us"
+		}
+		return end, "@end"
+	}
+	return base, ""
+}
+
+// noteLease records a lease end a store granted.
+func (r *runner) noteLease(t time.Time) {
+	if !t.IsZero() {
+		r.leaseEnds = append(r.leaseEnds, t)
+	}
+}
+
+// slot picks a turn slot, its account and a turn: mostly the slot's current
+// turn, now and then an earlier one (one a re-plan left behind, abandoned
+// perhaps), and now and then through the other tenant (ErrNotFound). Mostly
+// it steers away from a turn that does not exist.
 func (r *runner) slot() (int, turnframe.AccountID, turnframe.TurnID) {
+	return r.slotWhere(func(acct turnframe.AccountID, turn turnframe.TurnID) bool {
+		return r.phase(acct, turn) != turnframe.PhaseUnset
+	})
+}
+
+// busySlot is slot steering towards a turn that is not abandoned and holds
+// a pending entry: where takes, runs and commits can succeed.
+func (r *runner) busySlot() (int, turnframe.AccountID, turnframe.TurnID) {
+	return r.slotWhere(func(acct turnframe.AccountID, turn turnframe.TurnID) bool {
+		return r.phase(acct, turn) != turnframe.PhaseAbandoned && r.holdsPending(acct, turn)
+	})
+}
+
+// withStatus returns the keys of the turn's entries in status st.
+func (r *runner) withStatus(acct turnframe.AccountID, turn turnframe.TurnID, st turnframe.JournalStatus) []turnframe.IdempotencyKey {
+	var ks []turnframe.IdempotencyKey
+	for _, e := range r.entries(acct, turn) {
+		if e.Status == st {
+			ks = append(ks, e.Key)
+		}
+	}
+	return ks
+}
+
+// holdsPending reports whether the turn holds a Pending or Executing entry.
+func (r *runner) holdsPending(acct turnframe.AccountID, turn turnframe.TurnID) bool {
+	for _, e := range r.entries(acct, turn) {
+		if e.Status.IsPending() {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *runner) slotWhere(good func(turnframe.AccountID, turnframe.TurnID) bool) (int, turnframe.AccountID, turnframe.TurnID) {
 	c := r.b()
 	s := int(c) % turnSlots
 	acct := accounts[s%len(accounts)]
-	if c&0xe0 == 0xe0 { // now and then the other tenant: ErrNotFound
+	if c&0xe0 == 0xe0 {
 		acct = accounts[(s+1)%len(accounts)]
 	}
-	return s, acct, r.turns[s]
+	hist := r.slotTurns[s]
+	turn := hist[len(hist)-1]
+	if c&0x18 == 0x18 && len(hist) > 1 {
+		return s, acct, hist[int(c>>5)%(len(hist)-1)]
+	}
+	if c&0x07 == 0x07 || acct != accounts[s%len(accounts)] {
+		return s, acct, turn
+	}
+	// The first slot of the account, from this one on, whose turn is good;
+	// or else the latest good turn any slot of the account held.
+	for i := 0; i < turnSlots; i += len(accounts) {
+		s2 := (s + i) % turnSlots
+		t2 := r.slotTurns[s2][len(r.slotTurns[s2])-1]
+		if good(acct, t2) {
+			return s2, acct, t2
+		}
+	}
+	for i := 0; i < turnSlots; i += len(accounts) {
+		s2 := (s + i) % turnSlots
+		for j := len(r.slotTurns[s2]) - 2; j >= 0; j-- {
+			if t2 := r.slotTurns[s2][j]; good(acct, t2) {
+				return s2, acct, t2
+			}
+		}
+	}
+	return s, acct, turn
 }
 
-// keyOf picks one of the keys the slot's turn admitted, or any key.
-func (r *runner) keyOf(s int) turnframe.IdempotencyKey {
+// entries returns what the first world holds for a turn: its entries, in
+// admission order.
+func (r *runner) entries(acct turnframe.AccountID, turn turnframe.TurnID) []turnframe.JournalEntry {
+	es, _ := r.mem().ForTurn(r.ctx, acct, turn)
+	return es
+}
+
+func (r *runner) phase(acct turnframe.AccountID, turn turnframe.TurnID) turnframe.TurnPhase {
+	m, err := r.mem().TurnPhase(r.ctx, acct, turn)
+	if err != nil {
+		return turnframe.PhaseUnset
+	}
+	return m.Phase
+}
+
+func (r *runner) entry(acct turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, bool) {
+	e, err := r.mem().ByKey(r.ctx, acct, key)
+	return e, err == nil
+}
+
+// keyOf picks one of the keys the turn holds (mostly one still pending, if
+// any), or now and then any key of the universe.
+func (r *runner) keyOf(acct turnframe.AccountID, turn turnframe.TurnID) turnframe.IdempotencyKey {
 	c := r.b()
-	ks := r.keysOf[s]
+	es := r.entries(acct, turn)
 	if c&0x10 == 0 { // mostly one still pending, if any
-		acct := accounts[s%len(accounts)]
-		var pending []turnframe.IdempotencyKey
-		for _, k := range ks {
-			if r.status[acctKey{acct, k}].IsPending() {
-				pending = append(pending, k)
+		var pending []turnframe.JournalEntry
+		for _, e := range es {
+			if e.Status.IsPending() {
+				pending = append(pending, e)
 			}
 		}
 		if len(pending) > 0 {
-			ks = pending
+			es = pending
 		}
 	}
-	if len(ks) == 0 || c&0xe0 == 0xe0 {
+	if len(es) == 0 || c&0xe0 == 0xe0 {
 		return keys[int(c)%len(keys)]
 	}
-	return ks[int(c)%len(ks)]
+	return es[int(c)%len(es)].Key
+}
+
+// current is the attempt that holds (or last held) key, as the first world
+// says: the Prior a correct take presents.
+func (r *runner) current(acct turnframe.AccountID, key turnframe.IdempotencyKey) turnframe.AttemptID {
+	e, _ := r.entry(acct, key)
+	return e.Attempt
+}
+
+// attemptFor returns, by c, the attempt that runs key (most often), one it
+// superseded, one that never ran, or none (a reconciliation's shape).
+func (r *runner) attemptFor(acct turnframe.AccountID, key turnframe.IdempotencyKey, c byte) (turnframe.AttemptID, string) {
+	hist := r.attempts[acctKey{acct, key}]
+	switch c & 0xe0 {
+	case 0xe0:
+		return r.ids.AttemptID(r.now), "fresh"
+	case 0xc0:
+		if len(hist) > 1 {
+			return hist[int(c)%(len(hist)-1)], "superseded"
+		}
+	case 0xa0:
+		return turnframe.AttemptID{}, "none"
+	}
+	return r.current(acct, key), "current"
 }
 
 func (r *runner) apply(desc string, w turnframe.Write) ([]any, []error) {
+	r.t.Helper()
 	vals, errs := r.do(desc, func(wd *world) (any, error) {
 		a, err := wd.store.Apply(r.ctx, w)
 		if err == nil {
@@ -264,28 +492,81 @@ func (r *runner) apply(desc string, w turnframe.Write) ([]any, []error) {
 	})
 	if errs[0] == nil {
 		a := vals[0].(turnframe.Applied)
-		for _, e := range append(a.Admitted, a.Settled...) {
-			r.status[acctKey{e.Account, e.Key}] = e.Status
+		for _, e := range a.Settled {
+			if e.Status != turnframe.JournalExecuting {
+				continue
+			}
+			ak := acctKey{e.Account, e.Key}
+			if h := r.attempts[ak]; len(h) == 0 || h[len(h)-1] != e.Attempt {
+				r.attempts[ak] = append(h, e.Attempt)
+			}
+			r.noteLease(e.LeaseUntil)
+		}
+		if len(a.Outbox) > 0 {
+			r.note("outbox rows " + map[bool]string{true: "several", false: "one"}[len(a.Outbox) > 1])
 		}
 	}
 	return vals, errs
 }
 
+// checkRowKeys checks on every world that no two outbox rows of an account
+// share a key: the row-key rule of issue 11. The runner checks after every
+// op and at the end.
+func (r *runner) checkRowKeys(desc string) {
+	r.t.Helper()
+	for _, w := range r.worlds {
+		rows, err := w.store.ListOutbox(r.ctx, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
+		if err != nil {
+			r.t.Fatalf("%s: list outbox after %s: %v", w.name, desc, err)
+		}
+		seen := make(map[acctKey]turnframe.OutboxID, len(rows))
+		for _, row := range rows {
+			ak := acctKey{row.Account, row.Key}
+			if other, ok := seen[ak]; ok {
+				r.t.Fatalf("%s: after %s, rows %v and %v of account %q share the key %q\nops so far:\n%s",
+					w.name, desc, other, row.ID, row.Account, row.Key, strings.Join(r.log, "\n"))
+			}
+			seen[ak] = row.ID
+		}
+		if r.stats != nil && w == r.worlds[0] {
+			// A row "k~n" of a command beside a row of a command keyed
+			// "k/n": the first scheme gave both the key "k/n".
+			for ak := range seen {
+				if i := strings.LastIndexByte(string(ak.key), turnframe.OutboxKeySeparator); i > 0 {
+					old := ak.key[:i] + "/" + ak.key[i+1:]
+					if _, ok := seen[acctKey{ak.acct, old}]; ok {
+						r.note("old scheme would collide")
+					}
+				}
+			}
+		}
+	}
+}
+
 func (r *runner) run() {
 	r.t.Helper()
+	// Every slot starts with its turn received, so that the ops of even a
+	// short input reach turns that exist.
+	for s := range turnSlots {
+		acct, turn := accounts[s%len(accounts)], r.slotTurns[s][0]
+		r.apply(fmt.Sprintf("setup slot=%d", s), turnframe.Write{Account: acct, Turn: turn, Now: r.now,
+			Begin: &turnframe.StoredTurn{Account: acct, ID: turn, Conversation: r.convs[s], Text: texts[s%len(texts)], ReceivedAt: r.now}})
+	}
 	for r.more() {
 		r.tick()
 		r.step(r.b())
 		r.ops++
+		r.checkRowKeys(r.log[len(r.log)-1])
+	}
+	if r.afterOps != nil {
+		r.afterOps()
 	}
 	r.compareFinal()
 	r.compareClosed()
 }
 
 func (r *runner) step(op byte) {
-	switch op % 24 {
-	case 20, 21, 22, 23:
-		r.opRun()
+	switch op % 32 {
 	case 0, 1:
 		r.opBegin()
 	case 2, 3:
@@ -316,530 +597,23 @@ func (r *runner) step(op byte) {
 		r.opPrune()
 	case 18, 19:
 		r.opRead()
+	case 20, 21, 22, 23:
+		r.opRun()
+	case 24:
+		r.opExtend()
+	case 25:
+		r.opReleaseClaim()
+	case 26:
+		r.opReplan()
+	case 27:
+		r.opResendAbandoned()
+	case 28:
+		r.opPages()
+	case 29:
+		r.opExhaustRequeue()
+	case 30:
+		r.opTakeOver()
+	case 31:
+		r.opBadCall()
 	}
-}
-
-func (r *runner) opBegin() {
-	s, acct, turn := r.slot()
-	c := r.b()
-	text := texts[int(c)%len(texts)]
-	conv := r.convs[s]
-	switch c >> 4 {
-	case 0xe:
-		conv = turnframe.ConversationID{}
-	case 0xf:
-		text = "bad \xff utf8"
-	}
-	w := turnframe.Write{
-		Account: acct, Turn: turn, Now: r.now,
-		Begin: &turnframe.StoredTurn{Account: acct, ID: turn, Conversation: conv, Text: text, ReceivedAt: r.now},
-	}
-	if c&0x08 != 0 { // begin and plan in one write
-		w.Phase = turnframe.PhasePlanned
-		w.Admit = r.commands()
-	}
-	_, errs := r.apply(fmt.Sprintf("begin slot=%d acct=%s text=%q", s, acct, text), w)
-	if errs[0] == nil {
-		r.noteAdmitted(s, acct, w.Admit)
-	}
-}
-
-func (r *runner) commands() []turnframe.Command {
-	n := 1 + int(r.b())%3
-	cmds := make([]turnframe.Command, 0, n)
-	for range n {
-		c := r.b()
-		k := int(c) % len(keys)
-		cmd := turnframe.Command{Key: keys[k], Case: cases[k%len(cases)], Name: names[k%len(names)], Payload: payloads[k%len(payloads)]}
-		if c&0xe0 == 0xe0 { // the key reused for another command: ErrConflict
-			cmd.Payload = []byte("other")
-		}
-		cmds = append(cmds, cmd)
-	}
-	return cmds
-}
-
-// noteAdmitted records the keys a successful admission gave the slot's turn
-// (a key another turn admitted first stays that turn's).
-func (r *runner) noteAdmitted(s int, acct turnframe.AccountID, cmds []turnframe.Command) {
-	for _, cmd := range cmds {
-		ak := acctKey{acct, cmd.Key}
-		if _, ok := r.caseOf[ak]; ok {
-			continue
-		}
-		r.caseOf[ak] = cmd.Case
-		r.keysOf[s] = append(r.keysOf[s], cmd.Key)
-	}
-}
-
-func (r *runner) opAdmit() {
-	s, acct, turn := r.slot()
-	cmds := r.commands()
-	c := r.b()
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now, Admit: cmds}
-	switch c % 6 {
-	case 1:
-		w.Phase = turnframe.PhasePlanned
-	case 2:
-		w.Phase = turnframe.PhaseInterpreted
-	}
-	if c&0x80 != 0 {
-		w.Replay = r.replay()
-	}
-	_, errs := r.apply(fmt.Sprintf("admit slot=%d acct=%s cmds=%v phase=%v", s, acct, cmds, w.Phase), w)
-	if errs[0] == nil && acct == accounts[s%len(accounts)] {
-		r.noteAdmitted(s, acct, cmds)
-	}
-}
-
-func (r *runner) replay() *turnframe.ReplayRecord {
-	c := r.b()
-	rec := &turnframe.ReplayRecord{LoadedCases: cases[:int(c)%len(cases)], Response: texts[int(c>>2)%len(texts)]}
-	if c&0x10 != 0 {
-		rec.Understanding = &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{
-			{Unit: int(c) % 3, Words: turnframe.WordRange{First: 0, Last: 2, Start: 0, End: int(c) % 12}, Basis: turnframe.AnswerBasis(c % 3), ContinuesPrevious: c&0x20 != 0},
-		}}
-	}
-	return rec
-}
-
-func (r *runner) opExecuting() {
-	s, acct, turn := r.slot()
-	key := r.keyOf(s)
-	att := r.ids.AttemptID(r.now)
-	c := r.b()
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now,
-		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: att}}}
-	if c&1 != 0 {
-		w.Phase = turnframe.PhaseExecuting
-	}
-	_, errs := r.apply(fmt.Sprintf("executing slot=%d key=%s", s, key), w)
-	if errs[0] == nil {
-		r.attempt[acctKey{acct, key}] = att
-	}
-}
-
-// attemptFor returns the attempt that runs key, or a stale one now and then.
-func (r *runner) attemptFor(acct turnframe.AccountID, key turnframe.IdempotencyKey, c byte) turnframe.AttemptID {
-	if c&0xe0 == 0xe0 {
-		return r.ids.AttemptID(r.now)
-	}
-	return r.attempt[acctKey{acct, key}]
-}
-
-func (r *runner) opCommit() {
-	s, acct, turn := r.slot()
-	key := r.keyOf(s)
-	c := r.b()
-	cs := r.caseOf[acctKey{acct, key}]
-	if cs == "" || c&0x1c == 0x1c {
-		cs = cases[int(c)%len(cases)]
-	}
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now,
-		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, Attempt: r.attemptFor(acct, key, c)}}}
-	for i := range int(r.b()) % 3 {
-		w.Events = append(w.Events, turnframe.Event{Case: cs, Type: fmt.Sprintf("ev%d", i), Data: []byte{byte(i)}})
-	}
-	for range int(r.b()) % 4 {
-		d := r.b()
-		m := turnframe.OutboxMessage{Destination: dests[int(d)%len(dests)], Payload: []byte{d}, OrderKey: orderKeys[int(d>>1)%len(orderKeys)]}
-		switch d >> 6 {
-		case 1:
-			m.NotBefore = r.now.Add(time.Duration(d%32) * 10 * time.Millisecond)
-		case 2:
-			m.NotBefore = r.now.Add(-time.Duration(d%32) * time.Millisecond)
-		}
-		w.Outbox = append(w.Outbox, m)
-	}
-	e := r.b()
-	if e&7 == 0 {
-		w.Expect = map[turnframe.CaseKey]turnframe.CaseRevision{cs: turnframe.CaseRevision(e>>3) % 3}
-	}
-	if e&0x30 == 0x30 {
-		w.Phase = turnframe.PhaseCommitted
-	}
-	r.apply(fmt.Sprintf("commit slot=%d key=%s events=%d outbox=%d expect=%v phase=%v", s, key, len(w.Events), len(w.Outbox), w.Expect, w.Phase), w)
-}
-
-// opRun does what Runtime.Execute does for one command: a write marking it
-// Executing under a new attempt, then a write with its outcome.
-func (r *runner) opRun() {
-	s, acct, turn := r.slot()
-	key := r.keyOf(s)
-	att := r.ids.AttemptID(r.now)
-	ak := acctKey{acct, key}
-	_, errs := r.apply(fmt.Sprintf("run/executing slot=%d key=%s", s, key), turnframe.Write{Account: acct, Turn: turn, Now: r.now,
-		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: att}}})
-	if errs[0] != nil {
-		r.b()
-		return
-	}
-	r.attempt[ak] = att
-	c := r.b()
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now}
-	st := turnframe.Settlement{Key: key, Attempt: att}
-	switch c % 8 {
-	case 0:
-		st.To, st.Code = turnframe.JournalRejected, "refused"
-	case 1:
-		st.To, st.RemoteRef = turnframe.JournalOutcomeUnknown, "ref-9"
-	default:
-		st.To = turnframe.JournalCommitted
-		cs := r.caseOf[ak]
-		if cs == "" {
-			cs = cases[0]
-		}
-		w.Events = []turnframe.Event{{Case: cs, Type: "done", Data: []byte{c}}}
-		for i := range int(c>>3) % 4 {
-			m := turnframe.OutboxMessage{Destination: dests[i%len(dests)], Payload: []byte{c, byte(i)}, OrderKey: orderKeys[int(c>>5+byte(i))%len(orderKeys)]}
-			if c&0x80 != 0 && i == 0 {
-				m.NotBefore = r.now.Add(time.Duration(c&0x1f) * 10 * time.Millisecond)
-			}
-			w.Outbox = append(w.Outbox, m)
-		}
-	}
-	w.Settle = []turnframe.Settlement{st}
-	r.apply(fmt.Sprintf("run/outcome slot=%d key=%s to=%v outbox=%d", s, key, st.To, len(w.Outbox)), w)
-}
-
-func (r *runner) opRejectOrUnknown() {
-	s, acct, turn := r.slot()
-	key := r.keyOf(s)
-	c := r.b()
-	st := turnframe.Settlement{Key: key, To: turnframe.JournalRejected, Attempt: r.attemptFor(acct, key, c), Code: "no-seat"}
-	if c&1 != 0 {
-		st.To, st.Code, st.RemoteRef = turnframe.JournalOutcomeUnknown, "", "ref-1"
-	}
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now, Settle: []turnframe.Settlement{st}}
-	if c&2 != 0 {
-		w.Phase = turnframe.PhaseCommitted
-	}
-	r.apply(fmt.Sprintf("settle slot=%d key=%s to=%v phase=%v", s, key, st.To, w.Phase), w)
-}
-
-func (r *runner) opReconcile() {
-	s, acct, turn := r.slot()
-	key := r.keyOf(s)
-	c := r.b()
-	to := []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending, turnframe.JournalExecuting}[c%4]
-	st := turnframe.Settlement{Key: key, To: to}
-	if to == turnframe.JournalExecuting {
-		st.Attempt = r.ids.AttemptID(r.now)
-	}
-	r.apply(fmt.Sprintf("reconcile slot=%d key=%s to=%v", s, key, to), turnframe.Write{Account: acct, Turn: turn, Now: r.now, Settle: []turnframe.Settlement{st}})
-}
-
-func (r *runner) opPhase() {
-	s, acct, turn := r.slot()
-	c := r.b()
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now, Phase: turnframe.TurnPhase(c % 9)}
-	if w.Phase.IsTerminal() && c&0x40 == 0 { // terminal phases end a slot for good: keep them rarer
-		w.Phase = turnframe.PhaseCommitted
-	}
-	if c&0x80 != 0 {
-		w.Replay = r.replay()
-	}
-	r.apply(fmt.Sprintf("phase slot=%d to=%v replay=%v", s, w.Phase, w.Replay != nil), w)
-}
-
-// opBadWrite sends a Write that validation must refuse, or one that
-// reads the store before it is refused.
-func (r *runner) opBadWrite() {
-	s, acct, turn := r.slot()
-	c := r.b()
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now}
-	var what string
-	switch c % 12 {
-	case 0:
-		w.Account, what = "", "empty account"
-	case 1:
-		w.Account, what = turnframe.AccountID(strings.Repeat("a", turnframe.MaxAccountLen+1)), "long account"
-	case 2:
-		w.Turn, what = turnframe.TurnID{}, "zero turn"
-	case 3:
-		w.Now, what = time.Time{}, "zero now"
-	case 4:
-		w.Admit, what = []turnframe.Command{{Key: "k0", Case: "c0", Name: "book"}, {Key: "k0", Case: "c0", Name: "book"}}, "key twice"
-	case 5:
-		w.Admit, what = []turnframe.Command{{Key: "k\xff", Case: "c0", Name: "book"}}, "non-utf8 key"
-	case 6:
-		w.Events, what = []turnframe.Event{{Case: "c0", Type: "ev"}}, "events without commit"
-	case 7:
-		w.Outbox, what = []turnframe.OutboxMessage{{Destination: "payments"}}, "outbox without commit"
-	case 8:
-		w.Settle, what = []turnframe.Settlement{{Key: "k0", To: turnframe.JournalExecuting}}, "executing without attempt"
-	case 9:
-		w.Phase, what = turnframe.TurnPhase(200), "no such phase"
-	case 10:
-		w.Begin, what = &turnframe.StoredTurn{Account: "other", ID: turn, Conversation: r.convs[s]}, "begin of another account"
-	case 11:
-		w.Settle, what = []turnframe.Settlement{{Key: "k0", To: turnframe.JournalCommitted, Attempt: r.attempt[acctKey{acct, "k0"}]}}, "commit with outbox to empty destination"
-		w.Outbox = []turnframe.OutboxMessage{{Destination: ""}}
-	}
-	r.apply("bad write: "+what, w)
-}
-
-func (r *runner) opClaim() {
-	worker := pick(r, workers)
-	limit := pick(r, limits)
-	c := r.b()
-	now := r.now
-	if c&1 != 0 {
-		now = now.Add(time.Duration(c) * 5 * time.Millisecond) // claim ahead: NotBefore rows become due
-	}
-	r.do(fmt.Sprintf("claim worker=%s limit=%d", worker, limit), func(w *world) (any, error) {
-		cs, err := w.store.ClaimDue(r.ctx, now, limit, worker)
-		w.claims = append(w.claims, cs...)
-		return cs, err
-	})
-}
-
-// claimAt returns the claim the byte picks: one held (or lost: every claim
-// ever handed out stays in the list), or a forged one.
-func claimAt(w *world, c byte) turnframe.Claim {
-	if len(w.claims) == 0 {
-		return turnframe.Claim{Worker: "w1"}
-	}
-	cl := w.claims[int(c)%len(w.claims)]
-	switch c >> 6 {
-	case 2:
-		cl.Worker = "w-forged"
-	case 3:
-		cl.Attempts++
-	}
-	return cl
-}
-
-func (r *runner) settlement(c, k byte) func(w *world) turnframe.OutboxSettlement {
-	to := []turnframe.OutboxStatus{turnframe.OutboxCompleted, turnframe.OutboxPending, turnframe.OutboxFailed, turnframe.OutboxOutcomeUnknown, turnframe.OutboxDispatching}[int(k)%5]
-	now := r.now
-	return func(w *world) turnframe.OutboxSettlement {
-		st := turnframe.OutboxSettlement{Claim: claimAt(w, c), To: to, Now: now}
-		switch to {
-		case turnframe.OutboxCompleted, turnframe.OutboxOutcomeUnknown:
-			st.RemoteRef = "ref"
-		case turnframe.OutboxPending:
-			st.Code, st.RetryAt = "retry", now.Add(time.Duration(k>>3)*7*time.Millisecond)
-		case turnframe.OutboxFailed:
-			st.Code = "fail"
-		}
-		return st
-	}
-}
-
-func (r *runner) opSettleOne() {
-	c, k := r.b(), r.b()
-	mk := r.settlement(c, k)
-	r.do(fmt.Sprintf("settle claim=%d kind=%d", c, k%5), func(w *world) (any, error) {
-		st := mk(w)
-		var err error
-		switch st.To {
-		case turnframe.OutboxCompleted:
-			err = w.store.Complete(r.ctx, st.Claim, st.RemoteRef, st.Now)
-		case turnframe.OutboxPending:
-			err = w.store.Retry(r.ctx, st.Claim, st.Code, st.RetryAt)
-		case turnframe.OutboxFailed:
-			err = w.store.Fail(r.ctx, st.Claim, st.Code, st.Now)
-		case turnframe.OutboxOutcomeUnknown:
-			err = w.store.MarkUnknown(r.ctx, st.Claim, st.RemoteRef, st.Now)
-		default: // a status a claim does not settle to: only Settle takes it
-			res, err := w.store.Settle(r.ctx, []turnframe.OutboxSettlement{st})
-			classes := make([]string, len(res))
-			for i, e := range res {
-				classes[i] = errClass(e)
-			}
-			return classes, err
-		}
-		return nil, err
-	})
-}
-
-func (r *runner) opSettleBatch() {
-	n := 1 + int(r.b())%4
-	mks := make([]func(*world) turnframe.OutboxSettlement, n)
-	for i := range mks {
-		mks[i] = r.settlement(r.b(), r.b())
-	}
-	r.do(fmt.Sprintf("settle batch n=%d", n), func(w *world) (any, error) {
-		sts := make([]turnframe.OutboxSettlement, n)
-		for i, mk := range mks {
-			sts[i] = mk(w)
-		}
-		res, err := w.store.Settle(r.ctx, sts)
-		classes := make([]string, len(res))
-		for i, e := range res {
-			classes[i] = errClass(e)
-		}
-		return classes, err
-	})
-}
-
-func (r *runner) opRelease() {
-	cut := r.cutoff()
-	r.do("release expired claims", func(w *world) (any, error) {
-		ids, err := w.store.ReleaseExpiredClaims(r.ctx, cut)
-		// The contract fixes no order for the released ids.
-		out := make([]string, len(ids))
-		for i, id := range ids {
-			out[i] = w.norm(id)
-		}
-		slices.Sort(out)
-		return out, err
-	})
-}
-
-// outboxAt returns the row id the byte picks, the zero id, or an id no
-// store has.
-func outboxAt(w *world, c byte, unknown turnframe.OutboxID) turnframe.OutboxID {
-	switch {
-	case c == 0xff:
-		return turnframe.OutboxID{}
-	case c == 0xfe || len(w.outbox) == 0:
-		return unknown
-	}
-	return w.outbox[int(c)%len(w.outbox)]
-}
-
-func (r *runner) opResolveOrRequeue() {
-	c, v := r.b(), r.b()
-	unknown := r.ids.OutboxID(r.now)
-	if v&0x80 != 0 {
-		at := r.now.Add(time.Duration(v&0x1f) * time.Millisecond)
-		r.do(fmt.Sprintf("requeue row=%d", c), func(w *world) (any, error) {
-			return nil, w.store.Requeue(r.ctx, outboxAt(w, c, unknown), at)
-		})
-		return
-	}
-	verdict := turnframe.Verdict(v % 5)
-	r.do(fmt.Sprintf("resolve row=%d verdict=%v", c, verdict), func(w *world) (any, error) {
-		return nil, w.store.Resolve(r.ctx, outboxAt(w, c, unknown), verdict, "why", r.now)
-	})
-}
-
-func (r *runner) opPrune() {
-	cut := r.cutoff()
-	r.do("prune", func(w *world) (any, error) { return w.store.Prune(r.ctx, cut) })
-}
-
-func (r *runner) opRead() {
-	s, acct, turn := r.slot()
-	c := r.b()
-	ctx := r.ctx
-	switch c % 12 {
-	case 0:
-		r.do("ForTurn", func(w *world) (any, error) { return w.store.ForTurn(ctx, acct, turn) })
-	case 1:
-		key := r.keyOf(s)
-		r.do("ByKey "+string(key), func(w *world) (any, error) { return w.store.ByKey(ctx, acct, key) })
-	case 2:
-		r.do("EventsByID", func(w *world) (any, error) {
-			ids := slices.Clone(w.events)
-			slices.Reverse(ids) // asked out of order: answered in append order
-			return w.store.EventsByID(ctx, acct, ids)
-		})
-	case 3:
-		cs, since, limit := pick(r, cases), turnframe.CaseRevision(r.b()%4), pick(r, limits)
-		r.do(fmt.Sprintf("EventsSince %s %d %d", cs, since, limit), func(w *world) (any, error) { return w.store.EventsSince(ctx, acct, cs, since, limit) })
-	case 4:
-		cs := pick(r, cases)
-		r.do("CaseRevision "+string(cs), func(w *world) (any, error) { return w.store.CaseRevision(ctx, acct, cs) })
-	case 5:
-		d := r.b()
-		f := turnframe.OutboxFilter{Status: turnframe.OutboxStatus(d % 7), Limit: pick(r, limits)}
-		if d&0x80 != 0 {
-			f.Account = acct
-		}
-		r.do(fmt.Sprintf("ListOutbox %+v", f), func(w *world) (any, error) { return w.store.ListOutbox(ctx, f) })
-	case 6:
-		d := r.b()
-		scope := turnframe.RecoveryScope{}
-		if d&1 != 0 {
-			scope.Account = acct
-		}
-		if d&2 != 0 {
-			scope.UpdatedBefore = r.cutoff()
-		}
-		limit := pick(r, limits)
-		r.do(fmt.Sprintf("ListUnfinishedTurns %+v %d", scope, limit), func(w *world) (any, error) { return w.store.ListUnfinishedTurns(ctx, scope, limit) })
-	case 7:
-		d := r.b()
-		unknown := r.ids.OutboxID(r.now)
-		r.do("GetOutbox", func(w *world) (any, error) { return w.store.GetOutbox(ctx, outboxAt(w, d, unknown)) })
-	case 8:
-		r.do("TurnPhase", func(w *world) (any, error) { return w.store.TurnPhase(ctx, acct, turn) })
-	case 9:
-		r.do("Replay", func(w *world) (any, error) { return w.store.Replay(ctx, acct, turn) })
-	case 10:
-		r.do("LoadTurn", func(w *world) (any, error) { return w.store.LoadTurn(ctx, acct, turn) })
-	case 11:
-		r.do("ByKey bad", func(w *world) (any, error) { return w.store.ByKey(ctx, acct, "") })
-	}
-}
-
-// compareFinal compares everything both stores hold.
-func (r *runner) compareFinal() {
-	r.t.Helper()
-	ctx := r.ctx
-	r.do("final ListOutbox", func(w *world) (any, error) {
-		return w.store.ListOutbox(ctx, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
-	})
-	r.do("final ListUnfinishedTurns", func(w *world) (any, error) {
-		return w.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, turnframe.MaxLimit)
-	})
-	for _, acct := range accounts {
-		for s, turn := range r.turns {
-			r.do(fmt.Sprintf("final turn %s/%d", acct, s), func(w *world) (any, error) {
-				m, err := w.store.TurnPhase(ctx, acct, turn)
-				if err != nil {
-					return nil, err
-				}
-				st, err := w.store.LoadTurn(ctx, acct, turn)
-				if err != nil {
-					return nil, fmt.Errorf("load turn after phase: %w", err)
-				}
-				rep, rerr := w.store.Replay(ctx, acct, turn)
-				entries, err := w.store.ForTurn(ctx, acct, turn)
-				return "marker=" + dump(m) + " turn=" + dump(st) + " replay=" + errClass(rerr) + dump(rep) + " entries=" + dump(entries), err
-			})
-		}
-		for _, key := range keys {
-			r.do(fmt.Sprintf("final key %s/%s", acct, key), func(w *world) (any, error) { return w.store.ByKey(ctx, acct, key) })
-		}
-		for _, cs := range cases {
-			r.do(fmt.Sprintf("final case %s/%s", acct, cs), func(w *world) (any, error) {
-				rev, err := w.store.CaseRevision(ctx, acct, cs)
-				if err != nil {
-					return nil, err
-				}
-				evs, err := w.store.EventsSince(ctx, acct, cs, 0, turnframe.MaxLimit)
-				return fmt.Sprintf("rev=%d ", rev) + dump(evs), err
-			})
-		}
-		r.do("final events by id "+string(acct), func(w *world) (any, error) { return w.store.EventsByID(ctx, acct, w.events) })
-	}
-	r.do("final rows one by one", func(w *world) (any, error) {
-		var out []string
-		for _, id := range w.outbox {
-			rec, err := w.store.GetOutbox(ctx, id)
-			out = append(out, errClass(err)+" "+dump(rec))
-		}
-		return out, nil
-	})
-}
-
-// compareClosed closes every store and checks that each method then says
-// ErrClosed.
-func (r *runner) compareClosed() {
-	r.t.Helper()
-	ctx := r.ctx
-	r.do("close", func(w *world) (any, error) { return nil, w.store.Close() })
-	acct, turn := accounts[0], r.turns[0]
-	r.do("apply after close", func(w *world) (any, error) {
-		return w.store.Apply(ctx, turnframe.Write{Account: acct, Turn: turn, Now: r.now, Phase: turnframe.PhaseAbandoned})
-	})
-	r.do("claim after close", func(w *world) (any, error) { return w.store.ClaimDue(ctx, r.now, 1, "w1") })
-	r.do("read after close", func(w *world) (any, error) { return w.store.TurnPhase(ctx, acct, turn) })
-	r.do("list after close", func(w *world) (any, error) {
-		return w.store.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 1})
-	})
 }

@@ -10,25 +10,50 @@ import (
 	"time"
 )
 
+// randomInput draws one input of the random run: 16 to 1,515 bytes.
+func randomInput(rng *rand.Rand) []byte {
+	in := make([]byte, 16+rng.IntN(1500))
+	for j := range in {
+		in[j] = byte(rng.Uint32())
+	}
+	return in
+}
+
+// envInt reads a non-negative count from the environment, or def.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a count", name, v)
+	}
+	return n
+}
+
 // TestStoresAgreeRandom runs FuzzStoresAgree's body on random inputs
 // without coverage guidance: go test -fuzz instruments modernc.org/sqlite
 // too, which makes each execution slow, so the long differential run is
-// this one. DIFFTEST_RUNS sets how many inputs (default 50, 10 in -short),
-// DIFFTEST_SEED the seed (default: the clock; it is logged). A failing
-// input is written to testdata/fuzz/FuzzStoresAgree/, where every go test
-// runs it from then on.
+// this one.
+//
+//	DIFFTEST_RUNS=n       how many inputs (default 50; 10 with -short or -race)
+//	DIFFTEST_SEED=s       the seed (default: the clock); it is logged first, so any failure shows it
+//	DIFFTEST_INPUT=i      run only input i of the seed: the replay of a divergence
+//	DIFFTEST_KEEPGOING=1  do not stop at the first divergence: count them all
+//	DIFFTEST_SAVE=1       also write a failing input to testdata/fuzz/FuzzStoresAgree/
+//
+// A failing input is logged as a corpus file's text, with the command that
+// replays it. Only DIFFTEST_SAVE=1 writes it into the source tree, where
+// every go test would run it from then on: a plain go test writes nothing
+// there.
 func TestStoresAgreeRandom(t *testing.T) {
 	runs := 50
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		runs = 10
 	}
-	if v := os.Getenv("DIFFTEST_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			t.Fatalf("DIFFTEST_RUNS=%q: want a count", v)
-		}
-		runs = n
-	}
+	runs = envInt(t, "DIFFTEST_RUNS", runs)
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("DIFFTEST_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -37,37 +62,65 @@ func TestStoresAgreeRandom(t *testing.T) {
 		}
 		seed = n
 	}
+	t.Logf("DIFFTEST_SEED=%d DIFFTEST_RUNS=%d", seed, runs)
+	only := -1
+	if os.Getenv("DIFFTEST_INPUT") != "" {
+		only = envInt(t, "DIFFTEST_INPUT", 0)
+	}
+	keepGoing := os.Getenv("DIFFTEST_KEEPGOING") != ""
 	rng := rand.New(rand.NewPCG(seed, 2))
-	ops := 0
+	start := time.Now()
+	inputs, ops, calls, divergences, first := 0, 0, 0, 0, -1
 	for i := range runs {
-		in := make([]byte, 16+rng.IntN(1500))
-		for j := range in {
-			in[j] = byte(rng.Uint32())
+		in := randomInput(rng)
+		if only >= 0 && i != only {
+			continue
 		}
+		inputs++
 		ok := t.Run(fmt.Sprintf("input%d", i), func(t *testing.T) {
 			r := newRunner(t, in, openWorlds(t))
 			r.run()
 			ops += r.ops
+			calls += len(r.log)
 		})
-		if !ok {
-			saveCorpus(t, in)
+		if ok {
+			continue
+		}
+		divergences++
+		if first < 0 {
+			first = i
+		}
+		reportFailing(t, seed, i, in)
+		if !keepGoing {
 			t.Fatalf("seed %d, input %d: the stores disagree (see the subtest)", seed, i)
 		}
 	}
-	t.Logf("seed %d: %d random inputs, %d operations, no divergence", seed, runs, ops)
+	firstAt := ""
+	if first >= 0 {
+		firstAt = fmt.Sprintf(" (the first at input %d)", first)
+	}
+	t.Logf("seed %d: %d random inputs, %d operations (%d compared calls), %d divergences%s, %.1fs",
+		seed, inputs, ops, calls, divergences, firstAt, time.Since(start).Seconds())
 }
 
-// saveCorpus writes in as a go fuzz corpus file of FuzzStoresAgree.
-func saveCorpus(t *testing.T, in []byte) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzStoresAgree")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Logf("save failing input: %v", err)
+// reportFailing logs a failing input and how to replay it, and writes it as
+// a corpus file of FuzzStoresAgree only when DIFFTEST_SAVE=1 asks for it.
+func reportFailing(t *testing.T, seed uint64, i int, in []byte) {
+	t.Helper()
+	body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", in)
+	t.Logf("replay: DIFFTEST_SEED=%d DIFFTEST_RUNS=%d DIFFTEST_INPUT=%d go test -run TestStoresAgreeRandom ./internal/difftest/", seed, i+1, i)
+	t.Logf("the input, as a corpus file of FuzzStoresAgree (DIFFTEST_SAVE=1 writes it to testdata/fuzz/FuzzStoresAgree/):\n%s", body)
+	if os.Getenv("DIFFTEST_SAVE") != "1" {
 		return
 	}
-	name := filepath.Join(dir, fmt.Sprintf("random-%d", time.Now().UnixNano()))
-	body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", in)
+	dir := filepath.Join("testdata", "fuzz", "FuzzStoresAgree")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("save failing input: %v", err)
+		return
+	}
+	name := filepath.Join(dir, fmt.Sprintf("random-%d-%d", seed, i))
 	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
-		t.Logf("save failing input: %v", err)
+		t.Errorf("save failing input: %v", err)
 		return
 	}
 	t.Logf("failing input saved as %s", name)

@@ -26,16 +26,30 @@ var (
 
 func long(n int) string { return strings.Repeat("x", n) }
 
-// fixture is a store holding one delivered turn with a committed command
-// whose row is claimed, so that every entry point has real ids to be handed
-// wrongly.
+// fixture is a store holding, so that every entry point has real ids to be
+// handed wrongly and real rows and entries to be refused on:
+//
+//   - turn: delivered; its commands k1 and k2 committed, one row each: k1's
+//     claimed by w1 under an hour's lease (claim), k2's claimed and marked
+//     outcome unknown (unknownRow);
+//   - planned: planned, with p1 pending and x1 executing under attempt
+//     xAttempt, leased for an hour from t0;
+//   - unknownTurn: its command u1 outcome unknown (attempt uAttempt);
+//   - abandoned: abandoned, its command v1 outcome unknown.
 type fixture struct {
-	store   turnframe.Store
-	path    string // sqlitestore only
-	account turnframe.AccountID
-	turn    turnframe.TurnID
-	claim   turnframe.Claim
-	event   turnframe.EventID
+	store      turnframe.Store
+	path       string // sqlitestore only
+	account    turnframe.AccountID
+	turn       turnframe.TurnID
+	claim      turnframe.Claim
+	unknownRow turnframe.OutboxID
+	event      turnframe.EventID
+
+	planned     turnframe.TurnID
+	xAttempt    turnframe.AttemptID
+	unknownTurn turnframe.TurnID
+	uAttempt    turnframe.AttemptID
+	abandoned   turnframe.TurnID
 }
 
 type opener struct {
@@ -55,42 +69,297 @@ var openers = []opener{
 	}},
 }
 
+// fixtureLease is how long the fixture's claim and attempts hold: longer
+// than any test runs at t0.
+const fixtureLease = time.Hour
+
 func newFixture(t *testing.T, o opener) *fixture {
 	t.Helper()
 	is := is.New(t)
 	store, path := o.open(t)
 	t.Cleanup(func() { store.Close() })
 	f := &fixture{store: store, path: path, account: "acct"}
+	ids := turnframe.NewIDGenerator()
 	rt := turnframe.New(store, turnframe.WithClock(func() time.Time { return t0 }))
-	turn, err := rt.Receive(bg, f.account, rt.NewConversationID(), "hello")
-	is.NoErr(err)
-	f.turn = turn
-	_, err = rt.Plan(bg, f.account, turn, turnframe.Plan{Commands: []turnframe.Command{{Key: "k1", Case: "c1", Name: "book"}}})
-	is.NoErr(err)
-	_, err = rt.Execute(bg, f.account, turn, turnframe.HandlerFunc(func(ctx context.Context, c turnframe.Call) turnframe.Outcome {
+	plan := func(text string, keys ...turnframe.IdempotencyKey) turnframe.TurnID {
+		turn, err := rt.Receive(bg, f.account, rt.NewConversationID(), text)
+		is.NoErr(err)
+		var cmds []turnframe.Command
+		for _, k := range keys {
+			cmds = append(cmds, turnframe.Command{Key: k, Case: "c1", Name: "book"})
+		}
+		_, err = rt.Plan(bg, f.account, turn, turnframe.Plan{Commands: cmds})
+		is.NoErr(err)
+		return turn
+	}
+	take := func(turn turnframe.TurnID, key turnframe.IdempotencyKey) turnframe.AttemptID {
+		att := ids.AttemptID(t0)
+		_, err := store.Apply(bg, turnframe.Write{Account: f.account, Turn: turn, Now: t0, Advance: turnframe.PhaseExecuting,
+			Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalExecuting, Attempt: att, Lease: fixtureLease}}})
+		is.NoErr(err)
+		return att
+	}
+	unknown := func(turn turnframe.TurnID, key turnframe.IdempotencyKey, att turnframe.AttemptID) {
+		_, err := store.Apply(bg, turnframe.Write{Account: f.account, Turn: turn, Now: t0,
+			Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalOutcomeUnknown, Attempt: att, RemoteRef: "ref"}}})
+		is.NoErr(err)
+	}
+
+	f.turn = plan("hello", "k1", "k2")
+	_, err := rt.Execute(bg, f.account, f.turn, turnframe.HandlerFunc(func(ctx context.Context, c turnframe.Call) turnframe.Outcome {
 		return turnframe.Commit([]turnframe.Event{{Case: "c1", Type: "booked"}}, turnframe.OutboxMessage{Destination: "pay"})
 	}))
 	is.NoErr(err)
-	is.NoErr(rt.Deliver(bg, f.account, turn, "done"))
-	claims, err := store.ClaimDue(bg, t0, 10, "w1")
+	is.NoErr(rt.Deliver(bg, f.account, f.turn, "done"))
+	claims, err := store.ClaimDue(bg, t0, 10, "w1", fixtureLease)
 	is.NoErr(err)
-	is.Equal(len(claims), 1)
+	is.Equal(len(claims), 2) // k1's row and k2's
 	f.claim = claims[0]
+	is.NoErr(store.MarkUnknown(bg, claims[1], "ref", t0))
+	f.unknownRow = claims[1].ID
 	e, err := store.ByKey(bg, f.account, "k1")
 	is.NoErr(err)
 	f.event = e.EventIDs[0]
+
+	f.planned = plan("planned", "p1", "x1")
+	f.xAttempt = take(f.planned, "x1")
+	f.unknownTurn = plan("unknown", "u1")
+	f.uAttempt = take(f.unknownTurn, "u1")
+	unknown(f.unknownTurn, "u1", f.uAttempt)
+	f.abandoned = plan("abandoned", "v1")
+	unknown(f.abandoned, "v1", take(f.abandoned, "v1"))
+	is.NoErr(rt.Abandon(bg, f.account, f.abandoned, "gone"))
 	return f
+}
+
+// badTimes are times no store takes: before MinTime (the Unix epoch itself
+// among them, which SQLite would read back as no time; a nanosecond before
+// MinTime, which a store that truncated before it checked would take) and
+// after MaxTime.
+var badTimes = []struct {
+	name string
+	t    time.Time
+}{
+	{"Epoch", time.Unix(0, 0).UTC()},
+	{"MinTimeLess1ns", turnframe.MinTime.Add(-time.Nanosecond)},
+	{"Before1970", time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)},
+	{"MaxTimePlus1ns", turnframe.MaxTime.Add(time.Nanosecond)},
+	{"Year10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+}
+
+// badKeys are keys no entry point takes: a control character, an interior
+// tab, white space at either end (HTTP would trim it), the row-key
+// separator.
+var badKeys = []struct {
+	name string
+	key  turnframe.IdempotencyKey
+}{
+	{"ControlChar", "k\x01"},
+	{"InteriorTab", "k\t1"},
+	{"Newline", "k1\n"},
+	{"LeadingSpace", " k1"},
+	{"TrailingSpace", "k1 "},
+	{"TrailingNBSP", "k1\u00a0"},
+	{"Tilde", "k~1"},
 }
 
 // call is one call of an entry point.
 type call struct {
 	name string
 	do   func(ctx context.Context, f *fixture) error
+	// field, when not empty, is the field the *InvalidError must name.
+	field string
 }
 
 // badCalls are calls with bad input on Store methods: each must be
 // ErrInvalid and write nothing.
 func badCalls() []call {
+	return append(badCallsBefore(), badCallsOfTheNewContract()...)
+}
+
+// badCallsOfTheNewContract are the bad inputs of issues 11 and 12: times out
+// of range at every method that takes one, keys a remote could not tell
+// apart or that could collide with a row key, leases that are none, and
+// writes that contradict themselves.
+func badCallsOfTheNewContract() []call {
+	var calls []call
+	add := func(name, field string, do func(ctx context.Context, f *fixture) error) {
+		calls = append(calls, call{name: name, field: field, do: do})
+	}
+	apply := func(ctx context.Context, f *fixture, w turnframe.Write) error {
+		if w.Account == "" {
+			w.Account = f.account
+		}
+		if w.Turn.IsZero() {
+			w.Turn = f.turn
+		}
+		if w.Now.IsZero() {
+			w.Now = t0
+		}
+		_, err := f.store.Apply(ctx, w)
+		return err
+	}
+	settle := func(ctx context.Context, f *fixture, s turnframe.OutboxSettlement) error {
+		res, err := f.store.Settle(ctx, []turnframe.OutboxSettlement{s})
+		if err != nil {
+			return err
+		}
+		return res[0]
+	}
+	newTurn := turnframe.NewIDGenerator().TurnID(t0)
+	conv := turnframe.NewIDGenerator().ConversationID(t0)
+	for _, bt := range badTimes {
+		at := bt.t
+		add("Apply/Now"+bt.name, "write.now", func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Now: at, Admit: []turnframe.Command{{Key: "k9", Case: "c1", Name: "n"}}})
+		})
+		add("Apply/ReceivedAt"+bt.name, "write.begin.received_at", func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: newTurn, Begin: &turnframe.StoredTurn{Account: f.account, ID: newTurn, Conversation: conv, ReceivedAt: at}})
+		})
+		add("Apply/NotBefore"+bt.name, "write.outbox[0].not_before", func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.planned, Settle: []turnframe.Settlement{{Key: "x1", To: turnframe.JournalCommitted, Attempt: f.xAttempt}},
+				Outbox: []turnframe.OutboxMessage{{Destination: "pay", NotBefore: at}}})
+		})
+		add("ClaimDue/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, at, 10, "w2", time.Nanosecond)
+			return err
+		})
+		add("ExtendClaims/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ExtendClaims(ctx, []turnframe.Claim{f.claim}, at, time.Nanosecond)
+			return err
+		})
+		add("Complete/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "ref", at) })
+		add("Retry/At"+bt.name, "retry_at", func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", at) })
+		add("Fail/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", at) })
+		add("MarkUnknown/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, "r", at) })
+		add("Settle/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			return settle(ctx, f, turnframe.OutboxSettlement{Claim: f.claim, To: turnframe.OutboxCompleted, Now: at})
+		})
+		add("Settle/RetryAt"+bt.name, "retry_at", func(ctx context.Context, f *fixture) error {
+			return settle(ctx, f, turnframe.OutboxSettlement{Claim: f.claim, To: turnframe.OutboxPending, Code: "c", RetryAt: at, Now: t0})
+		})
+		add("Resolve/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			return f.store.Resolve(ctx, f.unknownRow, turnframe.VerdictCompleted, "", at)
+		})
+		add("Requeue/At"+bt.name, "at", func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.unknownRow, at) })
+		add("ReleaseExpiredClaims/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ReleaseExpiredClaims(ctx, at)
+			return err
+		})
+		add("ReleaseClaim/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, at) })
+		add("Prune/Before"+bt.name, "finished_before", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.Prune(ctx, at)
+			return err
+		})
+		add("ListUnfinishedTurns/UpdatedBefore"+bt.name, "updated_before", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{UpdatedBefore: at}, 10)
+			return err
+		})
+	}
+	for _, bk := range badKeys {
+		key := bk.key
+		add("Apply/AdmitKey"+bk.name, "write.admit[0].key", func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.planned, Admit: []turnframe.Command{{Key: key, Case: "c1", Name: "n"}}})
+		})
+		add("Apply/SettleKey"+bk.name, "write.settle[0].key", func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.unknownTurn, Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted}}})
+		})
+		add("ByKey/Key"+bk.name, "key", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ByKey(ctx, f.account, key)
+			return err
+		})
+	}
+	take := func(f *fixture, lease time.Duration) turnframe.Settlement {
+		return turnframe.Settlement{Key: "p1", To: turnframe.JournalExecuting, Attempt: turnframe.NewIDGenerator().AttemptID(t0), Lease: lease}
+	}
+	for _, tc := range []struct {
+		name, field string
+		w           func(f *fixture) turnframe.Write
+	}{
+		{"Apply/TakeWithoutLease", "write.settle[0].lease", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Settle: []turnframe.Settlement{take(f, 0)}}
+		}},
+		{"Apply/TakeWithNegativeLease", "write.settle[0].lease", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Settle: []turnframe.Settlement{take(f, -time.Second)}}
+		}},
+		{"Apply/TakeLeasePastMaxTime", "write.settle[0].lease", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Now: turnframe.MaxTime.Add(-time.Second), Settle: []turnframe.Settlement{take(f, time.Hour)}}
+		}},
+		{"Apply/PhaseAndAdvance", "write.advance", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Phase: turnframe.PhaseExecuting, Advance: turnframe.PhaseExecuting}
+		}},
+		{"Apply/AdvanceOutOfRange", "write.advance", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Advance: 42}
+		}},
+		{"Apply/ReplayBasisOutOfRange", "write.replay.understanding.questions[0].basis", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Replay: &turnframe.ReplayRecord{Understanding: &turnframe.Understanding{
+				Questions: []turnframe.UnderstoodQuestion{{Basis: 3}}}}}
+		}},
+		{"Apply/ReplayBasisFarOutOfRange", "write.replay.understanding.questions[1].basis", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Replay: &turnframe.ReplayRecord{Understanding: &turnframe.Understanding{
+				Questions: []turnframe.UnderstoodQuestion{{Basis: turnframe.BasisGeneralDomainKnowledge}, {Basis: 255}}}}}
+		}},
+		{"Apply/ReplayBadLoadedCase", "write.replay.loaded_cases[0].case", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Replay: &turnframe.ReplayRecord{LoadedCases: []turnframe.CaseKey{""}}}
+		}},
+		{"Apply/AbandonAndResend", "write.settle[0].to", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.unknownTurn, Phase: turnframe.PhaseAbandoned, Settle: []turnframe.Settlement{{Key: "u1", To: turnframe.JournalPending}}}
+		}},
+		{"Apply/AdvanceAbandonAndResend", "write.settle[0].to", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.unknownTurn, Advance: turnframe.PhaseAbandoned, Settle: []turnframe.Settlement{{Key: "u1", To: turnframe.JournalPending}}}
+		}},
+		{"Apply/AbandonAndTake", "write.settle[0].to", func(f *fixture) turnframe.Write {
+			return turnframe.Write{Turn: f.planned, Phase: turnframe.PhaseAbandoned, Settle: []turnframe.Settlement{take(f, time.Minute)}}
+		}},
+	} {
+		add(tc.name, tc.field, func(ctx context.Context, f *fixture) error { return apply(ctx, f, tc.w(f)) })
+	}
+	for _, tc := range []struct {
+		name  string
+		lease time.Duration
+		now   time.Time
+	}{
+		{"ZeroLease", 0, t0},
+		{"NegativeLease", -time.Minute, t0},
+		{"LeasePastMaxTime", time.Hour, turnframe.MaxTime.Add(-time.Second)},
+	} {
+		add("ClaimDue/"+tc.name, "lease", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, tc.now, 10, "w2", tc.lease)
+			return err
+		})
+		add("ExtendClaims/"+tc.name, "lease", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ExtendClaims(ctx, []turnframe.Claim{f.claim}, tc.now, tc.lease)
+			return err
+		})
+	}
+	for _, tc := range []struct {
+		name, field string
+		mod         func(c *turnframe.Claim)
+	}{
+		{"ZeroID", "claims[1].id", func(c *turnframe.Claim) { c.ID = turnframe.OutboxID{} }},
+		{"EmptyWorker", "claims[1].worker", func(c *turnframe.Claim) { c.Worker = "" }},
+		{"ZeroAttempts", "claims[1].attempts", func(c *turnframe.Claim) { c.Attempts = 0 }},
+	} {
+		// The first claim is good: one bad claim refuses the whole call.
+		add("ExtendClaims/"+tc.name, tc.field, func(ctx context.Context, f *fixture) error {
+			bad := f.claim
+			tc.mod(&bad)
+			_, err := f.store.ExtendClaims(ctx, []turnframe.Claim{f.claim, bad}, t0, time.Minute)
+			return err
+		})
+	}
+	add("ReleaseClaim/ZeroID", "id", func(ctx context.Context, f *fixture) error {
+		return f.store.ReleaseClaim(ctx, turnframe.OutboxID{}, t0)
+	})
+	add("ListUnfinishedTurns/CursorOtherAccount", "account", func(ctx context.Context, f *fixture) error {
+		_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{Account: " \xff", After: f.turn}, 10)
+		return err
+	})
+	return calls
+}
+
+// badCallsBefore are the bad calls the suite held before issues 11 and 12.
+func badCallsBefore() []call {
 	w := func(mod func(f *fixture, w *turnframe.Write)) func(context.Context, *fixture) error {
 		return func(ctx context.Context, f *fixture) error {
 			wr := turnframe.Write{Account: f.account, Turn: f.turn, Now: t0}
@@ -111,216 +380,225 @@ func badCalls() []call {
 		}
 	}
 	return []call{
-		{"Apply/EmptyAccount", w(func(f *fixture, w *turnframe.Write) { w.Account = "" })},
-		{"Apply/OversizeAccount", w(func(f *fixture, w *turnframe.Write) { w.Account = turnframe.AccountID(long(129)) })},
-		{"Apply/NonUTF8Account", w(func(f *fixture, w *turnframe.Write) { w.Account = turnframe.AccountID(badUTF8) })},
-		{"Apply/ZeroTurn", w(func(f *fixture, w *turnframe.Write) { w.Turn = turnframe.TurnID{} })},
-		{"Apply/ZeroNow", w(func(f *fixture, w *turnframe.Write) { w.Now = time.Time{} })},
-		{"Apply/PhaseOutOfRange", w(func(f *fixture, w *turnframe.Write) { w.Phase = 99 })},
-		{"Apply/EmptyKey", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/EmptyAccount", do: w(func(f *fixture, w *turnframe.Write) { w.Account = "" })},
+		{name: "Apply/OversizeAccount", do: w(func(f *fixture, w *turnframe.Write) { w.Account = turnframe.AccountID(long(129)) })},
+		{name: "Apply/NonUTF8Account", do: w(func(f *fixture, w *turnframe.Write) { w.Account = turnframe.AccountID(badUTF8) })},
+		{name: "Apply/ZeroTurn", do: w(func(f *fixture, w *turnframe.Write) { w.Turn = turnframe.TurnID{} })},
+		{name: "Apply/ZeroNow", do: w(func(f *fixture, w *turnframe.Write) { w.Now = time.Time{} })},
+		{name: "Apply/PhaseOutOfRange", do: w(func(f *fixture, w *turnframe.Write) { w.Phase = 99 })},
+		{name: "Apply/EmptyKey", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Admit = []turnframe.Command{{Key: "", Case: "c", Name: "n"}}
 		})},
-		{"Apply/OversizeKey", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/OversizeKey", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Admit = []turnframe.Command{{Key: turnframe.IdempotencyKey(long(256)), Case: "c", Name: "n"}}
 		})},
-		{"Apply/NonUTF8Case", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/NonUTF8Case", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Admit = []turnframe.Command{{Key: "k9", Case: turnframe.CaseKey(badUTF8), Name: "n"}}
 		})},
-		{"Apply/OversizeName", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/OversizeName", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Admit = []turnframe.Command{{Key: "k9", Case: "c", Name: long(201)}}
 		})},
-		{"Apply/KeyTwice", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/KeyTwice", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Admit = []turnframe.Command{{Key: "k9", Case: "c", Name: "n"}, {Key: "k9", Case: "c", Name: "n"}}
 		})},
-		{"Apply/ExecutingZeroAttempt", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/ExecutingZeroAttempt", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Settle = []turnframe.Settlement{{Key: "k1", To: turnframe.JournalExecuting}}
 		})},
-		{"Apply/SettleStatusOutOfRange", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/SettleStatusOutOfRange", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Settle = []turnframe.Settlement{{Key: "k1", To: 42}}
 		})},
-		{"Apply/OversizeCode", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/OversizeCode", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Settle = []turnframe.Settlement{{Key: "k1", To: turnframe.JournalRejected, Code: long(201)}}
 		})},
-		{"Apply/OversizeRemoteRef", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/OversizeRemoteRef", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Settle = []turnframe.Settlement{{Key: "k1", To: turnframe.JournalOutcomeUnknown, RemoteRef: long(1025)}}
 		})},
-		{"Apply/EventsWithoutCommit", w(func(f *fixture, w *turnframe.Write) { w.Events = []turnframe.Event{{Case: "c1", Type: "t"}} })},
-		{"Apply/OutboxWithoutCommit", w(func(f *fixture, w *turnframe.Write) { w.Outbox = []turnframe.OutboxMessage{{Destination: "pay"}} })},
-		{"Apply/EmptyDestination", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/EventsWithoutCommit", do: w(func(f *fixture, w *turnframe.Write) { w.Events = []turnframe.Event{{Case: "c1", Type: "t"}} })},
+		{name: "Apply/OutboxWithoutCommit", do: w(func(f *fixture, w *turnframe.Write) { w.Outbox = []turnframe.OutboxMessage{{Destination: "pay"}} })},
+		{name: "Apply/EmptyDestination", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Settle = []turnframe.Settlement{{Key: "k1", To: turnframe.JournalCommitted}}
 			w.Outbox = []turnframe.OutboxMessage{{Destination: ""}}
 		})},
-		{"Apply/NonUTF8OrderKey", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/NonUTF8OrderKey", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Settle = []turnframe.Settlement{{Key: "k1", To: turnframe.JournalCommitted}}
 			w.Outbox = []turnframe.OutboxMessage{{Destination: "pay", OrderKey: badUTF8}}
 		})},
-		{"Apply/EmptyEventType", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/EmptyEventType", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Settle = []turnframe.Settlement{{Key: "k1", To: turnframe.JournalCommitted}}
 			w.Events = []turnframe.Event{{Case: "c1"}}
 		})},
-		{"Apply/ExpectBadCase", w(func(f *fixture, w *turnframe.Write) { w.Expect = map[turnframe.CaseKey]turnframe.CaseRevision{"": 1} })},
-		{"Apply/BeginOfOtherTurn", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/ExpectBadCase", do: w(func(f *fixture, w *turnframe.Write) { w.Expect = map[turnframe.CaseKey]turnframe.CaseRevision{"": 1} })},
+		{name: "Apply/BeginOfOtherTurn", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Turn = turnframe.NewIDGenerator().TurnID(t0)
 			w.Begin = &turnframe.StoredTurn{Account: f.account, ID: f.turn, Conversation: turnframe.NewIDGenerator().ConversationID(t0)}
 		})},
-		{"Apply/BeginZeroConversation", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/BeginZeroConversation", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Turn = turnframe.NewIDGenerator().TurnID(t0)
 			w.Begin = &turnframe.StoredTurn{Account: f.account, ID: w.Turn}
 		})},
-		{"Apply/BeginOversizeText", w(func(f *fixture, w *turnframe.Write) {
+		{name: "Apply/BeginOversizeText", do: w(func(f *fixture, w *turnframe.Write) {
 			w.Turn = turnframe.NewIDGenerator().TurnID(t0)
 			w.Begin = &turnframe.StoredTurn{Account: f.account, ID: w.Turn, Conversation: turnframe.NewIDGenerator().ConversationID(t0), Text: long(64<<10 + 1)}
 		})},
-		{"TurnPhase/EmptyAccount", func(ctx context.Context, f *fixture) error { _, err := f.store.TurnPhase(ctx, "", f.turn); return err }},
-		{"TurnPhase/ZeroTurn", func(ctx context.Context, f *fixture) error {
+		{name: "TurnPhase/EmptyAccount", do: func(ctx context.Context, f *fixture) error { _, err := f.store.TurnPhase(ctx, "", f.turn); return err }},
+		{name: "TurnPhase/ZeroTurn", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.TurnPhase(ctx, f.account, turnframe.TurnID{})
 			return err
 		}},
-		{"LoadTurn/NonUTF8Account", func(ctx context.Context, f *fixture) error {
+		{name: "LoadTurn/NonUTF8Account", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.LoadTurn(ctx, turnframe.AccountID(badUTF8), f.turn)
 			return err
 		}},
-		{"LoadTurn/ZeroTurn", func(ctx context.Context, f *fixture) error {
+		{name: "LoadTurn/ZeroTurn", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.LoadTurn(ctx, f.account, turnframe.TurnID{})
 			return err
 		}},
-		{"ListUnfinishedTurns/ZeroLimit", func(ctx context.Context, f *fixture) error {
+		{name: "ListUnfinishedTurns/ZeroLimit", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, 0)
 			return err
 		}},
-		{"ListUnfinishedTurns/NegativeLimit", func(ctx context.Context, f *fixture) error {
+		{name: "ListUnfinishedTurns/NegativeLimit", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, -1)
 			return err
 		}},
-		{"ListUnfinishedTurns/OversizeLimit", func(ctx context.Context, f *fixture) error {
+		{name: "ListUnfinishedTurns/OversizeLimit", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, turnframe.MaxLimit+1)
 			return err
 		}},
-		{"ListUnfinishedTurns/OversizeAccount", func(ctx context.Context, f *fixture) error {
+		{name: "ListUnfinishedTurns/OversizeAccount", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{Account: turnframe.AccountID(long(129))}, 1)
 			return err
 		}},
-		{"ForTurn/ZeroTurn", func(ctx context.Context, f *fixture) error {
+		{name: "ForTurn/ZeroTurn", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ForTurn(ctx, f.account, turnframe.TurnID{})
 			return err
 		}},
-		{"ForTurn/EmptyAccount", func(ctx context.Context, f *fixture) error { _, err := f.store.ForTurn(ctx, "", f.turn); return err }},
-		{"ByKey/EmptyKey", func(ctx context.Context, f *fixture) error { _, err := f.store.ByKey(ctx, f.account, ""); return err }},
-		{"ByKey/OversizeKey", func(ctx context.Context, f *fixture) error {
+		{name: "ForTurn/EmptyAccount", do: func(ctx context.Context, f *fixture) error { _, err := f.store.ForTurn(ctx, "", f.turn); return err }},
+		{name: "ByKey/EmptyKey", do: func(ctx context.Context, f *fixture) error { _, err := f.store.ByKey(ctx, f.account, ""); return err }},
+		{name: "ByKey/OversizeKey", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ByKey(ctx, f.account, turnframe.IdempotencyKey(long(256)))
 			return err
 		}},
-		{"ByKey/NonUTF8Key", func(ctx context.Context, f *fixture) error {
+		{name: "ByKey/NonUTF8Key", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ByKey(ctx, f.account, turnframe.IdempotencyKey(badUTF8))
 			return err
 		}},
-		{"EventsByID/EmptyAccount", func(ctx context.Context, f *fixture) error {
+		{name: "EventsByID/EmptyAccount", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.EventsByID(ctx, "", []turnframe.EventID{f.event})
 			return err
 		}},
-		{"EventsSince/EmptyCase", func(ctx context.Context, f *fixture) error {
+		{name: "EventsSince/EmptyCase", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.EventsSince(ctx, f.account, "", 0, 10)
 			return err
 		}},
-		{"EventsSince/ZeroLimit", func(ctx context.Context, f *fixture) error {
+		{name: "EventsSince/ZeroLimit", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.EventsSince(ctx, f.account, "c1", 0, 0)
 			return err
 		}},
-		{"EventsSince/NegativeLimit", func(ctx context.Context, f *fixture) error {
+		{name: "EventsSince/NegativeLimit", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.EventsSince(ctx, f.account, "c1", 0, -5)
 			return err
 		}},
-		{"CaseRevision/OversizeCase", func(ctx context.Context, f *fixture) error {
+		{name: "CaseRevision/OversizeCase", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.CaseRevision(ctx, f.account, turnframe.CaseKey(long(201)))
 			return err
 		}},
-		{"Replay/ZeroTurn", func(ctx context.Context, f *fixture) error {
+		{name: "Replay/ZeroTurn", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.Replay(ctx, f.account, turnframe.TurnID{})
 			return err
 		}},
-		{"ClaimDue/ZeroNow", func(ctx context.Context, f *fixture) error {
-			_, err := f.store.ClaimDue(ctx, time.Time{}, 1, "w")
+		{name: "ClaimDue/ZeroNow", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, time.Time{}, 1, "w", time.Minute)
 			return err
 		}},
-		{"ClaimDue/ZeroLimit", func(ctx context.Context, f *fixture) error { _, err := f.store.ClaimDue(ctx, t0, 0, "w"); return err }},
-		{"ClaimDue/NegativeLimit", func(ctx context.Context, f *fixture) error { _, err := f.store.ClaimDue(ctx, t0, -1, "w"); return err }},
-		{"ClaimDue/EmptyWorker", func(ctx context.Context, f *fixture) error { _, err := f.store.ClaimDue(ctx, t0, 1, ""); return err }},
-		{"ClaimDue/NonUTF8Worker", func(ctx context.Context, f *fixture) error {
-			_, err := f.store.ClaimDue(ctx, t0, 1, badUTF8)
+		{name: "ClaimDue/ZeroLimit", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, t0, 0, "w", time.Minute)
 			return err
 		}},
-		{"ClaimDue/OversizeWorker", func(ctx context.Context, f *fixture) error {
-			_, err := f.store.ClaimDue(ctx, t0, 1, long(201))
+		{name: "ClaimDue/NegativeLimit", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, t0, -1, "w", time.Minute)
 			return err
 		}},
-		{"Complete/ZeroClaimID", func(ctx context.Context, f *fixture) error {
+		{name: "ClaimDue/EmptyWorker", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, t0, 1, "", time.Minute)
+			return err
+		}},
+		{name: "ClaimDue/NonUTF8Worker", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, t0, 1, badUTF8, time.Minute)
+			return err
+		}},
+		{name: "ClaimDue/OversizeWorker", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, t0, 1, long(201), time.Minute)
+			return err
+		}},
+		{name: "Complete/ZeroClaimID", do: func(ctx context.Context, f *fixture) error {
 			c := f.claim
 			c.ID = turnframe.OutboxID{}
 			return f.store.Complete(ctx, c, "", t0)
 		}},
-		{"Complete/EmptyWorker", func(ctx context.Context, f *fixture) error {
+		{name: "Complete/EmptyWorker", do: func(ctx context.Context, f *fixture) error {
 			c := f.claim
 			c.Worker = ""
 			return f.store.Complete(ctx, c, "", t0)
 		}},
-		{"Complete/ZeroAttempts", func(ctx context.Context, f *fixture) error {
+		{name: "Complete/ZeroAttempts", do: func(ctx context.Context, f *fixture) error {
 			c := f.claim
 			c.Attempts = 0
 			return f.store.Complete(ctx, c, "", t0)
 		}},
-		{"Complete/ZeroNow", func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "", time.Time{}) }},
-		{"Complete/OversizeRef", func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, long(1025), t0) }},
-		{"Retry/ZeroAt", func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", time.Time{}) }},
-		{"Retry/NonUTF8Code", func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, badUTF8, t0) }},
-		{"Fail/OversizeCode", func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, long(201), t0) }},
-		{"Fail/ZeroNow", func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", time.Time{}) }},
-		{"MarkUnknown/NonUTF8Ref", func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, badUTF8, t0) }},
-		{"Settle/ToDispatching", settle(func(s *turnframe.OutboxSettlement) { s.To = turnframe.OutboxDispatching })},
-		{"Settle/ToOutOfRange", settle(func(s *turnframe.OutboxSettlement) { s.To = 77 })},
-		{"Settle/RetryZeroAt", settle(func(s *turnframe.OutboxSettlement) { s.To = turnframe.OutboxPending })},
-		{"Settle/ZeroNow", settle(func(s *turnframe.OutboxSettlement) { s.Now = time.Time{} })},
-		{"Resolve/ZeroID", func(ctx context.Context, f *fixture) error {
+		{name: "Complete/ZeroNow", do: func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "", time.Time{}) }},
+		{name: "Complete/OversizeRef", do: func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, long(1025), t0) }},
+		{name: "Retry/ZeroAt", do: func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", time.Time{}) }},
+		{name: "Retry/NonUTF8Code", do: func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, badUTF8, t0) }},
+		{name: "Fail/OversizeCode", do: func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, long(201), t0) }},
+		{name: "Fail/ZeroNow", do: func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", time.Time{}) }},
+		{name: "MarkUnknown/NonUTF8Ref", do: func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, badUTF8, t0) }},
+		{name: "Settle/ToDispatching", do: settle(func(s *turnframe.OutboxSettlement) { s.To = turnframe.OutboxDispatching })},
+		{name: "Settle/ToOutOfRange", do: settle(func(s *turnframe.OutboxSettlement) { s.To = 77 })},
+		{name: "Settle/RetryZeroAt", do: settle(func(s *turnframe.OutboxSettlement) { s.To = turnframe.OutboxPending })},
+		{name: "Settle/ZeroNow", do: settle(func(s *turnframe.OutboxSettlement) { s.Now = time.Time{} })},
+		{name: "Resolve/ZeroID", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, turnframe.OutboxID{}, turnframe.VerdictCompleted, "", t0)
 		}},
-		{"Resolve/Unresolved", func(ctx context.Context, f *fixture) error {
+		{name: "Resolve/Unresolved", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictUnresolved, "", t0)
 		}},
-		{"Resolve/VerdictOutOfRange", func(ctx context.Context, f *fixture) error {
+		{name: "Resolve/VerdictOutOfRange", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, f.claim.ID, 9, "", t0)
 		}},
-		{"Resolve/OversizeCode", func(ctx context.Context, f *fixture) error {
+		{name: "Resolve/OversizeCode", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictFailed, long(201), t0)
 		}},
-		{"Resolve/ZeroNow", func(ctx context.Context, f *fixture) error {
+		{name: "Resolve/ZeroNow", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictFailed, "", time.Time{})
 		}},
-		{"Requeue/ZeroID", func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, turnframe.OutboxID{}, t0) }},
-		{"Requeue/ZeroAt", func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, time.Time{}) }},
-		{"ReleaseExpiredClaims/ZeroTime", func(ctx context.Context, f *fixture) error {
+		{name: "Requeue/ZeroID", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, turnframe.OutboxID{}, t0) }},
+		{name: "Requeue/ZeroAt", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, time.Time{}) }},
+		{name: "ReleaseExpiredClaims/ZeroTime", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ReleaseExpiredClaims(ctx, time.Time{})
 			return err
 		}},
-		{"GetOutbox/ZeroID", func(ctx context.Context, f *fixture) error {
+		{name: "GetOutbox/ZeroID", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.GetOutbox(ctx, turnframe.OutboxID{})
 			return err
 		}},
-		{"ListOutbox/ZeroLimit", func(ctx context.Context, f *fixture) error {
+		{name: "ListOutbox/ZeroLimit", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListOutbox(ctx, turnframe.OutboxFilter{})
 			return err
 		}},
-		{"ListOutbox/NegativeLimit", func(ctx context.Context, f *fixture) error {
+		{name: "ListOutbox/NegativeLimit", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListOutbox(ctx, turnframe.OutboxFilter{Limit: -3})
 			return err
 		}},
-		{"ListOutbox/StatusOutOfRange", func(ctx context.Context, f *fixture) error {
+		{name: "ListOutbox/StatusOutOfRange", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListOutbox(ctx, turnframe.OutboxFilter{Status: 42, Limit: 1})
 			return err
 		}},
-		{"ListOutbox/NonUTF8Account", func(ctx context.Context, f *fixture) error {
+		{name: "ListOutbox/NonUTF8Account", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListOutbox(ctx, turnframe.OutboxFilter{Account: turnframe.AccountID(badUTF8), Limit: 1})
 			return err
 		}},
-		{"Prune/ZeroTime", func(ctx context.Context, f *fixture) error { _, err := f.store.Prune(ctx, time.Time{}); return err }},
+		{name: "Prune/ZeroTime", do: func(ctx context.Context, f *fixture) error { _, err := f.store.Prune(ctx, time.Time{}); return err }},
 	}
 }
 
@@ -328,70 +606,75 @@ func badCalls() []call {
 // context and the closed store.
 func validCalls() []call {
 	return []call{
-		{"Apply", func(ctx context.Context, f *fixture) error {
+		{name: "Apply", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.Apply(ctx, turnframe.Write{Account: f.account, Turn: f.turn, Now: t0,
 				Replay: &turnframe.ReplayRecord{Response: "changed"}})
 			return err
 		}},
-		{"TurnPhase", func(ctx context.Context, f *fixture) error {
+		{name: "TurnPhase", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.TurnPhase(ctx, f.account, f.turn)
 			return err
 		}},
-		{"LoadTurn", func(ctx context.Context, f *fixture) error {
+		{name: "LoadTurn", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.LoadTurn(ctx, f.account, f.turn)
 			return err
 		}},
-		{"ListUnfinishedTurns", func(ctx context.Context, f *fixture) error {
+		{name: "ListUnfinishedTurns", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, 10)
 			return err
 		}},
-		{"ForTurn", func(ctx context.Context, f *fixture) error {
+		{name: "ForTurn", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ForTurn(ctx, f.account, f.turn)
 			return err
 		}},
-		{"ByKey", func(ctx context.Context, f *fixture) error { _, err := f.store.ByKey(ctx, f.account, "k1"); return err }},
-		{"EventsByID", func(ctx context.Context, f *fixture) error {
+		{name: "ByKey", do: func(ctx context.Context, f *fixture) error { _, err := f.store.ByKey(ctx, f.account, "k1"); return err }},
+		{name: "EventsByID", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.EventsByID(ctx, f.account, []turnframe.EventID{f.event})
 			return err
 		}},
-		{"EventsSince", func(ctx context.Context, f *fixture) error {
+		{name: "EventsSince", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.EventsSince(ctx, f.account, "c1", 0, 10)
 			return err
 		}},
-		{"CaseRevision", func(ctx context.Context, f *fixture) error {
+		{name: "CaseRevision", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.CaseRevision(ctx, f.account, "c1")
 			return err
 		}},
-		{"Replay", func(ctx context.Context, f *fixture) error {
+		{name: "Replay", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.Replay(ctx, f.account, f.turn)
 			return err
 		}},
-		{"ClaimDue", func(ctx context.Context, f *fixture) error {
-			_, err := f.store.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2")
+		{name: "ClaimDue", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ClaimDue(ctx, t0.Add(time.Hour), 10, "w2", time.Minute)
 			return err
 		}},
-		{"Complete", func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "ref", t0) }},
-		{"Retry", func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", t0) }},
-		{"Fail", func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", t0) }},
-		{"MarkUnknown", func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, "r", t0) }},
-		{"Settle", func(ctx context.Context, f *fixture) error {
+		{name: "ExtendClaims", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ExtendClaims(ctx, []turnframe.Claim{f.claim}, t0, fixtureLease)
+			return err
+		}},
+		{name: "ReleaseClaim", do: func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, t0) }},
+		{name: "Complete", do: func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "ref", t0) }},
+		{name: "Retry", do: func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", t0) }},
+		{name: "Fail", do: func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", t0) }},
+		{name: "MarkUnknown", do: func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, "r", t0) }},
+		{name: "Settle", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.Settle(ctx, []turnframe.OutboxSettlement{{Claim: f.claim, To: turnframe.OutboxCompleted, Now: t0}})
 			return err
 		}},
-		{"Resolve", func(ctx context.Context, f *fixture) error {
+		{name: "Resolve", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictCompleted, "", t0)
 		}},
-		{"Requeue", func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, t0) }},
-		{"ReleaseExpiredClaims", func(ctx context.Context, f *fixture) error {
+		{name: "Requeue", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, t0) }},
+		{name: "ReleaseExpiredClaims", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ReleaseExpiredClaims(ctx, t0.Add(time.Hour))
 			return err
 		}},
-		{"GetOutbox", func(ctx context.Context, f *fixture) error { _, err := f.store.GetOutbox(ctx, f.claim.ID); return err }},
-		{"ListOutbox", func(ctx context.Context, f *fixture) error {
+		{name: "GetOutbox", do: func(ctx context.Context, f *fixture) error { _, err := f.store.GetOutbox(ctx, f.claim.ID); return err }},
+		{name: "ListOutbox", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10})
 			return err
 		}},
-		{"Prune", func(ctx context.Context, f *fixture) error {
+		{name: "Prune", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.Prune(ctx, t0.Add(time.Hour))
 			return err
 		}},
@@ -434,14 +717,18 @@ func dumpStore(t *testing.T, f *fixture) string {
 	var b strings.Builder
 	rows, err := f.store.ListOutbox(bg, turnframe.OutboxFilter{Limit: 100})
 	fmt.Fprintf(&b, "%+v %v\n", rows, err)
-	e, err := f.store.ForTurn(bg, f.account, f.turn)
-	fmt.Fprintf(&b, "%+v %v\n", e, err)
-	st, err := f.store.LoadTurn(bg, f.account, f.turn)
-	fmt.Fprintf(&b, "%+v %v\n", st, err)
-	rp, err := f.store.Replay(bg, f.account, f.turn)
-	fmt.Fprintf(&b, "%+v %v\n", rp.Response, err)
+	for _, turn := range []turnframe.TurnID{f.turn, f.planned, f.unknownTurn, f.abandoned} {
+		e, err := f.store.ForTurn(bg, f.account, turn)
+		fmt.Fprintf(&b, "%+v %v\n", e, err)
+		st, err := f.store.LoadTurn(bg, f.account, turn)
+		fmt.Fprintf(&b, "%+v %v\n", st, err)
+		rp, err := f.store.Replay(bg, f.account, turn)
+		fmt.Fprintf(&b, "%+v %v\n", rp, err)
+	}
 	ev, err := f.store.EventsSince(bg, f.account, "c1", 0, 100)
 	fmt.Fprintf(&b, "%+v %v\n", ev, err)
+	un, err := f.store.ListUnfinishedTurns(bg, turnframe.RecoveryScope{}, 100)
+	fmt.Fprintf(&b, "%+v %v\n", un, err)
 	return b.String()
 }
 
@@ -461,6 +748,9 @@ func TestStoreBadInput(t *testing.T) {
 					is.True(errors.Is(err, turnframe.ErrInvalid)) // as ErrInvalid
 					var ie *turnframe.InvalidError
 					is.True(errors.As(err, &ie) && ie.Field != "") // naming the field
+					if c.field != "" {
+						is.Equal(ie.Field, c.field) // the field at fault
+					}
 				})
 			}
 			is := is.New(t)
@@ -500,7 +790,7 @@ func TestStoreClosed(t *testing.T) {
 		t.Run(o.name, func(t *testing.T) {
 			f := newFixture(t, o)
 			is.New(t).NoErr(f.store.Close())
-			calls := append(validCalls(), call{"Close", func(context.Context, *fixture) error { return f.store.Close() }})
+			calls := append(validCalls(), call{name: "Close", do: func(context.Context, *fixture) error { return f.store.Close() }})
 			for _, c := range calls {
 				t.Run(c.name, func(t *testing.T) {
 					is := is.New(t)

@@ -181,19 +181,145 @@ func apiCalls() []struct {
 	}
 }
 
+// badClocks are clocks a Runtime may be given whose time no store takes,
+// even cut to the microsecond as the Runtime cuts it: zero, the Unix epoch,
+// before 1970, after MaxTime.
+var badClocks = []struct {
+	name string
+	t    time.Time
+}{
+	{"Zero", time.Time{}},
+	{"Epoch", time.Unix(0, 0).UTC()},
+	{"Before1970", time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)},
+	{"MaxTimePlus1us", turnframe.MaxTime.Add(time.Microsecond)},
+	{"Year10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+}
+
+// apiCallsOfTheNewContract are the bad inputs of issues 11 and 12 at the
+// entry points: a Runtime whose clock is out of range (its ids are clamped,
+// so nothing panics; the store refuses the time), times out of range given
+// to the Dispatcher and Recovery, keys no remote could tell apart, a
+// replay record a store could not read back.
+func apiCallsOfTheNewContract() []struct {
+	name string
+	want error
+	do   func(ctx context.Context, f *fixture) error
+} {
+	type c = struct {
+		name string
+		want error
+		do   func(ctx context.Context, f *fixture) error
+	}
+	inv := turnframe.ErrInvalid
+	var calls []c
+	add := func(name string, do func(ctx context.Context, f *fixture) error) {
+		calls = append(calls, c{name, inv, do})
+	}
+	disp := func(f *fixture) *turnframe.Dispatcher {
+		return turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w9"})
+	}
+	completed := turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
+		return turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}
+	})
+	for _, bc := range badClocks {
+		at := bc.t
+		rt := func(f *fixture) *turnframe.Runtime {
+			return turnframe.New(f.store, turnframe.WithClock(func() time.Time { return at }))
+		}
+		add("Runtime.Receive/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
+			r := rt(f)
+			_, err := r.Receive(ctx, f.account, r.NewConversationID(), "hi")
+			return err
+		})
+		add("Runtime.Plan/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Plan(ctx, f.account, f.planned, turnframe.Plan{Commands: []turnframe.Command{{Key: "p2", Case: "c1", Name: "book"}}})
+			return err
+		})
+		add("Runtime.Execute/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := rt(f).Execute(ctx, f.account, f.planned, okHandler)
+			return err
+		})
+		add("Runtime.Deliver/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
+			return rt(f).Deliver(ctx, f.account, f.unknownTurn, "checking")
+		})
+		add("Runtime.Abandon/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
+			return rt(f).Abandon(ctx, f.account, f.planned, "gone")
+		})
+		add("Runtime.ReconcileCommand/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
+			return rt(f).ReconcileCommand(ctx, f.account, "u1", turnframe.VerdictCompleted, "")
+		})
+		if bc.t.IsZero() {
+			continue // a zero time is "not given" to the calls below: covered elsewhere
+		}
+		add("Dispatcher.RunOnce/Now"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := disp(f).RunOnce(ctx, at)
+			return err
+		})
+		add("Dispatcher.ReleaseExpiredClaims/Now"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := disp(f).ReleaseExpiredClaims(ctx, at)
+			return err
+		})
+		add("Dispatcher.Reconcile/Now"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := disp(f).Reconcile(ctx, f.unknownRow, completed, at)
+			return err
+		})
+		add("Recovery.Sweep/UpdatedBefore"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := turnframe.NewRecovery(f.store).Sweep(ctx, turnframe.RecoveryScope{UpdatedBefore: at}, 10, nopRecoveryHandler{})
+			return err
+		})
+		add("Recovery.Unfinished/UpdatedBefore"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := turnframe.NewRecovery(f.store).Unfinished(ctx, turnframe.RecoveryScope{UpdatedBefore: at}, 10)
+			return err
+		})
+	}
+	// A clock at MaxTime itself is in range, but no attempt's lease may end
+	// after it.
+	add("Runtime.Execute/ClockAtMaxTime", func(ctx context.Context, f *fixture) error {
+		_, err := turnframe.New(f.store, turnframe.WithClock(func() time.Time { return turnframe.MaxTime })).Execute(ctx, f.account, f.planned, okHandler)
+		return err
+	})
+	add("Dispatcher.RunOnce/NowAtMaxTime", func(ctx context.Context, f *fixture) error {
+		_, err := disp(f).RunOnce(ctx, turnframe.MaxTime)
+		return err
+	})
+	for _, bk := range badKeys {
+		key := bk.key
+		add("Runtime.Plan/Key"+bk.name, func(ctx context.Context, f *fixture) error {
+			_, err := turnframe.New(f.store).Plan(ctx, f.account, f.planned, turnframe.Plan{Commands: []turnframe.Command{{Key: key, Case: "c1", Name: "book"}}})
+			return err
+		})
+		add("Runtime.ReconcileCommand/Key"+bk.name, func(ctx context.Context, f *fixture) error {
+			return turnframe.New(f.store).ReconcileCommand(ctx, f.account, key, turnframe.VerdictCompleted, "")
+		})
+	}
+	add("Runtime.Plan/AnswerBasisOutOfRange", func(ctx context.Context, f *fixture) error {
+		_, err := turnframe.New(f.store).Plan(ctx, f.account, f.planned, turnframe.Plan{
+			Understanding: &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{{Basis: 7}}},
+			Commands:      []turnframe.Command{{Key: "p2", Case: "c1", Name: "book"}},
+		})
+		return err
+	})
+	return calls
+}
+
 // TestEntryPointsBadInput: the Runtime, Recovery, Dispatcher and
-// HTTPSender refuse bad input with the right class, never panic, and leave
-// the database as it was.
+// HTTPSender refuse bad input with the right class (bad input as an
+// *InvalidError naming its field), never panic, and leave the database as
+// it was.
 func TestEntryPointsBadInput(t *testing.T) {
 	for _, o := range openers {
 		t.Run(o.name, func(t *testing.T) {
 			f := newFixture(t, o)
 			before, dump := fileState(t, f.path), dumpStore(t, f)
-			for _, c := range apiCalls() {
+			for _, c := range append(apiCalls(), apiCallsOfTheNewContract()...) {
 				t.Run(c.name, func(t *testing.T) {
 					is := is.New(t)
 					err := safely(func() error { return c.do(bg, f) })
 					is.True(errors.Is(err, c.want)) // the right class
+					if c.want == turnframe.ErrInvalid {
+						var ie *turnframe.InvalidError
+						is.True(errors.As(err, &ie) && ie.Field != "") // naming the field
+					}
 				})
 			}
 			is := is.New(t)

@@ -90,9 +90,18 @@ type app struct {
 	dom   *domain
 }
 
-func newApp(store turnframe.Store, dom *domain) *app {
-	return &app{store: store, rt: turnframe.New(store), rec: turnframe.NewRecovery(store), dom: dom}
+// newApp runs its turns with a clock fixed at now: a restart after a crash
+// is an app whose clock is past the leases the crashed one took (the
+// runtime resumes a command only once its attempt's lease ended).
+func newApp(store turnframe.Store, dom *domain, now time.Time) *app {
+	return &app{store: store, rt: turnframe.New(store, turnframe.WithClock(func() time.Time { return now })),
+		rec: turnframe.NewRecovery(store), dom: dom}
 }
+
+// afterLeases is how long after a crash its recovery runs: past every lease
+// a runtime (command timeout + lease margin) or a dispatcher (send timeout +
+// lease margin) takes under the default options.
+const afterLeases = time.Hour
 
 func (a *app) turn(ctx context.Context, text string) error {
 	turn, err := a.rt.Receive(ctx, faultAccount, a.rt.NewConversationID(), text)
@@ -171,6 +180,22 @@ func (a *app) recoverAll(t *testing.T) {
 		}
 	}
 	t.Fatal("turns still unfinished after five sweeps")
+}
+
+// heldCalls returns, for every command text planned that is Executing (its
+// attempt holds it, under a lease), how often its handler ran so far.
+func heldCalls(t *testing.T, store turnframe.Store, dom *domain, text string) map[turnframe.IdempotencyKey]int {
+	t.Helper()
+	held := map[turnframe.IdempotencyKey]int{}
+	for _, cmd := range planFor(text).Commands {
+		e, err := store.ByKey(bg, faultAccount, cmd.Key)
+		if err == nil && e.Status == turnframe.JournalExecuting {
+			dom.mu.Lock()
+			held[cmd.Key] = dom.calls[cmd.Key]
+			dom.mu.Unlock()
+		}
+	}
+	return held
 }
 
 // checkTurn checks that the commands text planned were each settled once,
@@ -316,15 +341,31 @@ func surfaced(t *testing.T, fs *faultStore, errs ...error) {
 func TestRuntimeFaults(t *testing.T) {
 	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
 		dom := newDomain()
-		a := newApp(fs, dom)
+		a := newApp(fs, dom, t0)
 		fs.arm(n, mode)
 		err := a.turn(bg, "T")
 		surfaced(t, fs, err)
 		fs.disarm()
-		a.recoverAll(t)
+		// A restart while the crashed attempt's lease still runs must not
+		// run its command again: it may be running elsewhere.
+		held := heldCalls(t, fs, dom, "T")
+		early := newApp(fs, dom, t0.Add(time.Second))
+		if _, err := early.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, early); err != nil {
+			t.Fatalf("sweep inside the leases: %v", err)
+		}
+		for key, calls := range held {
+			dom.mu.Lock()
+			got := dom.calls[key]
+			dom.mu.Unlock()
+			if got != calls {
+				t.Errorf("command %q, held under a live lease, ran again inside it (%d calls, then %d)", key, calls, got)
+			}
+		}
+		restarted := newApp(fs, dom, t0.Add(afterLeases))
+		restarted.recoverAll(t)
 		if _, err := fs.ByKey(bg, faultAccount, "T-0"); errors.Is(err, turnframe.ErrNotFound) {
 			// Nothing was planned: the application runs the turn again.
-			if err := a.turn(bg, "T"); err != nil {
+			if err := restarted.turn(bg, "T"); err != nil {
 				t.Fatalf("turn again without faults: %v", err)
 			}
 		}
@@ -340,8 +381,8 @@ func TestDispatcherFaults(t *testing.T) {
 	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
 		is := is.New(t)
 		dom := newDomain()
-		is.NoErr(newApp(fs.inner, dom).turn(bg, "D"))
-		is.NoErr(newApp(fs.inner, dom).turn(bg, "E"))
+		is.NoErr(newApp(fs.inner, dom, t0).turn(bg, "D"))
+		is.NoErr(newApp(fs.inner, dom, t0).turn(bg, "E"))
 		var mu sync.Mutex
 		sends, applied := map[string]int{}, map[string]int{}
 		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
@@ -354,7 +395,7 @@ func TestDispatcherFaults(t *testing.T) {
 			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
 		})
 		d := turnframe.NewDispatcher(fs, sender, turnframe.DispatchConfig{WorkerID: "w1", BatchSize: 2})
-		now := time.Now()
+		now := t0
 		fs.arm(n, mode)
 		var errs []error
 		unsettled := 0
@@ -371,9 +412,13 @@ func TestDispatcherFaults(t *testing.T) {
 		}
 		surfaced(t, fs, errs...)
 		fs.disarm()
-		// Later: the claims of the failed sweep have expired.
-		later := now.Add(time.Hour)
-		_, err := d.ReleaseExpiredClaims(bg, later)
+		// At the crash's time no lease has ended: nothing is released.
+		released, err := d.ReleaseExpiredClaims(bg, now)
+		is.NoErr(err)
+		is.Equal(len(released), 0) // a live lease is never released
+		// Later: the leases of the failed sweep's claims have ended.
+		later := now.Add(afterLeases)
+		_, err = d.ReleaseExpiredClaims(bg, later)
 		is.NoErr(err)
 		for range 10 {
 			rep, err := d.RunOnce(bg, later)
@@ -405,7 +450,7 @@ func TestRecoveryFaults(t *testing.T) {
 	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
 		is := is.New(t)
 		dom := newDomain()
-		setup := newApp(fs.inner, dom)
+		setup := newApp(fs.inner, dom, t0)
 		rt := setup.rt
 		ids := turnframe.NewIDGenerator()
 		// R: received only.
@@ -421,8 +466,8 @@ func TestRecoveryFaults(t *testing.T) {
 		is.NoErr(err)
 		_, err = rt.Plan(bg, faultAccount, x, planFor("X"))
 		is.NoErr(err)
-		_, err = fs.inner.Apply(bg, turnframe.Write{Account: faultAccount, Turn: x, Now: time.Now(), Phase: turnframe.PhaseExecuting,
-			Settle: []turnframe.Settlement{{Key: "X-0", To: turnframe.JournalExecuting, Attempt: ids.AttemptID(time.Now())}}})
+		_, err = fs.inner.Apply(bg, turnframe.Write{Account: faultAccount, Turn: x, Now: t0, Phase: turnframe.PhaseExecuting,
+			Settle: []turnframe.Settlement{{Key: "X-0", To: turnframe.JournalExecuting, Attempt: ids.AttemptID(t0), Lease: time.Minute}}})
 		is.NoErr(err)
 		// C: committed, not delivered.
 		c, err := rt.Receive(bg, faultAccount, rt.NewConversationID(), "C")
@@ -434,7 +479,9 @@ func TestRecoveryFaults(t *testing.T) {
 		// U: delivered while a command is outcome unknown.
 		is.NoErr(setup.turn(bg, "U"))
 
-		a := newApp(fs, dom)
+		// The process restarts after X's lease ended, and its sweep fails
+		// at call n; the next restart is past the leases that sweep took.
+		a := newApp(fs, dom, t0.Add(afterLeases))
 		fs.arm(n, mode)
 		rep, err := a.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, a)
 		errs := []error{err}
@@ -443,7 +490,7 @@ func TestRecoveryFaults(t *testing.T) {
 		}
 		surfaced(t, fs, errs...)
 		fs.disarm()
-		a.recoverAll(t)
+		newApp(fs, dom, t0.Add(2*afterLeases)).recoverAll(t)
 		for _, text := range texts {
 			checkTurn(t, fs, dom, text)
 		}

@@ -126,8 +126,11 @@ func (s *faultStore) CaseRevision(ctx context.Context, a turnframe.AccountID, c 
 func (s *faultStore) Replay(ctx context.Context, a turnframe.AccountID, t turnframe.TurnID) (turnframe.ReplayRecord, error) {
 	return run(s, "Replay", func() (turnframe.ReplayRecord, error) { return s.inner.Replay(ctx, a, t) })
 }
-func (s *faultStore) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
-	return run(s, "ClaimDue", func() ([]turnframe.Claim, error) { return s.inner.ClaimDue(ctx, now, limit, worker) })
+func (s *faultStore) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
+	return run(s, "ClaimDue", func() ([]turnframe.Claim, error) { return s.inner.ClaimDue(ctx, now, limit, worker, lease) })
+}
+func (s *faultStore) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	return run(s, "ExtendClaims", func() ([]error, error) { return s.inner.ExtendClaims(ctx, claims, now, lease) })
 }
 func (s *faultStore) Complete(ctx context.Context, c turnframe.Claim, ref string, now time.Time) error {
 	return run0(s, "Complete", func() error { return s.inner.Complete(ctx, c, ref, now) })
@@ -150,8 +153,11 @@ func (s *faultStore) Resolve(ctx context.Context, id turnframe.OutboxID, v turnf
 func (s *faultStore) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
 	return run0(s, "Requeue", func() error { return s.inner.Requeue(ctx, id, at) })
 }
-func (s *faultStore) ReleaseExpiredClaims(ctx context.Context, before time.Time) ([]turnframe.OutboxID, error) {
-	return run(s, "ReleaseExpiredClaims", func() ([]turnframe.OutboxID, error) { return s.inner.ReleaseExpiredClaims(ctx, before) })
+func (s *faultStore) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+	return run(s, "ReleaseExpiredClaims", func() ([]turnframe.OutboxID, error) { return s.inner.ReleaseExpiredClaims(ctx, now) })
+}
+func (s *faultStore) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
+	return run0(s, "ReleaseClaim", func() error { return s.inner.ReleaseClaim(ctx, id, now) })
 }
 func (s *faultStore) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
 	return run(s, "GetOutbox", func() (turnframe.OutboxRecord, error) { return s.inner.GetOutbox(ctx, id) })

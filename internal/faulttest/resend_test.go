@@ -30,7 +30,7 @@ func TestResendOnDeliveredTurnSurvivesACrash(t *testing.T) {
 			store := k.open(t)
 			t.Cleanup(func() { store.Close() })
 			dom := newDomain()
-			a := newApp(store, dom)
+			a := newApp(store, dom, t0)
 			is.NoErr(a.turn(bg, "U")) // "U-0" is outcome unknown; the turn is delivered
 
 			e, err := store.ByKey(bg, faultAccount, "U-0")
@@ -39,7 +39,7 @@ func TestResendOnDeliveredTurnSurvivesACrash(t *testing.T) {
 			is.NoErr(a.rt.ReconcileCommand(bg, faultAccount, "U-0", turnframe.VerdictResend, ""))
 			// Crash here: Execute for the turn never runs.
 
-			restarted := newApp(store, dom)
+			restarted := newApp(store, dom, t0.Add(afterLeases))
 			var resumed []turnframe.TurnID
 			h := &resumeSpy{app: restarted, resumed: &resumed}
 			_, err = restarted.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, h)
