@@ -267,6 +267,13 @@ type execution struct {
 	turn    TurnID
 	phase   TurnPhase
 	h       Handler
+	// last says whether no entry after the one running was pending when
+	// Execute read the turn: only then does its settlement ask the store
+	// to advance the turn to Committed (which costs the store a count of
+	// the turn's pending entries). The store judges by the entries as they
+	// are: a move it refuses is skipped, and one this Execute did not ask
+	// for is made by Deliver.
+	last bool
 }
 
 // takeTries bounds how often run tries to take an entry whose attempt moved
@@ -432,8 +439,9 @@ func (x *execution) unrecorded(ctx context.Context, e JournalEntry, end handlerE
 }
 
 // settlement builds the one Write that settles the running entry with out,
-// and advances the turn to PhaseCommitted when nothing of it is left
-// pending (Write.Advance: the outcome lands whatever the turn's phase).
+// and, for the turn's last pending entry, advances the turn to
+// PhaseCommitted when nothing of it is left pending (Write.Advance: the
+// outcome lands whatever the turn's phase).
 func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevision, out Outcome) (Write, error) {
 	w := Write{Account: x.account, Turn: x.turn, Now: x.rt.cfg.now()}
 	s := Settlement{Key: e.Key, Attempt: e.Attempt}
@@ -463,7 +471,7 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevi
 		return Write{}, invalid("outcome", "the handler returned no outcome; build one with Commit, Reject or Unknown")
 	}
 	w.Settle = []Settlement{s}
-	if x.phase < PhaseCommitted {
+	if x.last && x.phase < PhaseCommitted {
 		w.Advance = PhaseCommitted
 	}
 	return w, nil

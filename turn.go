@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 )
 
 // Runtime walks turns through their life: Receive stores the user's message,
@@ -160,10 +161,11 @@ func (p Plan) validate() error {
 //     under the command timeout; one more Apply writes the outcome. A
 //     Commit writes the events (checked against that revision), the outbox
 //     rows and the Committed entry in one transaction; a Reject writes the
-//     code, an Unknown the remote reference. That Apply also moves the turn
-//     to PhaseCommitted when nothing of it is left pending — if the turn
-//     may still move: the outcome is written even when the turn was
-//     abandoned, or another entry went back to pending, while h ran. A
+//     code, an Unknown the remote reference. The Apply of the turn's last
+//     pending entry also moves the turn to PhaseCommitted when nothing of
+//     it is left pending — if the turn may still move: the outcome is
+//     written even when the turn was abandoned, or another entry went back
+//     to pending, while h ran. A
 //     handler that answered after its deadline (or never), or that
 //     panicked, is OutcomeUnknown under its attempt id; the result carries
 //     a panic's value and stack, and SignalExternalOutcomeUnknown is
@@ -229,6 +231,7 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 		if !e.Status.IsPending() {
 			continue
 		}
+		x.last = !slices.ContainsFunc(entries[i+1:], func(later JournalEntry) bool { return later.Status.IsPending() })
 		res, err := x.run(ctx, e)
 		report.Results[i] = res
 		report.Phase = x.phase

@@ -13,6 +13,7 @@ const (
 	ExtendSQL       = extendSQL
 	SettleOutboxSQL = settleOutboxSQL
 	AdoptEntrySQL   = adoptEntrySQL
+	CountPendingSQL = countPendingSQL
 )
 
 // Translate is translate, for the tests of driver errors no store call

@@ -69,6 +69,11 @@ func TestQueryPlans(t *testing.T) {
 			uses:  []string{"INTEGER PRIMARY KEY (rowid=?)"}, noScans: []string{"outbox"},
 		},
 		{
+			name:  "PendingCountReadsOnlyThePendingIndex",
+			query: sqlitestore.CountPendingSQL, args: []any{"01JBZZZZZZZZZZZZZZZZZZZZZZ"},
+			uses: []string{"journal_pending (turn=?)"}, noScans: []string{"journal"},
+		},
+		{
 			name:  "ExtendFindsTheRowByItsSeq",
 			query: sqlitestore.ExtendSQL, args: []any{int64(2), int64(1), "w", 1},
 			uses: []string{"INTEGER PRIMARY KEY (rowid=?)"}, noScans: []string{"outbox"},
