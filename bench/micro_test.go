@@ -44,7 +44,7 @@ func claimAll(b *testing.B, st turnframe.OutboxStore, n int) []turnframe.Claim {
 	b.Helper()
 	var out []turnframe.Claim
 	for len(out) < n {
-		c, err := st.ClaimDue(context.Background(), time.Now(), min(turnframe.MaxLimit, n-len(out)), "micro")
+		c, err := st.ClaimDue(context.Background(), time.Now(), min(turnframe.MaxLimit, n-len(out)), "micro", bench.ClaimLease)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func BenchmarkClaim16(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for range b.N {
-				c, err := st.ClaimDue(ctx, time.Now(), 16, "micro")
+				c, err := st.ClaimDue(ctx, time.Now(), 16, "micro", bench.ClaimLease)
 				if err != nil || len(c) != 16 {
 					b.Fatalf("claim: %d rows, %v", len(c), err)
 				}
@@ -124,7 +124,8 @@ func BenchmarkSettle16(b *testing.B) {
 }
 
 // BenchmarkApplyCommit is one Store.Apply committing a command with one
-// 256-byte event and one 256-byte outbox row (the enqueue-in-tx workload).
+// 256-byte event and one 256-byte outbox row, and the turn's Advance, as
+// Runtime.Execute writes it (the enqueue-in-tx workload).
 func BenchmarkApplyCommit(b *testing.B) {
 	for _, s := range syncs {
 		b.Run(string(s), func(b *testing.B) {
@@ -133,6 +134,32 @@ func BenchmarkApplyCommit(b *testing.B) {
 			fx, err := bench.PrepareEnqueue(ctx, st, b.N)
 			if err != nil {
 				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if err := fx.Enqueue(ctx, st, i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApplyCommitNoAdvance is BenchmarkApplyCommit without the
+// turn's Advance to PhaseCommitted that Runtime.Execute sends with a turn's
+// last settlement: the difference between the two is what counting the
+// turn's pending entries then costs.
+func BenchmarkApplyCommitNoAdvance(b *testing.B) {
+	for _, s := range syncs {
+		b.Run(string(s), func(b *testing.B) {
+			st, _ := openStore(b, s)
+			ctx := context.Background()
+			fx, err := bench.PrepareEnqueue(ctx, st, b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range fx.Commits {
+				fx.Commits[i].Advance = turnframe.PhaseUnset
 			}
 			b.ResetTimer()
 			for i := range b.N {

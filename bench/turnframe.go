@@ -30,6 +30,10 @@ func OpenStore(ctx context.Context, path string, s Sync) (*sqlitestore.Store, er
 // benchAccount is the tenant every turnframe contender writes as.
 const benchAccount turnframe.AccountID = "bench"
 
+// CommandLease is how long the fixture's attempts hold their entries: what
+// a Runtime with the default options takes (command timeout + lease margin).
+const CommandLease = turnframe.DefaultCommandTimeout + turnframe.DefaultLeaseMargin
+
 // EnqueueFixture is n commands of turns in PhaseExecuting, each command
 // Executing under its attempt: what must exist before a command can commit
 // its event and outbox row. Building it is not timed.
@@ -42,9 +46,11 @@ type EnqueueFixture struct {
 const cmdsPerTurn = 8
 
 // PrepareEnqueue builds the fixture in store: n/8 turns of 8 commands, each
-// turn made by two Applies (begin + admit; executing). The timed part,
-// Enqueue, is then exactly one Apply per command: the Committed
-// settlement, one 256-byte event and one 256-byte outbox row.
+// turn made by two Applies (begin + admit; executing, each entry leased). The
+// timed part, Enqueue, is then exactly one Apply per command, the one
+// Runtime.Execute writes: the Committed settlement, one 256-byte event, one
+// 256-byte outbox row, and for each turn's last command the turn's Advance
+// to PhaseCommitted.
 func PrepareEnqueue(ctx context.Context, store turnframe.Store, n int) (*EnqueueFixture, error) {
 	gen := turnframe.NewIDGenerator()
 	fx := &EnqueueFixture{}
@@ -65,15 +71,19 @@ func PrepareEnqueue(ctx context.Context, store turnframe.Store, n int) (*Enqueue
 			c := turnframe.CaseKey("case/" + strconv.Itoa(done+i))
 			w.Admit = append(w.Admit, turnframe.Command{Key: key, Case: c, Name: "book", Payload: []byte("{}")})
 			attempt := gen.AttemptID(now)
-			exec.Settle = append(exec.Settle, turnframe.Settlement{Key: key, To: turnframe.JournalExecuting, Attempt: attempt})
+			exec.Settle = append(exec.Settle, turnframe.Settlement{Key: key, To: turnframe.JournalExecuting, Attempt: attempt, Lease: CommandLease})
 			payload := Payload()
-			fx.Commits = append(fx.Commits, turnframe.Write{
+			commit := turnframe.Write{
 				Account: benchAccount,
 				Turn:    turn,
 				Settle:  []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, Attempt: attempt}},
 				Events:  []turnframe.Event{{Case: c, Type: "booked", Data: payload}},
 				Outbox:  []turnframe.OutboxMessage{{Destination: "bench", Payload: payload}},
-			})
+			}
+			if i == k-1 {
+				commit.Advance = turnframe.PhaseCommitted // as Execute asks with a turn's last pending entry
+			}
+			fx.Commits = append(fx.Commits, commit)
 		}
 		if _, err := store.Apply(ctx, w); err != nil {
 			return nil, fmt.Errorf("fixture begin: %w", err)
@@ -96,6 +106,20 @@ func (fx *EnqueueFixture) Enqueue(ctx context.Context, store turnframe.Store, i 
 	}
 	if len(applied.Outbox) != 1 || len(applied.Events) != 1 {
 		return fmt.Errorf("apply wrote %d events and %d outbox rows, want 1 and 1", len(applied.Events), len(applied.Outbox))
+	}
+	return nil
+}
+
+// CheckCommitted fails unless every turn the fixture began is Committed:
+// each turn's last commit carried the Advance that moved it.
+func (fx *EnqueueFixture) CheckCommitted(ctx context.Context, db *sql.DB) error {
+	var turns, committed int
+	err := db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE phase = 'committed') FROM turns`).Scan(&turns, &committed)
+	if err != nil {
+		return err
+	}
+	if want := (len(fx.Commits) + cmdsPerTurn - 1) / cmdsPerTurn; turns != want || committed != want {
+		return fmt.Errorf("%d turns, %d of them committed, want %d and %d", turns, committed, want, want)
 	}
 	return nil
 }
@@ -258,13 +282,17 @@ func RunTurn(ctx context.Context, rt *turnframe.Runtime, i int, payload []byte) 
 	return nil
 }
 
+// ClaimLease is the lease every claim the bench makes by hand takes: the
+// one a dispatcher with the default configuration takes.
+var ClaimLease = turnframe.DefaultDispatchConfig("bench").Lease()
+
 // ClaimLatencies claims batches of 16 k times and returns each claim's
 // latency (one transaction each, commit included).
 func ClaimLatencies(ctx context.Context, store turnframe.OutboxStore, k int) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, k)
 	for range k {
 		start := time.Now()
-		claims, err := store.ClaimDue(ctx, start, 16, "scale")
+		claims, err := store.ClaimDue(ctx, start, 16, "scale", ClaimLease)
 		if err != nil {
 			return nil, err
 		}
@@ -276,17 +304,25 @@ func ClaimLatencies(ctx context.Context, store turnframe.OutboxStore, k int) ([]
 	return out, nil
 }
 
-// CountingOutbox is an OutboxStore that counts claim and settle
-// transactions and the rows they carried: how well settlements coalesce.
+// CountingOutbox is an OutboxStore that counts claim, settle and
+// lease-extension transactions and the rows they carried: how well
+// settlements coalesce, and whether a sweep ever ran long enough to extend
+// its leases.
 type CountingOutbox struct {
 	turnframe.OutboxStore
-	Claims, Settles, Settled atomic.Int64
+	Claims, Settles, Settled, Extends atomic.Int64
 }
 
 // ClaimDue counts the call and passes it on.
-func (c *CountingOutbox) ClaimDue(ctx context.Context, now time.Time, limit int, worker string) ([]turnframe.Claim, error) {
+func (c *CountingOutbox) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
 	c.Claims.Add(1)
-	return c.OutboxStore.ClaimDue(ctx, now, limit, worker)
+	return c.OutboxStore.ClaimDue(ctx, now, limit, worker, lease)
+}
+
+// ExtendClaims counts the call and passes it on.
+func (c *CountingOutbox) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	c.Extends.Add(1)
+	return c.OutboxStore.ExtendClaims(ctx, claims, now, lease)
 }
 
 // Settle counts the call and its settlements and passes it on.

@@ -310,28 +310,34 @@ func (r *run) report() string {
 // measured by this run: re-profile after changing sqlitestore.
 const boundsText = `## What bounds the gaps (profiled by hand, not by this run)
 
-Profiled with ` + "`go test -run '^$' -bench 'Settle16|ApplyCommit|Claim16' -benchmem -cpuprofile cpu.out`" + ` and
-` + "`go tool pprof -top -cum cpu.out`" + ` against sqlitestore after its write path was tuned (statements prepared
-once per writer connection, Settle reading its rows in one statement, journal updates writing only changed columns).
-Micro-benchmarks at NORMAL, per batch of 16: ClaimDue ≈ 0.25 ms, Settle(16) ≈ 0.34 ms, against ≈ 0.24 ms for the raw
-claim + settle-all pair; Apply (commit) ≈ 0.16 ms against ≈ 0.06 ms for the raw two-INSERT transaction.
+Profiled on 2026-11-30, after claims became leases and outbox keys unique (issues 11 and 12), with
+` + "`go test -run '^$' -bench 'ApplyCommit' -benchmem -cpuprofile cpu.out`" + ` and ` + "`go tool pprof -top -cum cpu.out`" + `,
+the code before and after the change profiled alike (40,000 Applies each, NORMAL); pages per transaction are WAL
+frames counted with ` + "`PRAGMA wal_checkpoint`" + ` on fresh files, a count no load on the machine disturbs.
 
-* **drain, Concurrency 1** is bound by commits: the dispatcher writes a lone settlement at once (DESIGN §8: it is
+* **drain, Concurrency 1** is bound by commits: the dispatcher writes a lone settlement at once (DESIGN.md: it is
   never held back to wait for company), so the first row of a batch settles alone while the other fifteen are sent,
-  and a batch costs a claim and about 1.8 settle transactions — about 2.8 commits where the ceiling makes 2. At
-  FULL a commit is most of the cost, so this caps Concurrency 1 near 0.7 of the ceiling before any CPU is counted.
-  Closing it would mean holding the first settlement back, which the design forbids on purpose.
-* **drain, Concurrency 8** groups fully (about 1.0 settle transaction per batch), so what remains is CPU in the store:
-  the claim maintains more indexes and returns every column, each settlement is its own fenced UPDATE with index
-  maintenance, and database/sql starts a goroutine per result set inside a transaction. One UPDATE per batch
-  (` + "`WHERE seq IN (…) … RETURNING seq`" + `, each row still getting its own result) is the next step.
-* **enqueue-in-tx** (one Apply committing a command) runs seven statements where the raw transaction runs two, and
-  its commit writes about 9.3 pages against about 4: the journal row and its pending-entries index, the turn row,
-  the event row and its two unique indexes, the outbox row, its id index and its due index. The index set is what
-  keeps claims flat and recovery listings cheap; a smaller one is a schema decision, not a tuning.
+  and a batch costs a claim and about 1.4–2.1 settle transactions (the notes of table 2 give this run's) — 2.4 to 3.1
+  commits where the ceiling makes 2. At FULL a commit is most of the cost, so this caps Concurrency 1 well below the
+  ceiling before any CPU is counted.
+  Closing it would mean holding the first settlement back, which the design forbids on purpose. The lease keeper
+  writes nothing here: it extends leases only for a sweep that runs longer than half the lease margin (15 s by
+  default), and the drain counts 0 lease-extension transactions.
+* **drain, Concurrency 8** groups most of a batch (about 1.1–1.7 settle transactions per batch), so what remains is CPU in the
+  store: the claim maintains more indexes and returns every column, each settlement is its own fenced UPDATE with
+  index maintenance, and database/sql starts a goroutine per result set inside a transaction. A claim of 16 rows now
+  writes about 6.2 pages where it wrote 4.6: each claimed row stores its lease's end, 8 more bytes, and rows packed
+  in enqueue order no longer fit their leaf page, which splits (104 → 123 table pages for 1,024 claimed rows; no
+  split before). The drain's ratios did not move beyond the noise.
+* **enqueue-in-tx** (one Apply committing a command, as Runtime.Execute writes it) reads the turn and the entry,
+  updates the entry, inserts the event and the outbox row and touches the turn (the last command of a turn also
+  counts its pending entries, one row of the partial index journal_pending, for the Write's Advance), where the
+  raw transaction runs two INSERTs; its commit writes about 10.5 pages against 4.3. Since the lease contract the
+  UNIQUE index outbox_key adds one index entry to the INSERT and one page to each commit (9.4 → 10.5): the price
+  of refusing a second row with one key.
 * **turn** takes five write transactions (Receive, Plan, Execute's Executing mark, Execute's commit, Deliver).
-  The Executing mark before the handler runs is what I14/I15 rest on and must stay a transaction of its own;
-  the others are one per API call.
+  The Executing mark before the handler runs is what I14/I15 rest on (it now also takes the entry under a
+  lease) and must stay a transaction of its own; the others are one per API call.
 * **two processes** on one file: SQLite's busy handler polls with sleeps, so whichever process holds the write lock
   tends to win it again; the other may wait until the backlog is gone. Combined throughput is therefore about one
   process's, and the split between processes is uneven (shown in the notes). No row was ever sent twice.

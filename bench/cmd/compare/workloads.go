@@ -70,9 +70,14 @@ func (r *run) enqueue() {
 				return nil, err
 			}
 			return &session{
-				step:   steps(func(i int) error { return fx.Enqueue(ctx, st, i) }),
-				finish: func() (map[string]float64, error) { return nil, checkCount(ctx, st, "pending", n) },
-				close:  func() { st.Close() },
+				step: steps(func(i int) error { return fx.Enqueue(ctx, st, i) }),
+				finish: func() (map[string]float64, error) {
+					if err := fx.CheckCommitted(ctx, st.ReadDB()); err != nil {
+						return nil, err
+					}
+					return nil, checkCount(ctx, st, "pending", n)
+				},
+				close: func() { st.Close() },
 			}, nil
 		}},
 		r.rawEnqueueContender(),
@@ -104,8 +109,8 @@ func (r *run) enqueue() {
 	med := r.measureAll("enqueue", n, cs)
 	t := r.rateTable(fmt.Sprintf("1. enqueue-in-tx (N = %d)", n),
 		"One transaction holding one application row and one enqueued message. "+
-			"turnframe: what is timed is exactly one `Store.Apply` per command, writing the command's Committed settlement, one 256-byte event (the application row) and one 256-byte outbox row; "+
-			"the turns and journal entries it needs (turns of 8 commands, Executing) are built beforehand, untimed, with two Applies per turn. "+
+			"turnframe: what is timed is exactly one `Store.Apply` per command, the one `Runtime.Execute` writes: the command's Committed settlement, one 256-byte event (the application row), one 256-byte outbox row and the turn's `Advance` to Committed (taken by the turn's last command); "+
+			"the turns and journal entries it needs (turns of 8 commands, Executing, leased) are built beforehand, untimed, with two Applies per turn. "+
 			"River: an application row + `InsertTx`; goqite: an application row + `SendTx`; raw: two prepared INSERTs in a `BEGIN IMMEDIATE` transaction.",
 		"rows/s", cs, []string{tfApply}, med)
 	if x, ok := ratio(med, rawEnq, tfApply, bench.SyncFull); ok {
@@ -145,6 +150,7 @@ func (r *run) drain() {
 					return map[string]float64{
 						"settle tx per claim": float64(counted.Settles.Load()) / float64(max(1, counted.Claims.Load()-1)),
 						"rows per settle tx":  float64(counted.Settled.Load()) / float64(max(1, counted.Settles.Load())),
+						"lease-extension tx":  float64(counted.Extends.Load()),
 					}, checkCount(ctx, st, "completed", n)
 				},
 				close: func() { st.Close() },
