@@ -138,4 +138,9 @@ type OutboxFilter struct {
 	Status  OutboxStatus // 0: any status
 	Account AccountID    // "": any account
 	Limit   int          // at most this many rows, oldest first; 1–10000
+	// After pages: only rows enqueued after this one (the last row of the
+	// page before). Zero: from the oldest. A row that no longer exists
+	// (pruned), or with Account set a row of another account, is
+	// ErrNotFound.
+	After OutboxID
 }

@@ -57,7 +57,9 @@ func ParseTurnPhase(s string) (TurnPhase, error) {
 //
 //	Pending → Executing(attempt) → Committed | Rejected | OutcomeUnknown
 //	Executing → Executing (a resumed attempt, under a new attempt id)
-//	OutcomeUnknown → Committed | Rejected | Pending (reconciliation only)
+//	Executing → OutcomeUnknown (a reconciliation, once the lease ended)
+//	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention (reconciliation only)
+//	NeedsIntervention → Committed | Rejected | Pending (the app or an operator only)
 //
 // Pending and Executing count as pending. The zero value is invalid.
 type JournalStatus uint8
@@ -66,7 +68,7 @@ const (
 	journalUnset JournalStatus = iota
 	// JournalPending: admitted under its key and not started, or put back by
 	// a reconciliation that found the remote never received it. Moved here
-	// by Runtime.Plan and Runtime.ReconcileCommand.
+	// by Runtime.Plan and by a resend (Recovery.Settle, or the policy).
 	JournalPending
 	// JournalExecuting: an attempt holds it, under a lease (LeaseUntil).
 	// Runtime.Execute moves an entry here, under a fresh attempt id, before
@@ -75,18 +77,25 @@ const (
 	JournalExecuting
 	// JournalCommitted: the command's events, outbox rows and this status
 	// were written in one transaction. Terminal. Runtime.Execute (a commit)
-	// or Runtime.ReconcileCommand (the remote has it) moves an entry here.
+	// or a settlement of an unknown (the remote has it) moves an entry here.
 	JournalCommitted
 	// JournalRejected: the command was refused with a code. Terminal. Moved
-	// here by Runtime.Execute (a reject) or Runtime.ReconcileCommand.
+	// here by Runtime.Execute (a reject) or a settlement of an unknown.
 	JournalRejected
 	// JournalOutcomeUnknown: the attempt left and no answer came back (the
-	// handler said so, panicked, or timed out). Never run again
-	// automatically (I15): only Runtime.ReconcileCommand moves it on.
+	// handler said so, panicked, or timed out), or its lease ended while it
+	// may have been calling out. Never run again blindly (I15): only a
+	// reconciliation moves it on — the policy of its command's Remote
+	// (Recovery.Recover), or the app or an operator (Settle).
 	JournalOutcomeUnknown
+	// JournalNeedsIntervention: nothing could settle the outcome safely
+	// (the remote cannot be asked or did not tell in time, and a resend is
+	// not safe), so a person must. The policy moves an entry here from
+	// OutcomeUnknown; only the app or an operator moves it on (Settle).
+	JournalNeedsIntervention
 )
 
-var journalNames = [...]string{"unset", "pending", "executing", "committed", "rejected", "outcome_unknown"}
+var journalNames = [...]string{"unset", "pending", "executing", "committed", "rejected", "outcome_unknown", "needs_intervention"}
 
 // String returns the status in snake case ("pending", "outcome_unknown", …).
 func (s JournalStatus) String() string { return enumName(journalNames[:], int(s), "journal status") }
@@ -96,6 +105,12 @@ func (s JournalStatus) IsPending() bool { return s == JournalPending || s == Jou
 
 // IsSettled reports whether the entry is Committed or Rejected.
 func (s JournalStatus) IsSettled() bool { return s == JournalCommitted || s == JournalRejected }
+
+// IsUncertain reports whether the entry's outcome is unknown:
+// OutcomeUnknown or NeedsIntervention.
+func (s JournalStatus) IsUncertain() bool {
+	return s == JournalOutcomeUnknown || s == JournalNeedsIntervention
+}
 
 // ParseJournalStatus returns the status named s, or ErrInvalid.
 func ParseJournalStatus(s string) (JournalStatus, error) {
@@ -110,14 +125,13 @@ type OutboxStatus uint8
 const (
 	outboxUnset OutboxStatus = iota
 	// OutboxPending: waiting to be claimed once due. Store.Apply enqueues
-	// rows here; Retry, ReleaseExpiredClaims (a lease that ended),
-	// ReleaseClaim (an operator), Resolve (resend) and Requeue move rows
-	// back here.
+	// rows here; Retry, ReleaseClaim (an operator), Resolve (resend) and
+	// Requeue move rows back here.
 	OutboxPending
 	// OutboxDispatching: claimed by one worker, which is sending it, under
 	// a lease (LeaseUntil) the worker extends while it runs. ClaimDue moves
 	// rows here. A crash leaves the row here until its lease ends and
-	// ReleaseExpiredClaims puts it back to Pending.
+	// ExpireClaims moves it to OutcomeUnknown: its send may have started.
 	OutboxDispatching
 	// OutboxCompleted: the remote confirmed. Terminal. Complete, or Resolve
 	// with VerdictCompleted, moves a row here.
@@ -126,13 +140,20 @@ const (
 	// except for an operator's Requeue. Fail, or Resolve with VerdictFailed,
 	// moves a row here.
 	OutboxFailed
-	// OutboxOutcomeUnknown: the request left and no answer came back. It is
-	// never sent again automatically (I15): only Resolve moves it on.
-	// MarkUnknown moves a row here.
+	// OutboxOutcomeUnknown: the request left and no answer came back, or
+	// the claim's lease ended while a send may have started. It is never
+	// sent again blindly (I15): only Resolve moves it on — the policy of
+	// its destination's Remote, or the app or an operator. MarkUnknown and
+	// ExpireClaims move a row here.
 	OutboxOutcomeUnknown
+	// OutboxNeedsIntervention: nothing could settle the outcome safely, so
+	// a person must. The policy moves a row here from OutcomeUnknown (a
+	// Resolve with VerdictEscalate); only the app or an operator moves it
+	// on. It holds its order key, as OutcomeUnknown does.
+	OutboxNeedsIntervention
 )
 
-var outboxNames = [...]string{"unset", "pending", "dispatching", "completed", "failed", "outcome_unknown"}
+var outboxNames = [...]string{"unset", "pending", "dispatching", "completed", "failed", "outcome_unknown", "needs_intervention"}
 
 // String returns the status in snake case ("pending", "outcome_unknown", …).
 func (s OutboxStatus) String() string { return enumName(outboxNames[:], int(s), "outbox status") }
@@ -140,6 +161,12 @@ func (s OutboxStatus) String() string { return enumName(outboxNames[:], int(s), 
 // IsFinished reports whether the row is Completed or Failed: what Prune may
 // delete.
 func (s OutboxStatus) IsFinished() bool { return s == OutboxCompleted || s == OutboxFailed }
+
+// IsUncertain reports whether the row's outcome is unknown: OutcomeUnknown
+// or NeedsIntervention.
+func (s OutboxStatus) IsUncertain() bool {
+	return s == OutboxOutcomeUnknown || s == OutboxNeedsIntervention
+}
 
 // ParseOutboxStatus returns the status named s, or ErrInvalid.
 func ParseOutboxStatus(s string) (OutboxStatus, error) {
@@ -157,12 +184,17 @@ const (
 	VerdictCompleted
 	// VerdictFailed: the remote does not have it and never will.
 	VerdictFailed
-	// VerdictResend: the remote is certain it never received it, so it may
-	// be sent again. The one path from an unknown outcome back to a send.
+	// VerdictResend: the remote is certain it never received it, or it
+	// deduplicates by key and still remembers the key, so it may be sent
+	// again under the same key. The one path from an unknown outcome back
+	// to a send.
 	VerdictResend
+	// VerdictEscalate: nothing can settle it safely; a person must. The
+	// entry or row becomes NeedsIntervention. Only from OutcomeUnknown.
+	VerdictEscalate
 )
 
-var verdictNames = [...]string{"unresolved", "completed", "failed", "resend"}
+var verdictNames = [...]string{"unresolved", "completed", "failed", "resend", "escalate"}
 
 // String returns the verdict in snake case.
 func (v Verdict) String() string { return enumName(verdictNames[:], int(v), "verdict") }

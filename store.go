@@ -53,6 +53,13 @@ type Write struct {
 	Outbox []OutboxMessage
 	// Now stamps every row the Write creates or changes. Zero is ErrInvalid.
 	Now time.Time
+	// Actor is who makes the Write, as the audit trail records every move
+	// it makes (EntryHistory, PhaseHistory, RowHistory); "" is ActorApp.
+	// Only an actor that MayIntervene settles an entry that needs
+	// intervention.
+	Actor Actor
+	// Note says why, for the audit trail: at most MaxNoteLen bytes.
+	Note string
 }
 
 // Settlement moves one journal entry of the Write's turn to a new status,
@@ -68,7 +75,10 @@ type Settlement struct {
 	Attempt AttemptID
 	// Prior is, when a new attempt takes the entry (To Executing), the
 	// attempt the caller saw on it: zero for an entry never run. The take
-	// is a compare-and-set: an entry that moved since is ErrConflict.
+	// is a compare-and-set: an entry that moved since is ErrConflict. For a
+	// reconciliation of an uncertain entry, a Prior that is not zero
+	// fences it the same way: the entry must still be under that attempt,
+	// the one whose outcome the caller looked into.
 	Prior AttemptID
 	// Lease is, To Executing, how long the attempt holds the entry from the
 	// Write's Now; another attempt may take it over only once it ended.
@@ -96,9 +106,10 @@ type TurnStore interface {
 	LoadTurn(ctx context.Context, account AccountID, turn TurnID) (StoredTurn, error)
 	// ListUnfinishedTurns returns, oldest first (by turn id), at most limit
 	// turns in scope for which Unfinished holds: non-terminal turns, turns
-	// holding an OutcomeUnknown entry (a delivered turn can still have an
-	// unsettled effect), and delivered turns holding a pending entry (a
-	// resend after delivery). scope.After pages through them.
+	// holding an OutcomeUnknown or NeedsIntervention entry (a delivered
+	// turn can still have an unsettled effect), delivered turns holding a
+	// pending entry (a resend after delivery), and abandoned turns holding
+	// an Executing one. scope.After pages through them.
 	ListUnfinishedTurns(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error)
 }
 
@@ -164,33 +175,54 @@ type OutboxStore interface {
 	// refuse the others. err is for the transaction as a whole; when it is
 	// not nil nothing was written and results is nil.
 	Settle(ctx context.Context, settlements []OutboxSettlement) (results []error, err error)
-	// Resolve settles an OutcomeUnknown row by verdict: Completed, Failed
-	// (with code) or Pending due at now (resend). ErrConflict for a row in
-	// any other status; ErrInvalid for VerdictUnresolved; ErrNotFound for
-	// no such row.
-	Resolve(ctx context.Context, id OutboxID, v Verdict, code string, now time.Time) error
+	// Resolve settles an OutcomeUnknown or NeedsIntervention row by
+	// ResolveRow. ErrInvalid for bad input (Resolution.Validate);
+	// ErrNotFound for no such row; ErrConflict for a row in another status,
+	// or one that needs intervention and an actor that may not intervene.
+	Resolve(ctx context.Context, res Resolution) error
 	// Requeue moves a Failed row back to Pending, due at at, for an
 	// operator. ErrConflict for a row in any other status.
 	Requeue(ctx context.Context, id OutboxID, at time.Time) error
-	// ReleaseExpiredClaims moves every Dispatching row whose lease ended at
-	// now (LeaseEnded) back to Pending (ReleaseRow: attempts and due time
-	// kept, so it is due again at once, in its place) and returns their ids
-	// in enqueue order. A row whose lease is
-	// still running is never released.
-	ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]OutboxID, error)
+	// ExpireClaims moves every Dispatching row whose lease ended at now
+	// (LeaseEnded) to OutcomeUnknown by ExpireRow, recorded as
+	// ActorRecovery, and returns their ids in enqueue order. A row whose
+	// lease is still running is never touched. The send of an expired row
+	// may have started, so it is not sent again blindly: the policy of its
+	// destination's Remote, or the app or an operator, resolves it.
+	ExpireClaims(ctx context.Context, now time.Time) ([]OutboxID, error)
 	// ReleaseClaim moves one Dispatching row back to Pending at now,
 	// whether or not its lease ended: for an operator who knows its worker
 	// is gone. If that worker is in fact still sending, the row may be sent
 	// twice. ErrNotFound for no such row; ErrConflict for a row that is not
-	// Dispatching.
+	// Dispatching. Recorded as ActorOperator, as Requeue is.
 	ReleaseClaim(ctx context.Context, id OutboxID, now time.Time) error
 	// GetOutbox returns one row. ErrNotFound if it does not exist.
 	GetOutbox(ctx context.Context, id OutboxID) (OutboxRecord, error)
 	// ListOutbox returns rows matching filter, oldest first.
 	ListOutbox(ctx context.Context, filter OutboxFilter) ([]OutboxRecord, error)
 	// Prune deletes Completed and Failed rows finished before
-	// finishedBefore and returns how many. It never deletes a journal key.
+	// finishedBefore, with their history, and returns how many. It never
+	// deletes a journal key or its history.
 	Prune(ctx context.Context, finishedBefore time.Time) (int, error)
+}
+
+// HistoryStore reads and extends the audit trail. Every move of a journal
+// entry (EntryMoved), of an outbox row's status and of a turn's phase
+// appends a HistoryRecord in the transaction that makes it: a created
+// entry, row or turn (From ""), a take, a settlement, a claim, a retry, an
+// expiry, a resolution, a requeue, a release. Lease renewals and
+// extensions move nothing and are not recorded.
+type HistoryStore interface {
+	// History returns at most limit records of subject, oldest first (by
+	// Seq), after the record numbered after (0: from the first). None, and
+	// no error, for a subject without history or of another account.
+	History(ctx context.Context, subject Subject, after int64, limit int) ([]HistoryRecord, error)
+	// RecordEvidence appends rec as evidence that moves nothing: the store
+	// sets From and To to the subject's status (or phase) as it is, and
+	// Evidence. ErrInvalid for a bad record (HistoryRecord.Validate, From
+	// and To aside); ErrNotFound for a subject that does not exist for its
+	// account.
+	RecordEvidence(ctx context.Context, rec HistoryRecord) error
 }
 
 // Store is everything a turn, a dispatcher and recovery need, behind one
@@ -204,6 +236,7 @@ type Store interface {
 	EventJournal
 	ReplayStore
 	OutboxStore
+	HistoryStore
 	// Apply validates w (ErrInvalid, before any transaction starts) and
 	// writes it in one transaction, or writes nothing and returns the
 	// error: ErrNotFound for a turn that does not exist for the account,

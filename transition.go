@@ -36,8 +36,9 @@ func NextPhase(from, to TurnPhase, pending int) error {
 }
 
 // Unfinished reports whether recovery must look at a turn: it is
-// non-terminal; or it holds an OutcomeUnknown entry, whatever its phase (a
-// delivered turn can still have a payment nobody settled); or it is
+// non-terminal; or it holds an OutcomeUnknown or NeedsIntervention entry
+// (holdsUnknown), whatever its phase (a delivered turn can still have a
+// payment nobody settled); or it is
 // Delivered and holds a Pending or Executing entry (a reconciliation found
 // the remote never received a command and put it back to send again after
 // the answer went out); or it is Abandoned and holds an Executing entry (an
@@ -119,7 +120,9 @@ func NewEntry(account AccountID, turn TurnID, cmd Command, now time.Time) Journa
 //	Executing → Executing               the holder renews its lease, or a new attempt takes it over once the lease ended
 //	Executing → Committed | Rejected | OutcomeUnknown   by the attempt that holds it
 //	Executing → Committed | Rejected                    by a reconciliation, once Stranded
-//	OutcomeUnknown → Committed | Rejected | Pending     by a reconciliation only
+//	Executing → OutcomeUnknown                          by a reconciliation, once the lease ended
+//	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention   by a reconciliation only
+//	NeedsIntervention → Committed | Rejected | Pending  by a reconciliation whose actor MayIntervene
 //
 // A take (a new attempt moving the entry to Executing) is a compare-and-set:
 // s.Prior must be the attempt the entry is under (zero if it never ran), so
@@ -133,11 +136,18 @@ func NewEntry(account AccountID, turn TurnID, cmd Command, now time.Time) Journa
 // abandoned turn whose lease ended: it may have acted, and nothing else will
 // ever settle it). Nothing is taken or resent on an abandoned turn, whose
 // commands never run; an attempt already running there still settles.
+// An attempt that died while its turn goes on (its lease ended) may be
+// declared unknown by a reconciliation, so that a Remote's policy, not a
+// blind re-run, decides what becomes of it. actor is the Write's: only one
+// that MayIntervene moves an entry out of NeedsIntervention.
 // events are the events the Write appends for a Committed settlement; each
 // must belong to the command's case (ErrInvalid otherwise).
-func NextEntry(e JournalEntry, s Settlement, events []StoredEvent, phase TurnPhase, now time.Time) (JournalEntry, error) {
+func NextEntry(e JournalEntry, s Settlement, events []StoredEvent, phase TurnPhase, actor Actor, now time.Time) (JournalEntry, error) {
 	if err := checkEntryMove(e, s, phase, now); err != nil {
 		return JournalEntry{}, err
+	}
+	if e.Status == JournalNeedsIntervention && !actor.orApp().MayIntervene() {
+		return JournalEntry{}, fmt.Errorf("%w: entry %q needs intervention: only the app or an operator moves it, not %q", ErrConflict, e.Key, actor)
 	}
 	next := e
 	next.UpdatedAt = now
@@ -153,26 +163,39 @@ func NextEntry(e JournalEntry, s Settlement, events []StoredEvent, phase TurnPha
 		} else if e.LeaseUntil.After(next.LeaseUntil) {
 			next.LeaseUntil = e.LeaseUntil // a renewal never shortens the lease
 		}
+	case JournalPending:
+		next.Code = s.Code // a reconciliation's reason for the resend, if it gives one
 	case JournalCommitted:
 		next.EventIDs = nil
+		next.Code = s.Code // a reconciliation's reason, if it gives one
 		for _, ev := range events {
 			if ev.Case != e.Case {
 				return JournalEntry{}, invalid("events.case", "command %q changes %q, not %q", e.Key, e.Case, ev.Case)
 			}
 			next.EventIDs = append(next.EventIDs, ev.ID)
 		}
+		next.RemoteRef = s.RemoteRef // a reconciliation's reference, if the remote gave one…
+		if next.RemoteRef == "" && e.Status.IsUncertain() {
+			next.RemoteRef = e.RemoteRef // …else what the remote said when the outcome was unknown
+		}
 	case JournalRejected:
 		next.Code = s.Code
 	case JournalOutcomeUnknown:
-		next.RemoteRef = s.RemoteRef
+		next.Code, next.RemoteRef = s.Code, s.RemoteRef
+	case JournalNeedsIntervention:
+		next.Code, next.RemoteRef = s.Code, s.RemoteRef
+		if next.RemoteRef == "" {
+			next.RemoteRef = e.RemoteRef // escalating keeps what the remote said
+		}
 	}
 	return next, nil
 }
 
 var entryMoves = map[JournalStatus][]JournalStatus{
-	JournalPending:        {JournalExecuting},
-	JournalExecuting:      {JournalExecuting, JournalCommitted, JournalRejected, JournalOutcomeUnknown},
-	JournalOutcomeUnknown: {JournalCommitted, JournalRejected, JournalPending},
+	JournalPending:           {JournalExecuting},
+	JournalExecuting:         {JournalExecuting, JournalCommitted, JournalRejected, JournalOutcomeUnknown},
+	JournalOutcomeUnknown:    {JournalCommitted, JournalRejected, JournalPending, JournalNeedsIntervention},
+	JournalNeedsIntervention: {JournalCommitted, JournalRejected, JournalPending},
 }
 
 func checkEntryMove(e JournalEntry, s Settlement, phase TurnPhase, now time.Time) error {
@@ -183,18 +206,25 @@ func checkEntryMove(e JournalEntry, s Settlement, phase TurnPhase, now time.Time
 	case s.To == JournalExecuting:
 		return checkTake(e, s, phase, now)
 	case e.Status == JournalExecuting && s.Attempt.IsZero():
-		// A reconciliation of an attempt nothing will finish.
-		if !Stranded(e, phase, now) || s.To == JournalOutcomeUnknown {
-			return fmt.Errorf("%w: entry %q is running attempt %v: a reconciliation settles it only once its turn was abandoned and its lease ended, as committed or rejected",
+		// A reconciliation of an attempt that died: declared unknown once
+		// its lease ended, or settled once nothing will ever finish it.
+		if e.LeaseUntil.After(now) || (s.To != JournalOutcomeUnknown && !Stranded(e, phase, now)) {
+			return fmt.Errorf("%w: entry %q is running attempt %v: a reconciliation declares it unknown only once its lease ended, and settles it only once its turn was abandoned too",
 				ErrConflict, e.Key, e.Attempt)
+		}
+		if !s.Prior.IsZero() && s.Prior != e.Attempt {
+			return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the reconciliation saw", ErrConflict, e.Key, e.Attempt, s.Prior)
 		}
 	case e.Status == JournalExecuting:
 		if s.Attempt != e.Attempt {
 			return fmt.Errorf("%w: entry %q is running attempt %v, not %v", ErrConflict, e.Key, e.Attempt, s.Attempt)
 		}
-	case e.Status == JournalOutcomeUnknown:
+	case e.Status.IsUncertain():
 		if !s.Attempt.IsZero() {
-			return fmt.Errorf("%w: entry %q is outcome_unknown: only a reconciliation moves it, not attempt %v", ErrConflict, e.Key, s.Attempt)
+			return fmt.Errorf("%w: entry %q is %v: only a reconciliation moves it, not attempt %v", ErrConflict, e.Key, e.Status, s.Attempt)
+		}
+		if !s.Prior.IsZero() && s.Prior != e.Attempt {
+			return fmt.Errorf("%w: entry %q is %v under attempt %v, not %v as the reconciliation saw: it ran again meanwhile", ErrConflict, e.Key, e.Status, e.Attempt, s.Prior)
 		}
 		if s.To == JournalPending && phase == PhaseAbandoned {
 			return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run: a resend would never be sent", ErrConflict, e.Key)
@@ -264,9 +294,10 @@ func NewOutboxRecord(id OutboxID, account AccountID, turn TurnID, key Idempotenc
 }
 
 // HoldsOrder reports whether a row of this status holds back the later rows
-// of its account and order key: Pending, Dispatching and OutcomeUnknown do.
+// of its account and order key: Pending, Dispatching, OutcomeUnknown and
+// NeedsIntervention do.
 func (s OutboxStatus) HoldsOrder() bool {
-	return s == OutboxPending || s == OutboxDispatching || s == OutboxOutcomeUnknown
+	return s == OutboxPending || s == OutboxDispatching || s.IsUncertain()
 }
 
 // ClaimRow claims r for worker at now, leased until now + lease. It returns
@@ -349,25 +380,81 @@ func leaseEnd(now time.Time, lease time.Duration) time.Time {
 	return now.Add(lease).Truncate(time.Microsecond)
 }
 
-// ResolveRow settles an OutcomeUnknown row by verdict: Completed, Failed with
-// code, or Pending due at now (resend, attempts kept). ErrConflict for a row
-// in another status, which must not change.
-func ResolveRow(r OutboxRecord, v Verdict, code string, now time.Time) (OutboxRecord, error) {
-	if r.Status != OutboxOutcomeUnknown {
-		return OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only an outcome_unknown row is resolved", ErrConflict, r.ID, r.Status)
+// Resolution settles one outbox row whose outcome is unknown, by verdict:
+// Completed (with the remote's reference, if it gave one), Failed with
+// Code, Pending due at Now (a resend under the same key), or, from
+// OutcomeUnknown only, NeedsIntervention (VerdictEscalate). Actor is who
+// decided: only one that MayIntervene settles a row that needs
+// intervention. Note says why, for the audit trail.
+type Resolution struct {
+	ID        OutboxID
+	Verdict   Verdict
+	Code      string
+	RemoteRef string
+	Actor     Actor // "" is ActorApp
+	Note      string
+	Now       time.Time
+	// Attempts, when not zero, fences the resolution: the row must still
+	// be at this attempt number, the one whose outcome the caller looked
+	// into. A row sent again meanwhile (a concurrent resolution resent it
+	// and it was claimed) is ErrConflict, so a stale finding never settles
+	// a later send.
+	Attempts int
+}
+
+// ResolveRow applies res to r as stored: an OutcomeUnknown row moves by any
+// verdict but VerdictUnresolved; a NeedsIntervention row by Completed,
+// Failed or Resend, and only for an actor that MayIntervene. ErrConflict
+// for any other row or actor, and r must not change.
+func ResolveRow(r OutboxRecord, res Resolution) (OutboxRecord, error) {
+	switch {
+	case r.Status == OutboxNeedsIntervention && res.Verdict == VerdictEscalate:
+		return OutboxRecord{}, fmt.Errorf("%w: row %v already needs intervention", ErrConflict, r.ID)
+	case r.Status == OutboxNeedsIntervention && !res.Actor.orApp().MayIntervene():
+		return OutboxRecord{}, fmt.Errorf("%w: row %v needs intervention: only the app or an operator settles it, not %q", ErrConflict, r.ID, res.Actor)
+	case !r.Status.IsUncertain():
+		return OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only an outcome_unknown or needs_intervention row is resolved", ErrConflict, r.ID, r.Status)
+	case res.Attempts != 0 && r.Attempts != res.Attempts:
+		return OutboxRecord{}, fmt.Errorf("%w: row %v is at attempt %d, not %d as the resolution saw: it was sent again meanwhile", ErrConflict, r.ID, r.Attempts, res.Attempts)
 	}
-	r.UpdatedAt = now
-	r.LastCode = code
-	switch v {
+	r.UpdatedAt = res.Now
+	r.LastCode = res.Code
+	if res.RemoteRef != "" {
+		r.RemoteRef = res.RemoteRef
+	}
+	switch res.Verdict {
 	case VerdictCompleted:
-		r.Status, r.FinishedAt = OutboxCompleted, now
+		r.Status, r.FinishedAt = OutboxCompleted, res.Now
 	case VerdictFailed:
-		r.Status, r.FinishedAt = OutboxFailed, now
+		r.Status, r.FinishedAt = OutboxFailed, res.Now
 	case VerdictResend:
-		r.Status, r.DueAt = OutboxPending, now
+		r.Status, r.DueAt = OutboxPending, res.Now
+	case VerdictEscalate:
+		r.Status = OutboxNeedsIntervention
 	default:
-		return OutboxRecord{}, CheckVerdict(v)
+		return OutboxRecord{}, CheckVerdict(res.Verdict)
 	}
+	return r, nil
+}
+
+// CodeLeaseEnded is the code of an outbox row or a journal entry declared
+// OutcomeUnknown because the lease of the claim or attempt that held it
+// ended: a send or a call may have started, and nobody knows how it ended.
+const CodeLeaseEnded = "turnframe.lease_ended"
+
+// ExpireRow returns a Dispatching row whose lease ended at now as
+// OutcomeUnknown, with CodeLeaseEnded: its worker died or stalled, and its
+// send may have started. ErrConflict for a row that is not Dispatching or
+// whose lease runs after now; r must not change then.
+func ExpireRow(r OutboxRecord, now time.Time) (OutboxRecord, error) {
+	if !LeaseEnded(r, now) {
+		return OutboxRecord{}, fmt.Errorf("%w: row %v is %v with a lease until %s; only a dispatching row whose lease ended expires",
+			ErrConflict, r.ID, r.Status, r.LeaseUntil.Format(time.RFC3339Nano))
+	}
+	r.Status = OutboxOutcomeUnknown
+	r.LastCode = CodeLeaseEnded
+	r.UpdatedAt = now
+	r.LeaseUntil = time.Time{}
 	return r, nil
 }
 
@@ -384,7 +471,7 @@ func RequeueRow(r OutboxRecord, at time.Time) (OutboxRecord, error) {
 	return r, nil
 }
 
-// LeaseEnded reports whether r is a claim to release at now: Dispatching,
+// LeaseEnded reports whether r is a claim to expire at now: Dispatching,
 // and its lease is not running after now.
 func LeaseEnded(r OutboxRecord, now time.Time) bool {
 	return r.Status == OutboxDispatching && !r.LeaseUntil.After(now)

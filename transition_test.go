@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestNextEntry(t *testing.T) {
 	live, ended := t0.Add(time.Minute), t0 // a lease that runs after t0, and one that ended at t0
 	entry := func(s turnframe.JournalStatus, attempt turnframe.AttemptID, lease time.Time) turnframe.JournalEntry {
 		return turnframe.JournalEntry{Account: "acct", Command: turnframe.Command{Key: "k1", Case: "booking/1", Name: "book"},
-			Status: s, Attempt: attempt, LeaseUntil: lease}
+			Status: s, Attempt: attempt, LeaseUntil: lease, Code: "old", RemoteRef: "req-1"}
 	}
 	const (
 		pending   = turnframe.JournalPending
@@ -65,52 +66,93 @@ func TestNextEntry(t *testing.T) {
 		committed = turnframe.JournalCommitted
 		rejected  = turnframe.JournalRejected
 		unknown   = turnframe.JournalOutcomeUnknown
+		needs     = turnframe.JournalNeedsIntervention
 		planned   = turnframe.PhasePlanned
 		abandoned = turnframe.PhaseAbandoned
+		app       = turnframe.Actor("")
+		operator  = turnframe.ActorOperator
+		policy    = turnframe.ActorPolicy
+		recovery  = turnframe.ActorRecovery
 	)
+	worker := turnframe.WorkerActor("w1")
 	cases := []struct {
 		name           string
 		from           turnframe.JournalEntry
 		phase          turnframe.TurnPhase
 		to             turnframe.JournalStatus
 		attempt, prior turnframe.AttemptID
+		actor          turnframe.Actor
 		want           error
 	}{
-		{"a new attempt takes a pending entry", entry(pending, none, time.Time{}), planned, executing, a1, none, nil},
-		{"a take presenting a prior the entry is not under is refused", entry(pending, none, time.Time{}), planned, executing, a2, a1, turnframe.ErrConflict},
-		{"a resent entry is taken by a new attempt presenting the last one", entry(pending, a1, time.Time{}), planned, executing, a2, a1, nil},
-		{"a resent entry is not taken again by its last attempt", entry(pending, a1, time.Time{}), planned, executing, a1, a1, turnframe.ErrConflict},
-		{"an attempt whose lease ended is taken over", entry(executing, a1, ended), planned, executing, a2, a1, nil},
-		{"an attempt whose lease runs is not taken over", entry(executing, a1, live), planned, executing, a2, a1, turnframe.ErrConflict},
-		{"a take-over presenting a stale prior is refused", entry(executing, a2, ended), planned, executing, a1, none, turnframe.ErrConflict},
-		{"the holder renews its lease", entry(executing, a1, live), planned, executing, a1, none, nil},
-		{"the holder renews a lease that ended", entry(executing, a1, ended), planned, executing, a1, none, nil},
-		{"nothing is taken on an abandoned turn", entry(pending, none, time.Time{}), abandoned, executing, a1, none, turnframe.ErrConflict},
-		{"nothing is taken over on an abandoned turn", entry(executing, a1, ended), abandoned, executing, a2, a1, turnframe.ErrConflict},
-		{"the attempt running on an abandoned turn still settles", entry(executing, a1, live), abandoned, unknown, a1, none, nil},
-		{"the holder commits", entry(executing, a1, live), planned, committed, a1, none, nil},
-		{"the holder rejects", entry(executing, a1, live), planned, rejected, a1, none, nil},
-		{"the holder reports unknown", entry(executing, a1, ended), planned, unknown, a1, none, nil},
-		{"a superseded attempt does not commit", entry(executing, a2, live), planned, committed, a1, none, turnframe.ErrConflict},
-		{"a reconciliation does not settle a running attempt", entry(executing, a1, live), planned, committed, none, none, turnframe.ErrConflict},
-		{"a reconciliation commits an unknown entry", entry(unknown, a1, time.Time{}), planned, committed, none, none, nil},
-		{"a reconciliation rejects an unknown entry", entry(unknown, a1, time.Time{}), planned, rejected, none, none, nil},
-		{"a reconciliation resends an unknown entry", entry(unknown, a1, time.Time{}), planned, pending, none, none, nil},
-		{"a resend on an abandoned turn is refused", entry(unknown, a1, time.Time{}), abandoned, pending, none, none, turnframe.ErrConflict},
-		{"a reconciliation settles an unknown entry of an abandoned turn", entry(unknown, a1, time.Time{}), abandoned, committed, none, none, nil},
-		{"an attempt does not move an unknown entry (I15)", entry(unknown, a1, time.Time{}), planned, rejected, a1, none, turnframe.ErrConflict},
-		{"a superseded attempt does not overwrite an unknown outcome", entry(unknown, a2, time.Time{}), planned, committed, a1, none, turnframe.ErrConflict},
-		{"an unknown entry is never taken again (I15)", entry(unknown, a1, time.Time{}), planned, executing, a2, a1, turnframe.ErrConflict},
-		{"a pending entry is not committed", entry(pending, none, time.Time{}), planned, committed, a1, none, turnframe.ErrConflict},
-		{"a committed entry is final", entry(committed, a1, time.Time{}), planned, executing, a2, a1, turnframe.ErrConflict},
-		{"a rejected entry is final", entry(rejected, a1, time.Time{}), planned, pending, none, none, turnframe.ErrConflict},
-		{"a running entry does not go back to pending", entry(executing, a1, live), planned, pending, a1, none, turnframe.ErrConflict},
+		// Takes and renewals.
+		{"a new attempt takes a pending entry", entry(pending, none, time.Time{}), planned, executing, a1, none, app, nil},
+		{"a take presenting a prior the entry is not under is refused", entry(pending, none, time.Time{}), planned, executing, a2, a1, app, turnframe.ErrConflict},
+		{"a resent entry is taken by a new attempt presenting the last one", entry(pending, a1, time.Time{}), planned, executing, a2, a1, app, nil},
+		{"a resent entry is not taken again by its last attempt", entry(pending, a1, time.Time{}), planned, executing, a1, a1, app, turnframe.ErrConflict},
+		{"an attempt whose lease ended is taken over", entry(executing, a1, ended), planned, executing, a2, a1, app, nil},
+		{"an attempt whose lease runs is not taken over", entry(executing, a1, live), planned, executing, a2, a1, app, turnframe.ErrConflict},
+		{"a take-over presenting a stale prior is refused", entry(executing, a2, ended), planned, executing, a1, none, app, turnframe.ErrConflict},
+		{"the holder renews its lease", entry(executing, a1, live), planned, executing, a1, none, app, nil},
+		{"the holder renews a lease that ended", entry(executing, a1, ended), planned, executing, a1, none, app, nil},
+		{"nothing is taken on an abandoned turn", entry(pending, none, time.Time{}), abandoned, executing, a1, none, app, turnframe.ErrConflict},
+		{"nothing is taken over on an abandoned turn", entry(executing, a1, ended), abandoned, executing, a2, a1, app, turnframe.ErrConflict},
+		// Settlements by the attempt that holds the entry.
+		{"the attempt running on an abandoned turn still settles", entry(executing, a1, live), abandoned, unknown, a1, none, app, nil},
+		{"the holder commits", entry(executing, a1, live), planned, committed, a1, none, app, nil},
+		{"the holder rejects", entry(executing, a1, live), planned, rejected, a1, none, app, nil},
+		{"the holder reports unknown", entry(executing, a1, ended), planned, unknown, a1, none, app, nil},
+		{"the holder does not escalate", entry(executing, a1, live), planned, needs, a1, none, app, turnframe.ErrConflict},
+		{"a superseded attempt does not commit", entry(executing, a2, live), planned, committed, a1, none, app, turnframe.ErrConflict},
+		{"a running entry does not go back to pending", entry(executing, a1, live), planned, pending, a1, none, app, turnframe.ErrConflict},
+		// Reconciliations of an attempt that died.
+		{"a reconciliation does not settle a running attempt", entry(executing, a1, live), planned, committed, none, none, app, turnframe.ErrConflict},
+		{"a reconciliation does not declare a running attempt unknown", entry(executing, a1, live), planned, unknown, none, none, recovery, turnframe.ErrConflict},
+		{"a reconciliation declares a dead attempt unknown once its lease ended", entry(executing, a1, ended), planned, unknown, none, none, recovery, nil},
+		{"a reconciliation does not settle a dead attempt of a live turn", entry(executing, a1, ended), planned, committed, none, none, app, turnframe.ErrConflict},
+		{"a reconciliation commits an attempt stranded on an abandoned turn", entry(executing, a1, ended), abandoned, committed, none, none, app, nil},
+		{"a reconciliation rejects an attempt stranded on an abandoned turn", entry(executing, a1, ended), abandoned, rejected, none, none, app, nil},
+		{"a reconciliation declares a stranded attempt unknown", entry(executing, a1, ended), abandoned, unknown, none, none, recovery, nil},
+		{"a reconciliation does not resend a stranded attempt", entry(executing, a1, ended), abandoned, pending, none, none, app, turnframe.ErrConflict},
+		{"a reconciliation does not escalate a dead attempt", entry(executing, a1, ended), abandoned, needs, none, none, policy, turnframe.ErrConflict},
+		// Reconciliations of an unknown outcome.
+		{"a reconciliation commits an unknown entry", entry(unknown, a1, time.Time{}), planned, committed, none, none, app, nil},
+		{"a reconciliation rejects an unknown entry", entry(unknown, a1, time.Time{}), planned, rejected, none, none, app, nil},
+		{"a reconciliation resends an unknown entry", entry(unknown, a1, time.Time{}), planned, pending, none, none, app, nil},
+		{"the policy settles an unknown entry", entry(unknown, a1, time.Time{}), planned, committed, none, none, policy, nil},
+		{"the policy escalates an unknown entry", entry(unknown, a1, time.Time{}), planned, needs, none, none, policy, nil},
+		{"an unknown entry of an abandoned turn is escalated", entry(unknown, a1, time.Time{}), abandoned, needs, none, none, policy, nil},
+		{"a resend on an abandoned turn is refused", entry(unknown, a1, time.Time{}), abandoned, pending, none, none, app, turnframe.ErrConflict},
+		{"a reconciliation settles an unknown entry of an abandoned turn", entry(unknown, a1, time.Time{}), abandoned, committed, none, none, app, nil},
+		{"an attempt does not move an unknown entry (I15)", entry(unknown, a1, time.Time{}), planned, rejected, a1, none, app, turnframe.ErrConflict},
+		{"an attempt does not escalate an unknown entry", entry(unknown, a1, time.Time{}), planned, needs, a1, none, app, turnframe.ErrConflict},
+		{"a superseded attempt does not overwrite an unknown outcome", entry(unknown, a2, time.Time{}), planned, committed, a1, none, app, turnframe.ErrConflict},
+		{"an unknown entry is never taken again (I15)", entry(unknown, a1, time.Time{}), planned, executing, a2, a1, app, turnframe.ErrConflict},
+		// An entry that needs intervention: the app or a person only.
+		{"the app commits an entry that needs intervention", entry(needs, a1, time.Time{}), planned, committed, none, none, app, nil},
+		{"an operator rejects an entry that needs intervention", entry(needs, a1, time.Time{}), planned, rejected, none, none, operator, nil},
+		{"a named person resends an entry that needs intervention", entry(needs, a1, time.Time{}), planned, pending, none, none, "operator:alice", nil},
+		{"a named app settles an entry that needs intervention", entry(needs, a1, time.Time{}), planned, committed, none, none, "app:billing", nil},
+		{"a person settles one of an abandoned turn", entry(needs, a1, time.Time{}), abandoned, rejected, none, none, operator, nil},
+		{"nobody resends one of an abandoned turn", entry(needs, a1, time.Time{}), abandoned, pending, none, none, operator, turnframe.ErrConflict},
+		{"the policy does not settle an entry that needs intervention", entry(needs, a1, time.Time{}), planned, committed, none, none, policy, turnframe.ErrConflict},
+		{"recovery does not resend an entry that needs intervention", entry(needs, a1, time.Time{}), planned, pending, none, none, recovery, turnframe.ErrConflict},
+		{"a worker does not reject an entry that needs intervention", entry(needs, a1, time.Time{}), planned, rejected, none, none, worker, turnframe.ErrConflict},
+		{"an attempt does not settle an entry that needs intervention", entry(needs, a1, time.Time{}), planned, committed, a1, none, app, turnframe.ErrConflict},
+		{"an entry that needs intervention is not escalated again", entry(needs, a1, time.Time{}), planned, needs, none, none, app, turnframe.ErrConflict},
+		{"an entry that needs intervention does not go back to unknown", entry(needs, a1, time.Time{}), planned, unknown, none, none, app, turnframe.ErrConflict},
+		{"an entry that needs intervention is never taken", entry(needs, a1, time.Time{}), planned, executing, a2, a1, app, turnframe.ErrConflict},
+		// Final and early statuses.
+		{"a pending entry is not committed", entry(pending, none, time.Time{}), planned, committed, a1, none, app, turnframe.ErrConflict},
+		{"a pending entry is not escalated", entry(pending, none, time.Time{}), planned, needs, none, none, policy, turnframe.ErrConflict},
+		{"a committed entry is final", entry(committed, a1, time.Time{}), planned, executing, a2, a1, app, turnframe.ErrConflict},
+		{"a committed entry is not escalated", entry(committed, a1, time.Time{}), planned, needs, none, none, operator, turnframe.ErrConflict},
+		{"a rejected entry is final", entry(rejected, a1, time.Time{}), planned, pending, none, none, app, turnframe.ErrConflict},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
 			s := turnframe.Settlement{Key: "k1", To: c.to, Attempt: c.attempt, Prior: c.prior, Lease: time.Minute, Code: "c"}
-			next, err := turnframe.NextEntry(c.from, s, nil, c.phase, t0)
+			next, err := turnframe.NextEntry(c.from, s, nil, c.phase, c.actor, t0)
 			if c.want != nil {
 				is.True(errors.Is(err, c.want)) // refused
 				return
@@ -124,16 +166,18 @@ func TestNextEntry(t *testing.T) {
 			} else {
 				is.True(next.LeaseUntil.IsZero()) // no lease outside Executing
 			}
+			keepsCode := c.to != executing        // a take or a renewal starts without a reason
+			is.Equal(next.Code == "c", keepsCode) // the settlement's code, where the status has one
 		})
 	}
 	t.Run("a take counts an attempt and a renewal does not", func(t *testing.T) {
 		is := is.New(t)
 		take := turnframe.Settlement{Key: "k1", To: executing, Attempt: a1, Lease: time.Minute}
-		next, err := turnframe.NextEntry(entry(pending, none, time.Time{}), take, nil, planned, t0)
+		next, err := turnframe.NextEntry(entry(pending, none, time.Time{}), take, nil, planned, app, t0)
 		is.NoErr(err)
 		is.Equal(next.Attempts, 1)
 		is.Equal(next.Attempt, a1)
-		renewed, err := turnframe.NextEntry(next, take, nil, planned, t0.Add(time.Second))
+		renewed, err := turnframe.NextEntry(next, take, nil, planned, app, t0.Add(time.Second))
 		is.NoErr(err)
 		is.Equal(renewed.Attempts, 1)                                 // the same attempt
 		is.Equal(renewed.LeaseUntil, t0.Add(time.Second+time.Minute)) // its lease moved
@@ -141,16 +185,74 @@ func TestNextEntry(t *testing.T) {
 	t.Run("a commit records its event ids", func(t *testing.T) {
 		is := is.New(t)
 		ev := turnframe.StoredEvent{ID: gen.EventID(t0), Event: turnframe.Event{Case: "booking/1", Type: "booked"}}
-		next, err := turnframe.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, t0)
+		next, err := turnframe.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, app, t0)
 		is.NoErr(err)
 		is.Equal(next.EventIDs, []turnframe.EventID{ev.ID})
 	})
 	t.Run("a commit of another case's event is invalid", func(t *testing.T) {
 		is := is.New(t)
 		ev := turnframe.StoredEvent{ID: gen.EventID(t0), Event: turnframe.Event{Case: "booking/2", Type: "booked"}}
-		_, err := turnframe.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, t0)
+		_, err := turnframe.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, app, t0)
 		is.True(errors.Is(err, turnframe.ErrInvalid))
 	})
+	refs := []struct {
+		name string
+		from turnframe.JournalEntry
+		s    turnframe.Settlement
+		want string
+	}{
+		{"a reconciliation's commit keeps the remote's reference", entry(unknown, a1, time.Time{}),
+			turnframe.Settlement{Key: "k1", To: committed, RemoteRef: "ch_1"}, "ch_1"},
+		{"an unknown outcome keeps the remote's reference", entry(executing, a1, live),
+			turnframe.Settlement{Key: "k1", To: unknown, Attempt: a1, RemoteRef: "req-2"}, "req-2"},
+		{"an escalation keeps the reference the entry had when it gives none", entry(unknown, a1, time.Time{}),
+			turnframe.Settlement{Key: "k1", To: needs}, "req-1"},
+		{"a reconciliation's commit without a reference keeps the one the unknown had", entry(unknown, a1, time.Time{}),
+			turnframe.Settlement{Key: "k1", To: committed}, "req-1"},
+		{"an escalation takes the reference it gives", entry(unknown, a1, time.Time{}),
+			turnframe.Settlement{Key: "k1", To: needs, RemoteRef: "req-3"}, "req-3"},
+		{"a resend forgets the reference", entry(unknown, a1, time.Time{}),
+			turnframe.Settlement{Key: "k1", To: pending}, ""},
+	}
+	for _, c := range refs {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			next, err := turnframe.NextEntry(c.from, c.s, nil, planned, policy, t0)
+			is.NoErr(err)
+			is.Equal(next.RemoteRef, c.want) // the reference
+		})
+	}
+}
+
+// Only the application and people move what needs intervention:
+// turnframe's own recovery, policy and dispatch workers never do.
+func TestActorMayIntervene(t *testing.T) {
+	cases := []struct {
+		actor turnframe.Actor
+		want  bool
+	}{
+		{turnframe.ActorApp, true},
+		{turnframe.ActorOperator, true},
+		{"operator:alice", true},
+		{"app:billing-ui", true},
+		{turnframe.ActorRecovery, false},
+		{turnframe.ActorPolicy, false},
+		{turnframe.WorkerActor("w1"), false},
+		{"worker:", false},
+	}
+	for _, c := range cases {
+		t.Run(string(c.actor), func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(c.actor.MayIntervene(), c.want) // may intervene
+			is.NoErr(c.actor.Validate())             // and is an actor
+		})
+	}
+	for _, bad := range []turnframe.Actor{"", turnframe.Actor(strings.Repeat("a", 201)), "operator:\talice", "app\x00"} {
+		t.Run(fmt.Sprintf("invalid %q", bad), func(t *testing.T) {
+			is := is.New(t)
+			is.True(errors.Is(bad.Validate(), turnframe.ErrInvalid)) // not an actor
+		})
+	}
 }
 
 func TestReadmit(t *testing.T) {
@@ -335,29 +437,117 @@ func TestOutboxRowMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for v, want := range map[turnframe.Verdict]turnframe.OutboxStatus{
-		turnframe.VerdictCompleted: turnframe.OutboxCompleted,
-		turnframe.VerdictFailed:    turnframe.OutboxFailed,
-		turnframe.VerdictResend:    turnframe.OutboxPending,
-	} {
-		t.Run("ResolveUnknown_"+v.String(), func(t *testing.T) {
+	needsRow, err := turnframe.ResolveRow(unknownRow, turnframe.Resolution{ID: unknownRow.ID, Verdict: turnframe.VerdictEscalate, Code: "esc", Actor: turnframe.ActorPolicy, Now: t0.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	completedRow, err := turnframe.SettleRow(claimedRow, settle(turnframe.OutboxCompleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failedRow, err := turnframe.SettleRow(claimedRow, settle(turnframe.OutboxFailed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		completed = turnframe.VerdictCompleted
+		failed    = turnframe.VerdictFailed
+		resend    = turnframe.VerdictResend
+		escalate  = turnframe.VerdictEscalate
+	)
+	resolveAt := t0.Add(time.Hour)
+	resolutions := []struct {
+		name    string
+		row     turnframe.OutboxRecord
+		verdict turnframe.Verdict
+		actor   turnframe.Actor
+		ref     string
+		want    turnframe.OutboxStatus
+		err     error
+	}{
+		{"an unknown row is completed", unknownRow, completed, "", "ch_1", turnframe.OutboxCompleted, nil},
+		{"an unknown row is failed", unknownRow, failed, "", "", turnframe.OutboxFailed, nil},
+		{"an unknown row is resent", unknownRow, resend, "", "", turnframe.OutboxPending, nil},
+		{"an unknown row is escalated", unknownRow, escalate, "", "", turnframe.OutboxNeedsIntervention, nil},
+		{"the policy completes an unknown row", unknownRow, completed, turnframe.ActorPolicy, "", turnframe.OutboxCompleted, nil},
+		{"the policy resends an unknown row", unknownRow, resend, turnframe.ActorPolicy, "", turnframe.OutboxPending, nil},
+		{"the policy escalates an unknown row", unknownRow, escalate, turnframe.ActorPolicy, "", turnframe.OutboxNeedsIntervention, nil},
+		{"an unresolved verdict is invalid", unknownRow, turnframe.VerdictUnresolved, "", "", 0, turnframe.ErrInvalid},
+		{"a verdict that is none is invalid", unknownRow, turnframe.Verdict(9), "", "", 0, turnframe.ErrInvalid},
+		{"the app completes a row that needs intervention", needsRow, completed, "", "ch_2", turnframe.OutboxCompleted, nil},
+		{"an operator fails a row that needs intervention", needsRow, failed, turnframe.ActorOperator, "", turnframe.OutboxFailed, nil},
+		{"a named person resends a row that needs intervention", needsRow, resend, "operator:alice", "", turnframe.OutboxPending, nil},
+		{"the policy does not settle a row that needs intervention", needsRow, completed, turnframe.ActorPolicy, "", 0, turnframe.ErrConflict},
+		{"recovery does not resend a row that needs intervention", needsRow, resend, turnframe.ActorRecovery, "", 0, turnframe.ErrConflict},
+		{"a worker does not fail a row that needs intervention", needsRow, failed, turnframe.WorkerActor("w1"), "", 0, turnframe.ErrConflict},
+		{"a row that needs intervention is not escalated again", needsRow, escalate, turnframe.ActorOperator, "", 0, turnframe.ErrConflict},
+		{"a pending row is not resolved", row, completed, "", "", 0, turnframe.ErrConflict},
+		{"a dispatching row is not resolved", claimedRow, completed, "", "", 0, turnframe.ErrConflict},
+		{"a completed row is not resolved", completedRow, resend, "", "", 0, turnframe.ErrConflict},
+		{"a failed row is not resolved", failedRow, resend, turnframe.ActorOperator, "", 0, turnframe.ErrConflict},
+		{"a completed row is not escalated", completedRow, escalate, "", "", 0, turnframe.ErrConflict},
+	}
+	for _, c := range resolutions {
+		t.Run("Resolve: "+c.name, func(t *testing.T) {
 			is := is.New(t)
-			next, err := turnframe.ResolveRow(unknownRow, v, "code", t0.Add(time.Hour))
+			res := turnframe.Resolution{ID: c.row.ID, Verdict: c.verdict, Code: "code", RemoteRef: c.ref, Actor: c.actor, Note: "why", Now: resolveAt}
+			next, err := turnframe.ResolveRow(c.row, res)
+			if c.err != nil {
+				is.True(errors.Is(err, c.err)) // refused
+				return
+			}
 			is.NoErr(err)
-			is.Equal(next.Status, want)
-			is.Equal(next.Attempts, 1) // a resend keeps its attempts
+			is.Equal(next.Status, c.want)           // moved by verdict
+			is.Equal(next.LastCode, "code")         // the resolution's code
+			is.Equal(next.UpdatedAt, resolveAt)     // at its time
+			is.Equal(next.Attempts, c.row.Attempts) // attempts kept: a resend is the same row
+			wantRef := c.row.RemoteRef              // "r", from the unknown settlement
+			if c.ref != "" {
+				wantRef = c.ref
+			}
+			is.Equal(next.RemoteRef, wantRef) // the reference given, or the one it had
+			if c.want.IsFinished() {
+				is.Equal(next.FinishedAt, resolveAt) // finished now
+			} else {
+				is.True(next.FinishedAt.IsZero()) // not finished
+			}
+			if c.want == turnframe.OutboxPending {
+				is.Equal(next.DueAt, resolveAt) // due again at once
+			}
 		})
 	}
-	t.Run("ResolveUnresolvedIsInvalid", func(t *testing.T) {
-		is := is.New(t)
-		_, err := turnframe.ResolveRow(unknownRow, turnframe.VerdictUnresolved, "", t0)
-		is.True(errors.Is(err, turnframe.ErrInvalid))
-	})
-	t.Run("ResolveAnythingButUnknownIsConflict", func(t *testing.T) {
-		is := is.New(t)
-		_, err := turnframe.ResolveRow(claimedRow, turnframe.VerdictCompleted, "", t0)
-		is.True(errors.Is(err, turnframe.ErrConflict))
-	})
+	expiries := []struct {
+		name string
+		row  turnframe.OutboxRecord
+		at   time.Time
+		want error
+	}{
+		{"a claim expires when its lease ends", claimedRow, claimedRow.LeaseUntil, nil},
+		{"a claim expires after its lease ended", claimedRow, claimedRow.LeaseUntil.Add(time.Hour), nil},
+		{"a claim does not expire while its lease runs", claimedRow, claimedRow.LeaseUntil.Add(-time.Microsecond), turnframe.ErrConflict},
+		{"a pending row does not expire", row, t0.Add(time.Hour), turnframe.ErrConflict},
+		{"an unknown row does not expire", unknownRow, t0.Add(time.Hour), turnframe.ErrConflict},
+		{"a row that needs intervention does not expire", needsRow, t0.Add(time.Hour), turnframe.ErrConflict},
+		{"a completed row does not expire", completedRow, t0.Add(time.Hour), turnframe.ErrConflict},
+	}
+	for _, c := range expiries {
+		t.Run("Expire: "+c.name, func(t *testing.T) {
+			is := is.New(t)
+			next, err := turnframe.ExpireRow(c.row, c.at)
+			if c.want != nil {
+				is.True(errors.Is(err, c.want)) // refused
+				return
+			}
+			is.NoErr(err)
+			is.Equal(next.Status, turnframe.OutboxOutcomeUnknown) // its send may have started: unknown, never pending
+			is.Equal(next.LastCode, turnframe.CodeLeaseEnded)     // saying why
+			is.Equal(next.UpdatedAt, c.at)                        // at the expiry
+			is.True(next.LeaseUntil.IsZero())                     // no lease
+			is.Equal(next.Attempts, c.row.Attempts)               // attempts kept
+			_, err = turnframe.SettleRow(next, settle(turnframe.OutboxCompleted))
+			is.True(errors.Is(err, turnframe.ErrClaimLost)) // the claim that held it settles nothing
+		})
+	}
 	t.Run("RequeueOnlyFailedWithAFreshBudget", func(t *testing.T) {
 		is := is.New(t)
 		failed, err := turnframe.SettleRow(claimedRow, settle(turnframe.OutboxFailed))

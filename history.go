@@ -1,0 +1,253 @@
+package turnframe
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Actor names who made a transition, as the audit trail records it. The
+// forms turnframe writes are a worker ("worker:" and its WorkerID),
+// ActorRecovery, ActorPolicy, ActorOperator (the CLI), and ActorApp, the
+// default for a Write that names no actor. An application may name its own
+// ("app:billing-ui", "operator:alice"): 1–200 bytes of UTF-8 without control
+// characters.
+type Actor string
+
+// The actors turnframe writes on its own.
+const (
+	// ActorApp is the actor of a Write that names none: the application,
+	// through Runtime or a direct Store.Apply.
+	ActorApp Actor = "app"
+	// ActorRecovery moves what a crash left: claims whose lease ended,
+	// attempts that died.
+	ActorRecovery Actor = "recovery"
+	// ActorPolicy resolves unknown outcomes by what a Remote can do.
+	ActorPolicy Actor = "policy"
+	// ActorOperator is a person at the CLI.
+	ActorOperator Actor = "operator"
+)
+
+// WorkerActor returns the actor of a dispatcher claiming under workerID.
+func WorkerActor(workerID string) Actor { return Actor("worker:" + workerID) }
+
+// Validate returns ErrInvalid unless a is 1–200 bytes of UTF-8 without a
+// control character.
+func (a Actor) Validate() error {
+	if err := checkString("actor", string(a), 1, MaxNameLen); err != nil {
+		return err
+	}
+	if strings.IndexFunc(string(a), unicode.IsControl) >= 0 {
+		return invalid("actor", "%q holds a control character", string(a))
+	}
+	return nil
+}
+
+// MayIntervene reports whether a may move an entry or a row out of
+// NeedsIntervention: the application or a person, never turnframe's own
+// recovery, policy or dispatch workers.
+func (a Actor) MayIntervene() bool {
+	switch {
+	case a == ActorRecovery || a == ActorPolicy:
+		return false
+	case strings.HasPrefix(string(a), "worker:"):
+		return false
+	}
+	return true
+}
+
+// orApp returns a, or ActorApp when a is empty.
+func (a Actor) orApp() Actor {
+	if a == "" {
+		return ActorApp
+	}
+	return a
+}
+
+// SubjectKind is what a history record is about.
+type SubjectKind uint8
+
+const (
+	subjectUnset SubjectKind = iota
+	// SubjectJournal: a command's journal entry, named by its key.
+	SubjectJournal
+	// SubjectOutbox: an outbox row, named by its id.
+	SubjectOutbox
+	// SubjectTurn: a turn's phase, named by the turn's id.
+	SubjectTurn
+)
+
+var subjectNames = [...]string{"unset", "journal", "outbox", "turn"}
+
+// String returns the kind in snake case: "journal", "outbox" or "turn".
+func (k SubjectKind) String() string { return enumName(subjectNames[:], int(k), "subject kind") }
+
+// ParseSubjectKind returns the kind named s, or ErrInvalid.
+func ParseSubjectKind(s string) (SubjectKind, error) {
+	n, err := enumParse(subjectNames[:], s, "subject kind")
+	return SubjectKind(n), err
+}
+
+// Subject names one thing with a history: a journal entry (Account and its
+// key as Ref), an outbox row (Account and its id as Ref) or a turn (Account
+// and its id as Ref).
+type Subject struct {
+	Kind    SubjectKind
+	Account AccountID
+	Ref     string
+}
+
+// JournalSubject returns the subject of the entry admitted under key.
+func JournalSubject(account AccountID, key IdempotencyKey) Subject {
+	return Subject{Kind: SubjectJournal, Account: account, Ref: string(key)}
+}
+
+// OutboxSubject returns the subject of an outbox row.
+func OutboxSubject(account AccountID, id OutboxID) Subject {
+	return Subject{Kind: SubjectOutbox, Account: account, Ref: id.String()}
+}
+
+// TurnSubject returns the subject of a turn's phase.
+func TurnSubject(account AccountID, turn TurnID) Subject {
+	return Subject{Kind: SubjectTurn, Account: account, Ref: turn.String()}
+}
+
+// Validate returns ErrInvalid unless s names a subject: a kind, a valid
+// account and a reference of 1–255 bytes.
+func (s Subject) Validate() error {
+	if s.Kind == subjectUnset || s.Kind > SubjectTurn {
+		return invalid("subject.kind", "%v is not a subject kind", s.Kind)
+	}
+	if err := s.Account.Validate(); err != nil {
+		return prefixed("subject", err)
+	}
+	return prefixed("subject", checkString("ref", s.Ref, 1, MaxKeyLen))
+}
+
+// HistoryRecord is one line of the audit trail: a transition of a journal
+// entry, an outbox row or a turn's phase, written in the transaction that
+// made it; or a piece of evidence (From equals To, Evidence true) that moved
+// nothing, such as an answer that came after its deadline, or a lookup that
+// could not tell.
+type HistoryRecord struct {
+	Subject
+	Seq      int64  // the store's order of records: increasing, per store
+	From, To string // status or phase names; From is "" when the subject was created
+	Evidence bool   // it moved nothing
+	// Attempt is, for a journal entry, the attempt id involved (empty for
+	// a reconciliation); for an outbox row, the attempt number.
+	Attempt   string
+	Actor     Actor
+	Code      string // the transition's code, if any
+	RemoteRef string // the remote's reference, if any
+	Note      string // free text for a person: why (at most 1024 bytes)
+	At        time.Time
+}
+
+// MaxNoteLen is the most bytes a history record's note keeps.
+const MaxNoteLen = 1024
+
+// Validate returns ErrInvalid unless r is a record a store keeps: a valid
+// subject, status names, an actor, codes and note within their sizes and a
+// time in range. Seq is the store's and is not checked.
+func (r HistoryRecord) Validate() error {
+	if err := r.Subject.Validate(); err != nil {
+		return err
+	}
+	if err := checkString("to", r.To, 1, MaxNameLen); err != nil {
+		return err
+	}
+	if err := checkString("from", r.From, 0, MaxNameLen); err != nil {
+		return err
+	}
+	if err := r.Actor.Validate(); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"attempt", r.Attempt, MaxNameLen}, {"code", r.Code, MaxNameLen}, {"remote_ref", r.RemoteRef, MaxRemoteRefLen}, {"note", r.Note, MaxNoteLen}} {
+		if err := checkString(f.name, f.v, 0, f.max); err != nil {
+			return err
+		}
+	}
+	return CheckTime("at", r.At)
+}
+
+// NewEvidence returns a record of something learnt about subject that moves
+// nothing: status is its status now (From and To), and note says what was
+// learnt. Store.RecordEvidence writes it.
+func NewEvidence(subject Subject, status string, actor Actor, code, remoteRef, note string, at time.Time) HistoryRecord {
+	return HistoryRecord{Subject: subject, From: status, To: status, Evidence: true,
+		Actor: actor, Code: code, RemoteRef: clip(remoteRef, MaxRemoteRefLen), Note: clip(note, MaxNoteLen), At: at}
+}
+
+// EntryHistory returns the record of an entry's move from before to after
+// (before is the zero entry when it was admitted), made by actor at at.
+// Stores call it for every Write that changes an entry's status or attempt.
+func EntryHistory(before, after JournalEntry, actor Actor, note string, at time.Time) HistoryRecord {
+	r := HistoryRecord{
+		Subject: JournalSubject(after.Account, after.Key),
+		To:      after.Status.String(),
+		Actor:   actor.orApp(), Code: after.Code, RemoteRef: after.RemoteRef, Note: clip(note, MaxNoteLen), At: at,
+	}
+	if before.Status != journalUnset {
+		r.From = before.Status.String()
+	}
+	if !after.Attempt.IsZero() && (after.Status == JournalExecuting || before.Status == JournalExecuting) {
+		r.Attempt = after.Attempt.String()
+	}
+	return r
+}
+
+// EntryMoved reports whether a Write's settlement changed what the audit
+// trail records: the status or the attempt. A holder renewing its lease
+// moves nothing and is not recorded.
+func EntryMoved(before, after JournalEntry) bool {
+	return before.Status != after.Status || before.Attempt != after.Attempt
+}
+
+// RowHistory returns the record of an outbox row's move from before to
+// after (before is the zero row when it was enqueued), made by actor at at.
+// Stores call it for every change of a row's status. An expiry without a
+// note gets one saying why the outcome is unknown.
+func RowHistory(before, after OutboxRecord, actor Actor, note string, at time.Time) HistoryRecord {
+	r := HistoryRecord{
+		Subject: OutboxSubject(after.Account, after.ID),
+		To:      after.Status.String(),
+		Actor:   actor.orApp(), Code: after.LastCode, RemoteRef: after.RemoteRef, Note: clip(note, MaxNoteLen), At: at,
+	}
+	if before.Status != outboxUnset {
+		r.From = before.Status.String()
+	}
+	if r.Note == "" && before.Status == OutboxDispatching && after.Status == OutboxOutcomeUnknown && after.LastCode == CodeLeaseEnded {
+		r.Note = "the claim's lease ended before its worker settled it; its send may have started"
+	}
+	if after.Attempts > 0 {
+		r.Attempt = strconv.Itoa(after.Attempts)
+	}
+	return r
+}
+
+// PhaseHistory returns the record of a turn's move from phase from to phase
+// to (from is PhaseUnset when the turn began), made by actor at at; code is
+// the abandon code, if any.
+func PhaseHistory(account AccountID, turn TurnID, from, to TurnPhase, actor Actor, code string, at time.Time) HistoryRecord {
+	r := HistoryRecord{Subject: TurnSubject(account, turn), To: to.String(), Actor: actor.orApp(), Code: code, At: at}
+	if from != PhaseUnset {
+		r.From = from.String()
+	}
+	return r
+}
+
+// clip cuts s to at most n bytes, on a UTF-8 boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !boundary(s, n) {
+		n--
+	}
+	return s[:n]
+}
