@@ -5,7 +5,9 @@
 // every table is STRICT; times are INTEGER Unix microseconds in UTC, 0 for
 // no time; ids are 26-character ULID text; phases and statuses are the
 // snake_case names their Go types print. Partial indexes keep the hot
-// queries (claim, release, prune, recovery listing) off finished rows.
+// queries (claim, expiry, prune, recovery listing) off finished rows. The
+// table history is the audit trail: one row per move of a journal entry,
+// an outbox row or a turn's phase, in seq order.
 package schema
 
 import (
@@ -30,7 +32,7 @@ const VersionTable = "goose_db_version"
 // Version is the schema version this build of turnframe reads and writes:
 // the number of the last migration in FS. A file at another version is
 // opened only by migrating it (Up), and only forward.
-const Version int64 = 2
+const Version int64 = 3
 
 // Querier is what FileVersion reads through: a *sql.DB, *sql.Conn or
 // *sql.Tx.

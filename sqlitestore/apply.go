@@ -22,8 +22,13 @@ import (
 // the busy timeout; ErrClosed after Close. A refused Advance is no error:
 // the turn stays where it was (turnframe.AdvancePhase) and Applied.Phase
 // says so. An entry turnframe.Readmit adopts is moved to w's turn after the
-// entries it admitted before. A crash before the commit leaves nothing of
-// w; after it, all of w.
+// entries it admitted before. Every move w makes is recorded in the audit
+// trail, as w.Actor with w.Note, in the same transaction: the turn begun
+// and its phase moved (turnframe.PhaseHistory), each entry admitted and
+// each settlement that moves its entry (turnframe.EntryHistory; a lease
+// renewal moves nothing, and an adoption moves no status, so neither is
+// recorded), each row enqueued (turnframe.RowHistory). A crash before the
+// commit leaves nothing of w; after it, all of w.
 //
 // Apply is BeginTx, ApplyTx and Commit; use those to write the
 // application's own tables in the same transaction.
@@ -177,6 +182,9 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	if err != nil {
 		return applied, err
 	}
+	if w.Begin != nil {
+		tx.record(turnframe.PhaseHistory(w.Account, w.Turn, turnframe.PhaseUnset, turn.Phase, w.Actor, "", w.Now))
+	}
 	// stored is the turn's phase before this Write moves it: the phase the
 	// journal rules (Readmit, NextEntry) read.
 	stored := turn.Phase
@@ -247,6 +255,7 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		if err := insertOutbox(ctx, tx, r); err != nil {
 			return applied, fmt.Errorf("outbox row %v, key %q: %w", r.ID, r.Key, err)
 		}
+		tx.record(turnframe.RowHistory(turnframe.OutboxRecord{}, r, w.Actor, w.Note, w.Now))
 		applied.Outbox = append(applied.Outbox, r.OutboxEntry)
 	}
 
@@ -271,6 +280,13 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		turn.Phase = turnframe.AdvancePhase(turn.Phase, w.Advance, pending)
 	}
 	applied.Phase = turn.Phase
+	if turn.Phase != stored {
+		code, err := abandonCode(ctx, tx, w, turn.Phase)
+		if err != nil {
+			return applied, err
+		}
+		tx.record(turnframe.PhaseHistory(w.Account, w.Turn, stored, turn.Phase, w.Actor, code, w.Now))
+	}
 
 	var replay any // NULL keeps the stored record
 	if w.Replay != nil {
@@ -293,7 +309,31 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	if err != nil {
 		return applied, fmt.Errorf("update turn: %w", err)
 	}
-	return applied, nil
+	return applied, tx.flushHistory(ctx)
+}
+
+// abandonCode is the code the audit trail gives w's move of its turn to
+// phase: the abandon code of the turn's replay record as w leaves it (w's
+// own, or else the one stored) for a move to Abandoned; else none.
+func abandonCode(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase) (string, error) {
+	switch {
+	case phase != turnframe.PhaseAbandoned:
+		return "", nil
+	case w.Replay != nil:
+		return w.Replay.AbandonCode, nil
+	}
+	var text sql.NullString
+	if err := tx.QueryRowContext(ctx, storedReplaySQL, w.Turn.String()).Scan(&text); err != nil {
+		return "", fmt.Errorf("replay of turn %v: %w", w.Turn, translate(ctx, err))
+	}
+	if !text.Valid {
+		return "", nil
+	}
+	var r turnframe.ReplayRecord
+	if err := json.Unmarshal([]byte(text.String), &r); err != nil {
+		return "", fmt.Errorf("stored replay record of turn %v: %w", w.Turn, err)
+	}
+	return r.AbandonCode, nil
 }
 
 // stampWrite puts w's times in the form the store keeps them.
@@ -356,6 +396,7 @@ func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Turn
 	if _, err := tx.ExecContext(ctx, insertEntrySQL, args...); err != nil {
 		return e, fmt.Errorf("admit %q: %w", cmd.Key, translate(ctx, err))
 	}
+	tx.record(turnframe.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
 	return e, nil
 }
 
@@ -386,7 +427,8 @@ func readmit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Tu
 }
 
 // settleEntry moves the turn's entry by NextEntry, for a turn whose phase
-// as stored is phase, and stores the result.
+// as stored is phase, as w.Actor, stores the result and records the move
+// (none for a lease renewal).
 func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, st turnframe.Settlement, events []turnframe.StoredEvent) (turnframe.JournalEntry, error) {
 	e, err := findEntry(ctx, tx, w.Account, st.Key)
 	if err != nil {
@@ -395,7 +437,7 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnfram
 	if e.Turn != w.Turn {
 		return e, fmt.Errorf("entry %q of turn %v: %w", st.Key, w.Turn, turnframe.ErrNotFound)
 	}
-	next, err := turnframe.NextEntry(e, st, events, phase, w.Now)
+	next, err := turnframe.NextEntry(e, st, events, phase, w.Actor, w.Now)
 	if err != nil {
 		return e, err
 	}
@@ -415,6 +457,9 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnfram
 	}
 	if err != nil {
 		return e, fmt.Errorf("settle %q: %w", st.Key, translate(ctx, err))
+	}
+	if turnframe.EntryMoved(e, next) { // a lease renewal moves nothing the trail records
+		tx.record(turnframe.EntryHistory(e, next, w.Actor, w.Note, w.Now))
 	}
 	return next, nil
 }

@@ -15,10 +15,10 @@ import (
 // the store restates a rule of package turnframe, because a claim must not
 // read every row to apply it: a row is due when it is Pending, its due time
 // is not after now, and no earlier row of its account and non-empty order
-// key HoldsOrder (Pending, Dispatching or OutcomeUnknown). The inner SELECT
-// reads only the partial index outbox_due, which leaves out the rows the
-// store marked held (order.go): a queue behind a blocked head is not read at
-// all. The probe then applies the rule itself, so a mark missing where it
+// key HoldsOrder (Pending, Dispatching, OutcomeUnknown or
+// NeedsIntervention). The inner SELECT reads only the partial index
+// outbox_due, which leaves out the rows the store marked held (order.go): a
+// queue behind a blocked head is not read at all. The probe then applies the rule itself, so a mark missing where it
 // belongs costs time, never order; a mark left where it does not belong would
 // keep a due row back, which the conformance model check would catch. The
 // probe reads only
@@ -42,7 +42,7 @@ const claimSQL = `UPDATE outbox
 		  AND NOT (o.order_key <> '' AND EXISTS (
 			SELECT 1 FROM outbox AS p INDEXED BY outbox_ordered
 			WHERE p.account = o.account AND p.order_key = o.order_key AND p.order_key <> ''
-			  AND p.seq < o.seq AND p.status IN ('pending', 'dispatching', 'outcome_unknown')))
+			  AND p.seq < o.seq AND p.status IN ('pending', 'dispatching', 'outcome_unknown', 'needs_intervention')))
 		ORDER BY o.due_at, o.seq
 		LIMIT ?3)
 	RETURNING ` + outboxCols
@@ -52,13 +52,15 @@ const claimSQL = `UPDATE outbox
 // lease, to the microsecond) and returns their claims in claim order: due
 // time, then enqueue order. A row is due when it is Pending, its due time
 // is not after now, and no earlier row of its account and non-empty order
-// key is Pending, Dispatching or OutcomeUnknown. The claim is one statement
-// in a BEGIN IMMEDIATE transaction, so two callers — in this process or
-// another on the same file — never claim the same row. ErrInvalid for a
-// now out of range (turnframe.CheckClaim), a limit outside 1–MaxLimit, a
-// bad worker or a lease that is not positive. A crash after the commit
-// leaves the rows Dispatching until their lease ends and
-// ReleaseExpiredClaims puts them back.
+// key is Pending, Dispatching, OutcomeUnknown or NeedsIntervention
+// (turnframe.OutboxStatus.HoldsOrder). The claim is one statement in a
+// BEGIN IMMEDIATE transaction, so two callers — in this process or another
+// on the same file — never claim the same row. Each claim is recorded in
+// the audit trail as turnframe.WorkerActor(worker), in the same
+// transaction. ErrInvalid for a now out of range (turnframe.CheckClaim), a
+// limit outside 1–MaxLimit, a bad worker or a lease that is not positive. A
+// crash after the commit leaves the rows Dispatching until their lease
+// ends and ExpireClaims declares their outcome unknown.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
 	if err := turnframe.CheckClaim(now, limit, worker, lease); err != nil {
 		return nil, err
@@ -74,8 +76,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 		return nil, s.fail(ctx, "claim", err)
 	}
 	defer tx.Rollback()
+	w := s.wrap(tx)
 	until := stamp(now.Add(lease))
-	rows, err := scanOutboxRows(s.wrap(tx).QueryContext(ctx, claimSQL, worker, micros(now), limit, micros(until)))
+	rows, err := scanOutboxRows(w.QueryContext(ctx, claimSQL, worker, micros(now), limit, micros(until)))
 	if err != nil {
 		return nil, s.fail(ctx, "claim", err)
 	}
@@ -87,12 +90,17 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 		return cmp.Compare(a.seq, b.seq)
 	})
 	claims := make([]turnframe.Claim, 0, len(rows))
+	actor := turnframe.WorkerActor(worker)
 	for _, got := range rows {
-		claim, err := claimOf(got.rec, worker, now, lease)
+		before, claim, err := claimOf(got.rec, worker, now, lease)
 		if err != nil {
 			return nil, s.fail(ctx, "claim", err)
 		}
 		claims = append(claims, claim)
+		w.record(turnframe.RowHistory(before, got.rec, actor, "", now))
+	}
+	if err := w.flushHistory(ctx); err != nil {
+		return nil, s.fail(ctx, "claim", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(ctx, "claim: commit", err)
@@ -103,9 +111,10 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 // claimOf rebuilds the row as it was before the claim statement and runs
 // turnframe.ClaimRow on it: the claim handed out is the rule's (its lease
 // kept to the microsecond, as every time), and a statement that stored
-// anything else is an error (the claim rolls back).
-func claimOf(got turnframe.OutboxRecord, worker string, now time.Time, lease time.Duration) (turnframe.Claim, error) {
-	before := got
+// anything else is an error (the claim rolls back). before is the row as
+// it was.
+func claimOf(got turnframe.OutboxRecord, worker string, now time.Time, lease time.Duration) (before turnframe.OutboxRecord, _ turnframe.Claim, _ error) {
+	before = got
 	before.Status = turnframe.OutboxPending
 	before.Attempts--
 	before.LeaseUntil = time.Time{} // a Pending row holds no lease
@@ -113,9 +122,9 @@ func claimOf(got turnframe.OutboxRecord, worker string, now time.Time, lease tim
 	want.LeaseUntil = stamp(want.LeaseUntil)
 	claim.LeaseUntil = want.LeaseUntil
 	if !sameRecord(want, got) {
-		return turnframe.Claim{}, fmt.Errorf("claimed row %v stored as %+v, but turnframe.ClaimRow makes %+v", got.ID, got, want)
+		return before, turnframe.Claim{}, fmt.Errorf("claimed row %v stored as %+v, but turnframe.ClaimRow makes %+v", got.ID, got, want)
 	}
-	return claim, nil
+	return before, claim, nil
 }
 
 // sameRecord reports whether a and b hold the same value in every field, as

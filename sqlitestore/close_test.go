@@ -47,9 +47,11 @@ func TestClosed(t *testing.T) {
 		{"Fail", func() error { return s.Fail(ctx, claim, "", t0) }},
 		{"MarkUnknown", func() error { return s.MarkUnknown(ctx, claim, "", t0) }},
 		{"Settle", func() error { _, err := s.Settle(ctx, nil); return err }},
-		{"Resolve", func() error { return s.Resolve(ctx, row.ID, turnframe.VerdictCompleted, "", t0) }},
+		{"Resolve", func() error {
+			return s.Resolve(ctx, turnframe.Resolution{ID: row.ID, Verdict: turnframe.VerdictCompleted, Now: t0})
+		}},
 		{"Requeue", func() error { return s.Requeue(ctx, row.ID, t0) }},
-		{"ReleaseExpiredClaims", func() error { _, err := s.ReleaseExpiredClaims(ctx, t0); return err }},
+		{"ExpireClaims", func() error { _, err := s.ExpireClaims(ctx, t0); return err }},
 		{"ReleaseClaim", func() error { return s.ReleaseClaim(ctx, row.ID, t0) }},
 		{"ExtendClaims", func() error {
 			_, err := s.ExtendClaims(ctx, []turnframe.Claim{claim}, t0, lease)
@@ -59,6 +61,13 @@ func TestClosed(t *testing.T) {
 		{"GetOutbox", func() error { _, err := s.GetOutbox(ctx, row.ID); return err }},
 		{"ListOutbox", func() error { _, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 1}); return err }},
 		{"Prune", func() error { _, err := s.Prune(ctx, t0); return err }},
+		{"History", func() error {
+			_, err := s.History(ctx, turnframe.OutboxSubject("acme", row.ID), 0, 1)
+			return err
+		}},
+		{"RecordEvidence", func() error {
+			return s.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.OutboxSubject("acme", row.ID), "", turnframe.ActorOperator, "", "", "looked", t0))
+		}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

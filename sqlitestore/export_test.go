@@ -4,7 +4,9 @@ package sqlitestore
 const (
 	ClaimSQL        = claimSQL
 	UnfinishedSQL   = unfinishedSQL
-	ReleaseSQL      = releaseSQL
+	ExpireSQL       = expireSQL
+	HistorySQL      = historySQL
+	PruneHistorySQL = pruneHistorySQL
 	PruneSQL        = pruneSQL
 	HoldSQL         = holdSQL
 	LetGoSQL        = letGoSQL
@@ -15,6 +17,9 @@ const (
 	AdoptEntrySQL   = adoptEntrySQL
 	CountPendingSQL = countPendingSQL
 )
+
+// SettleBatchSQL is settleBatchSQL, the statement of n settlements.
+var SettleBatchSQL = settleBatchSQL
 
 // Translate is translate, for the tests of driver errors no store call
 // produces on demand.

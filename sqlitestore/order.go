@@ -17,7 +17,7 @@ import (
 // account, ?2 order key, ?3 the row's seq.
 const activeEarlierSQL = `EXISTS (SELECT 1 FROM outbox AS p INDEXED BY outbox_ordered
 	WHERE p.account = ?1 AND p.order_key = ?2 AND p.order_key <> '' AND p.seq < ?3
-	  AND p.status IN ('pending', 'dispatching', 'outcome_unknown'))`
+	  AND p.status IN ('pending', 'dispatching', 'outcome_unknown', 'needs_intervention'))`
 
 // holdSQL marks a row held when an earlier row of its key is active.
 const holdSQL = `UPDATE outbox SET held = ` + activeEarlierSQL + ` WHERE seq = ?3`
@@ -27,13 +27,13 @@ const holdSQL = `UPDATE outbox SET held = ` + activeEarlierSQL + ` WHERE seq = ?
 const letGoSQL = `UPDATE outbox SET held = 0 WHERE held = 1 AND seq = (
 	SELECT min(p.seq) FROM outbox AS p INDEXED BY outbox_ordered
 	WHERE p.account = ?1 AND p.order_key = ?2 AND p.order_key <> ''
-	  AND p.status IN ('pending', 'dispatching', 'outcome_unknown'))`
+	  AND p.status IN ('pending', 'dispatching', 'outcome_unknown', 'needs_intervention'))`
 
 // holdLaterSQL marks every Pending row after a row that became active again.
 const holdLaterSQL = `UPDATE outbox SET held = 1 WHERE seq IN (
 	SELECT p.seq FROM outbox AS p INDEXED BY outbox_ordered
 	WHERE p.account = ?1 AND p.order_key = ?2 AND p.order_key <> '' AND p.seq > ?3
-	  AND p.status IN ('pending', 'dispatching', 'outcome_unknown') AND p.status = 'pending')`
+	  AND p.status IN ('pending', 'dispatching', 'outcome_unknown', 'needs_intervention') AND p.status = 'pending')`
 
 // keepOrder brings the held marks of r's key up to date after r, stored at
 // seq, moved from the status of before to the status of after. Only a row

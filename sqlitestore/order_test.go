@@ -44,7 +44,7 @@ func TestHeldRowsStayOutOfTheClaimIndex(t *testing.T) {
 	is.Equal(len(claimDue(t, s, later)), 0) // an unknown head blocks the key (I15)
 	is.Equal(inClaimIndex(t, s), 0)         // and its queue is not read
 
-	is.NoErr(s.Resolve(ctx, head.ID, turnframe.VerdictFailed, "declined", later))
+	is.NoErr(s.Resolve(ctx, turnframe.Resolution{ID: head.ID, Verdict: turnframe.VerdictFailed, Code: "declined", Now: later}))
 	is.Equal(inClaimIndex(t, s), 1) // the next row is let go
 	second := claimOne(t, s, later)
 	is.Equal(second.Key, turnframe.IdempotencyKey("k1~2"))

@@ -10,28 +10,33 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-// Resolve settles an OutcomeUnknown row by verdict (turnframe.ResolveRow):
-// Completed, Failed (with code) or Pending due at now (resend). ErrInvalid
-// for a zero id, VerdictUnresolved, a bad code or a zero now; ErrNotFound
-// for no such row; ErrConflict, changing nothing, for a row in any other
-// status.
-func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.Verdict, code string, now time.Time) error {
-	if err := turnframe.CheckResolve(id, v, code, now); err != nil {
+// Resolve settles an OutcomeUnknown or NeedsIntervention row by
+// turnframe.ResolveRow, recorded in the audit trail as res.Actor with
+// res.Note: an OutcomeUnknown row by any verdict (Escalate moves it to
+// NeedsIntervention), a NeedsIntervention row by Completed, Failed or
+// Resend and only for an actor that MayIntervene. res.RemoteRef, when not
+// empty, becomes the row's. ErrInvalid for bad input
+// (turnframe.Resolution.Validate, before any transaction); ErrNotFound for
+// no such row; ErrConflict, changing nothing, for a row in another status,
+// or one that needs intervention and an actor that may not intervene.
+func (s *Store) Resolve(ctx context.Context, res turnframe.Resolution) error {
+	if err := res.Validate(); err != nil {
 		return err
 	}
-	now = stamp(now)
+	res.Now = stamp(res.Now)
 	return s.inTx(ctx, "resolve", func(tx *wtx) error {
-		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-			return turnframe.ResolveRow(r, v, code, now)
+		return moveOutbox(ctx, tx, res.ID, res.Actor, res.Note, res.Now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+			return turnframe.ResolveRow(r, res)
 		})
 	})
 }
 
 // Requeue moves a Failed row back to Pending, due at at, for an operator
 // (turnframe.RequeueRow: a fresh attempt budget, its AttemptBase set to its
-// attempts so far, which keep rising). ErrInvalid for a zero id or an at
-// out of range (turnframe.CheckTime); ErrNotFound for no such row;
-// ErrConflict, changing nothing, for a row in any other status.
+// attempts so far, which keep rising), recorded as turnframe.ActorOperator.
+// ErrInvalid for a zero id or an at out of range (turnframe.CheckTime);
+// ErrNotFound for no such row; ErrConflict, changing nothing, for a row in
+// any other status.
 func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
@@ -41,24 +46,26 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	}
 	at = stamp(at)
 	return s.inTx(ctx, "requeue", func(tx *wtx) error {
-		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", at, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
 			return turnframe.RequeueRow(r, at)
 		})
 	})
 }
 
-// moveOutbox loads row id, applies rule to it and stores the result.
-func moveOutbox(ctx context.Context, tx *wtx, id turnframe.OutboxID, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
+// moveOutbox loads row id, applies rule to it, stores the result and
+// records the move as actor with note at now.
+func moveOutbox(ctx context.Context, tx *wtx, id turnframe.OutboxID, actor turnframe.Actor, note string, now time.Time, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
 	row, err := findOutbox(ctx, tx, id)
 	if err != nil {
 		return err
 	}
-	return storeMove(ctx, tx, row, rule)
+	return storeMove(ctx, tx, row, actor, note, now, rule)
 }
 
-// storeMove applies rule to row, as stored, and stores the result, with the
-// held marks of its order key.
-func storeMove(ctx context.Context, tx *wtx, row outboxRow, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
+// storeMove applies rule to row, as stored, stores the result, with the
+// held marks of its order key, and records the move as actor with note at
+// now.
+func storeMove(ctx context.Context, tx *wtx, row outboxRow, actor turnframe.Actor, note string, now time.Time, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
 	next, err := rule(row.rec)
 	if err != nil {
 		return err
@@ -66,48 +73,52 @@ func storeMove(ctx context.Context, tx *wtx, row outboxRow, rule func(turnframe.
 	if _, err = tx.ExecContext(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...); err != nil {
 		return translate(ctx, err)
 	}
+	tx.record(turnframe.RowHistory(row.rec, next, actor, note, now))
 	return keepOrder(ctx, tx, row.seq, row.rec, next)
 }
 
-// releaseSQL reads the claims whose lease ended at ?1 through the partial
+// expireSQL reads the claims whose lease ended at ?1 through the partial
 // index of Dispatching rows by lease end (outbox_leases), so its cost
 // follows the ended leases, not the table. It restates the test of
-// turnframe.LeaseEnded, which ReleaseExpiredClaims applies again to every
-// row it reads. It has no ORDER BY: with one, SQLite prefers to walk the
-// whole table in seq order.
-const releaseSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND lease_until <= ?1`
+// turnframe.LeaseEnded, which ExpireClaims applies again to every row it
+// reads (through turnframe.ExpireRow). It has no ORDER BY: with one, SQLite
+// prefers to walk the whole table in seq order.
+const expireSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND lease_until <= ?1`
 
 // pruneSQL deletes through the partial index of finished rows.
 const pruneSQL = `DELETE FROM outbox WHERE status IN ('completed', 'failed') AND finished_at < ? RETURNING ` + outboxCols
 
-// ReleaseExpiredClaims moves every Dispatching row whose lease ended at now
-// (turnframe.LeaseEnded: its lease end is not after now) back to Pending
-// (turnframe.ReleaseRow: attempts and due time kept, lease cleared, updated
-// at now) and returns their ids in enqueue order; none when no lease ended.
-// A lease still running is never released. It reads only Dispatching rows
-// whose lease ended. ErrInvalid for a now out of range (turnframe.CheckTime).
-// A worker that still holds a released claim loses it: its settlement and
-// its extension are ErrClaimLost. A crash before the commit releases
-// nothing.
-func (s *Store) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+// ExpireClaims moves every Dispatching row whose lease ended at now
+// (turnframe.LeaseEnded: its lease end is not after now) to OutcomeUnknown
+// by turnframe.ExpireRow (code turnframe.CodeLeaseEnded, attempts, due
+// time and claim kept, lease cleared, updated at now), recorded as
+// turnframe.ActorRecovery, all in one transaction, and returns their ids in
+// enqueue order; none when no lease ended. The send of an expired row may
+// have started, so it is never claimed again until Resolve moves it, and it
+// still holds its order key. A lease still running is never touched. It
+// reads only Dispatching rows whose lease ended. ErrInvalid for a now out
+// of range (turnframe.CheckTime). A worker that still holds an expired
+// claim loses it: its settlement and its extension are ErrClaimLost. A
+// crash before the commit expires nothing.
+func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
 	if err := turnframe.CheckTime("now", now); err != nil {
 		return nil, err
 	}
 	now = stamp(now)
 	var ids []turnframe.OutboxID
-	err := s.inTx(ctx, "release expired claims", func(tx *wtx) error {
-		rows, err := scanOutboxRows(tx.QueryContext(ctx, releaseSQL, micros(now)))
+	err := s.inTx(ctx, "expire claims", func(tx *wtx) error {
+		rows, err := scanOutboxRows(tx.QueryContext(ctx, expireSQL, micros(now)))
 		if err != nil {
 			return translate(ctx, err)
 		}
 		slices.SortFunc(rows, func(a, b outboxRow) int { return cmp.Compare(a.seq, b.seq) })
 		for _, row := range rows {
 			if !turnframe.LeaseEnded(row.rec, now) {
-				return fmt.Errorf("row %v read as an ended lease, but turnframe.LeaseEnded says it runs until %v",
-					row.rec.ID, row.rec.LeaseUntil)
+				return fmt.Errorf("row %v read as an ended lease, but turnframe.LeaseEnded says it is %v until %v",
+					row.rec.ID, row.rec.Status, row.rec.LeaseUntil)
 			}
-			if err := storeMove(ctx, tx, row, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-				return turnframe.ReleaseRow(r, now)
+			if err := storeMove(ctx, tx, row, turnframe.ActorRecovery, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+				return turnframe.ExpireRow(r, now)
 			}); err != nil {
 				return err
 			}
@@ -123,12 +134,12 @@ func (s *Store) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]turn
 
 // ReleaseClaim moves the Dispatching row id back to Pending at now, whether
 // or not its lease ended (turnframe.ReleaseRow: attempts and due time kept,
-// lease cleared), for an operator who knows its worker is gone. If that
-// worker is in fact still sending, the row may be sent twice, under the
-// same key; the worker's settlement is then ErrClaimLost. ErrInvalid for a
-// zero id or a now out of range; ErrNotFound for no such row; ErrConflict,
-// changing nothing, for a row that is not Dispatching. A crash before the
-// commit releases nothing.
+// lease cleared), for an operator who knows its worker is gone, recorded as
+// turnframe.ActorOperator. If that worker is in fact still sending, the row
+// may be sent twice, under the same key; the worker's settlement is then
+// ErrClaimLost. ErrInvalid for a zero id or a now out of range; ErrNotFound
+// for no such row; ErrConflict, changing nothing, for a row that is not
+// Dispatching. A crash before the commit releases nothing.
 func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
@@ -138,16 +149,17 @@ func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now tim
 	}
 	now = stamp(now)
 	return s.inTx(ctx, "release claim", func(tx *wtx) error {
-		return moveOutbox(ctx, tx, id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
 			return turnframe.ReleaseRow(r, now)
 		})
 	})
 }
 
-// Prune deletes Completed and Failed rows finished before finishedBefore
-// and returns how many. It reads only finished rows and never touches the
-// journal: a key keeps deduplicating after its rows are gone. ErrInvalid for
-// a zero finishedBefore.
+// Prune deletes Completed and Failed rows finished before finishedBefore,
+// with their history, and returns how many. It reads only finished rows and
+// never touches the journal or its history, nor a turn's: a key keeps
+// deduplicating after its rows are gone. ErrInvalid for a zero
+// finishedBefore.
 func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
 	if err := turnframe.CheckTime("finished_before", finishedBefore); err != nil {
 		return 0, err
@@ -155,6 +167,11 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 	finishedBefore = stamp(finishedBefore)
 	n := 0
 	err := s.inTx(ctx, "prune", func(tx *wtx) error {
+		// The history first: its statement finds the rows by pruneSQL's
+		// condition, so it must run while they are there.
+		if _, err := tx.ExecContext(ctx, pruneHistorySQL, micros(finishedBefore)); err != nil {
+			return translate(ctx, err)
+		}
 		rows, err := scanOutboxRows(tx.QueryContext(ctx, pruneSQL, micros(finishedBefore)))
 		if err != nil {
 			return err
@@ -194,7 +211,11 @@ func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe
 }
 
 // ListOutbox returns at most filter.Limit rows matching filter, in enqueue
-// order. ErrInvalid for a bad filter.
+// order; with filter.After, only rows enqueued after that one (the last
+// row of the page before). ErrInvalid for a bad filter; ErrNotFound for an
+// After row that does not exist (pruned, or never enqueued) or, with
+// filter.Account, belongs to another account: a cursor never reveals that
+// another tenant's row exists.
 func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, err
@@ -205,6 +226,17 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 	}
 	defer done()
 	query, args := `SELECT `+outboxCols+` FROM outbox WHERE 1`, []any{}
+	if !filter.After.IsZero() {
+		after, err := findOutbox(ctx, s.read, filter.After)
+		if err == nil && filter.Account != "" && after.rec.Account != filter.Account {
+			err = fmt.Errorf("outbox row %v: %w", filter.After, turnframe.ErrNotFound)
+		}
+		if err != nil {
+			return nil, s.fail(ctx, "list outbox", err)
+		}
+		query += ` AND seq > ?`
+		args = append(args, after.seq)
+	}
 	if filter.Status != 0 {
 		query += ` AND status = ?`
 		args = append(args, filter.Status.String())

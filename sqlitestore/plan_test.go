@@ -58,15 +58,40 @@ func TestQueryPlans(t *testing.T) {
 			uses: []string{"outbox_due", "outbox_ordered"}, noScans: []string{"outbox"}, avoids: []string{"outbox_key"},
 		},
 		{
-			name:  "ReleaseReadsDispatchingRowsByLeaseEnd",
-			query: sqlitestore.ReleaseSQL, args: []any{int64(1)},
+			name:  "ExpireReadsDispatchingRowsByLeaseEnd",
+			query: sqlitestore.ExpireSQL, args: []any{int64(1)},
 			uses: []string{"outbox_leases (lease_until<?)"}, noScans: []string{"outbox"},
+		},
+		{
+			// One subject's records, a range of its index already in seq
+			// order: no sort, no read of another subject's records.
+			name:  "HistoryReadsOneSubjectsRangeInSeqOrder",
+			query: sqlitestore.HistorySQL, args: []any{"acme", "01JBZZZZZZZZZZZZZZZZZZZZZZ", "outbox", int64(0), 100},
+			uses:    []string{"history_subject (account=? AND ref=? AND kind=? AND rowid>?)"},
+			noScans: []string{"history"}, avoids: []string{"TEMP B-TREE"},
+		},
+		{
+			// Prune finds the history of the rows it deletes through their
+			// subjects, and those rows through the finished index.
+			name:  "PruneHistoryReadsSubjectAndFinishedIndexes",
+			query: sqlitestore.PruneHistorySQL, args: []any{int64(1)},
+			uses:    []string{"history_subject (account=? AND ref=? AND kind=?)", "outbox_finished (finished_at<?)"},
+			noScans: []string{"history", "outbox"},
 		},
 		{
 			name:  "SettleWritesTheRowByItsSeq",
 			query: sqlitestore.SettleOutboxSQL,
 			args:  []any{"completed", 1, int64(1), "w", int64(1), "", "", int64(1), int64(1), int64(0), 0, int64(1), "w", 1},
 			uses:  []string{"INTEGER PRIMARY KEY (rowid=?)"}, noScans: []string{"outbox"},
+		},
+		{
+			// A group of settlements is one statement: each row of its
+			// values finds its outbox row by seq, never a scan.
+			name:  "SettleBatchWritesEachRowByItsSeq",
+			query: sqlitestore.SettleBatchSQL(2),
+			args: []any{int64(1), "completed", int64(1), "", "", int64(1), int64(1), int64(0), "w", 1,
+				int64(2), "completed", int64(1), "", "", int64(1), int64(1), int64(0), "w", 1},
+			uses: []string{"INTEGER PRIMARY KEY (rowid=?)"}, noScans: []string{"outbox"},
 		},
 		{
 			name:  "PendingCountReadsOnlyThePendingIndex",

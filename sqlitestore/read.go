@@ -54,7 +54,8 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 
 // unfinishedSQL lists the turns recovery must look at, restating
 // turnframe.Unfinished as a listing filter: non-terminal turns, turns
-// holding an outcome_unknown entry, delivered turns holding a pending or
+// holding an outcome_unknown or needs_intervention entry (journal_unknown's
+// condition, repeated literally), delivered turns holding a pending or
 // executing entry, and abandoned turns holding an executing one. Each part
 // reads a partial index only, from the cursor ?1 on (a turn id, or ” for
 // the first page: every id sorts after it), so the listing's cost follows
@@ -63,14 +64,14 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 // the rule. The scope's filters are
 // appended, each with a plain ? (numbered after ?1).
 const unfinishedSQL = `SELECT ` + turnCols + `,
-		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status = 'outcome_unknown'),
+		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status IN ('outcome_unknown', 'needs_intervention')),
 		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing')),
 		EXISTS (SELECT 1 FROM journal AS x WHERE x.turn = t.id AND x.status IN ('pending', 'executing') AND x.status = 'executing')
 	FROM turns AS t
 	WHERE t.id IN (
 		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned') AND id > ?1
 		UNION
-		SELECT turn FROM journal WHERE status = 'outcome_unknown' AND turn > ?1
+		SELECT turn FROM journal WHERE status IN ('outcome_unknown', 'needs_intervention') AND turn > ?1
 		UNION
 		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
 			WHERE j.status IN ('pending', 'executing') AND j.turn > ?1
@@ -78,9 +79,10 @@ const unfinishedSQL = `SELECT ` + turnCols + `,
 
 // ListUnfinishedTurns returns, oldest first (by turn id), at most limit
 // turns in scope for which turnframe.Unfinished holds: non-terminal turns,
-// turns holding an OutcomeUnknown entry, delivered turns holding a pending
-// or executing entry, and abandoned turns holding an executing entry. A scope's UpdatedBefore leaves out turns
-// updated at or after it; its After, when not zero, every turn whose id
+// turns holding an OutcomeUnknown or NeedsIntervention entry, delivered
+// turns holding a pending or executing entry, and abandoned turns holding
+// an executing entry. A scope's UpdatedBefore leaves out turns updated at
+// or after it; its After, when not zero, every turn whose id
 // does not sort after it (pass the last turn of a page to get the next).
 // ErrInvalid for a bad scope (turnframe.RecoveryScope.Validate) or a limit
 // outside 1–MaxLimit.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/turnframe/turnframe"
@@ -47,15 +48,17 @@ func (s *Store) settleOne(ctx context.Context, st turnframe.OutboxSettlement) er
 // Settle applies several settlements in one BEGIN IMMEDIATE transaction
 // (group commit: one commit for all), each by turnframe.SettleRow: the
 // sender's code becomes the row's last code, whatever the status, and the
-// lease is cleared. results[i] is the outcome of
-// settlements[i] alone: nil; ErrInvalid for a bad settlement (checked
-// before the transaction); ErrClaimLost, changing nothing of that row,
-// unless it is still Dispatching under the claim's worker and attempt
-// number (a row settled twice in one batch loses the second time, and a
-// row that no longer exists holds no claim). One refused settlement does not refuse the
-// others. err is for the transaction as a whole (closed store, driver
-// error, ErrBusy); when it is not nil nothing was written and results is
-// nil. A crash before the commit leaves every row Dispatching.
+// lease is cleared. results[i] is the outcome of settlements[i] alone: nil;
+// ErrInvalid for a bad settlement (checked before the transaction);
+// ErrClaimLost, changing nothing of that row, unless it is still
+// Dispatching under the claim's worker and attempt number (a row settled
+// twice in one batch loses the second time, and a row that no longer
+// exists holds no claim). One refused settlement does not refuse the
+// others. Each settlement that lands is recorded in the audit trail as
+// turnframe.WorkerActor of its claim's worker. err is for the transaction
+// as a whole (closed store, driver error, ErrBusy); when it is not nil
+// nothing was written and results is nil. A crash before the commit leaves
+// every row Dispatching.
 func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettlement) ([]error, error) {
 	results := make([]error, len(settlements))
 	valid := 0
@@ -88,15 +91,35 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 	if err != nil {
 		return nil, s.fail(ctx, "settle", err)
 	}
+	writes := make([]settleWrite, 0, valid)
 	for i, st := range settlements {
 		if results[i] != nil {
 			continue
 		}
-		refused, err := settleRow(ctx, w, st, stored)
-		if err != nil {
+		sw, refused := settleRow(st, stored)
+		if refused != nil {
+			results[i] = refused
+			continue
+		}
+		sw.i = i
+		writes = append(writes, sw)
+	}
+	landed, err := writeSettlements(ctx, w, writes)
+	if err != nil {
+		return nil, s.fail(ctx, "settle", err)
+	}
+	for k, sw := range writes {
+		if !landed[k] {
+			results[sw.i] = fmt.Errorf("sqlitestore: settle: row %v: %w", sw.next.ID, turnframe.ErrClaimLost)
+			continue
+		}
+		w.record(turnframe.RowHistory(sw.row.rec, sw.next, turnframe.WorkerActor(sw.worker), "", sw.at))
+		if err := keepOrder(ctx, w, sw.row.seq, sw.row.rec, sw.next); err != nil {
 			return nil, s.fail(ctx, "settle", err)
 		}
-		results[i] = refused
+	}
+	if err := w.flushHistory(ctx); err != nil {
+		return nil, s.fail(ctx, "settle", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(ctx, "settle: commit", err)
@@ -104,41 +127,140 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 	return results, nil
 }
 
+// settleWrite is a settlement the rule accepted, to be written: the row as
+// stored before it and as turnframe.SettleRow leaves it, and the claim's
+// fence.
+type settleWrite struct {
+	i        int // the settlement's place in the batch
+	row      outboxRow
+	next     turnframe.OutboxRecord
+	worker   string
+	attempts int
+	at       time.Time // the settlement's time, as stamped
+}
+
 // settleRow applies one settlement by turnframe.SettleRow to the row as
-// stored, which stored holds (read by readOutboxRows in this transaction,
-// and kept up to date by settleRow as it writes). refused is the
-// settlement's own outcome (ErrClaimLost); err fails the whole transaction.
-func settleRow(ctx context.Context, tx *wtx, st turnframe.OutboxSettlement, stored map[turnframe.OutboxID]outboxRow) (refused, err error) {
+// stored, which stored holds (read by readOutboxRows in this transaction),
+// and keeps the result there, so that a second settlement of the row in
+// the batch meets it as it will be stored (and is refused: the claim is no
+// longer held). refused is the settlement's own outcome (ErrClaimLost).
+func settleRow(st turnframe.OutboxSettlement, stored map[turnframe.OutboxID]outboxRow) (_ settleWrite, refused error) {
 	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
 	row, ok := stored[st.Claim.ID]
 	if !ok {
 		// A row that is gone (pruned after its claim was lost) holds no
 		// claim: the settlement is refused like any other without one.
-		return fmt.Errorf("sqlitestore: settle: outbox row %v does not exist: %w", st.Claim.ID, turnframe.ErrClaimLost), nil
+		return settleWrite{}, fmt.Errorf("sqlitestore: settle: outbox row %v does not exist: %w", st.Claim.ID, turnframe.ErrClaimLost)
 	}
 	next, err := turnframe.SettleRow(row.rec, st)
 	if err != nil {
-		return fmt.Errorf("sqlitestore: settle: %w", err), nil
+		return settleWrite{}, fmt.Errorf("sqlitestore: settle: %w", err)
 	}
-	// The fence, again in the statement: still Dispatching, same worker,
-	// same attempt. Matching (worker, attempt) alone would also match a row
-	// that was already settled.
-	res, err := tx.ExecContext(ctx, settleOutboxSQL,
-		append(updateOutboxArgs(row.seq, next), st.Claim.Worker, st.Claim.Attempts)...)
-	if err != nil {
-		return nil, translate(ctx, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return nil, err
-	} else if n != 1 {
-		return fmt.Errorf("sqlitestore: settle: row %v: %w", st.Claim.ID, turnframe.ErrClaimLost), nil
-	}
-	// The row is now next (the columns not written are as read; the held
-	// mark keepOrder may change is no part of a record): a second
-	// settlement of it in this batch meets it as stored.
+	// The columns not written are as read; the held mark keepOrder may
+	// change is no part of a record.
 	stored[st.Claim.ID] = outboxRow{seq: row.seq, rec: next}
-	return nil, keepOrder(ctx, tx, row.seq, row.rec, next)
+	return settleWrite{row: row, next: next, worker: st.Claim.Worker, attempts: st.Claim.Attempts, at: st.Now}, nil
 }
+
+// writeSettlements writes the rows of writes, each fenced again in the
+// statement on the claim (still Dispatching, same worker, same attempt:
+// matching worker and attempt alone would also match a row already
+// settled), and reports which landed. A settlement changes only the
+// columns settleBatchSQL writes (settleColumnsOnly), so the rows are
+// written several per statement, as the history is; a row whose rule ever
+// changed another column is written whole, alone.
+func writeSettlements(ctx context.Context, tx *wtx, writes []settleWrite) ([]bool, error) {
+	landed := make([]bool, len(writes))
+	var batch []int // indexes into writes, for settleBatchSQL
+	for k, sw := range writes {
+		if settleColumnsOnly(sw.row.rec, sw.next) {
+			batch = append(batch, k)
+			continue
+		}
+		res, err := tx.ExecContext(ctx, settleOutboxSQL, append(updateOutboxArgs(sw.row.seq, sw.next), sw.worker, sw.attempts)...)
+		if err != nil {
+			return nil, translate(ctx, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		landed[k] = n == 1
+	}
+	bySeq := make(map[int64]int, len(batch)) // a row is settled at most once: a second settlement is refused by the rule
+	args := make([]any, 0, settleBatchArity*min(len(batch), batchSizes[0]))
+	for len(batch) > 0 {
+		n := batchSize(len(batch))
+		args = args[:0]
+		clear(bySeq)
+		for _, k := range batch[:n] {
+			sw := writes[k]
+			r := sw.next
+			args = append(args, sw.row.seq, r.Status.String(), micros(r.DueAt), r.LastCode, r.RemoteRef,
+				micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), sw.worker, sw.attempts)
+			bySeq[sw.row.seq] = k
+		}
+		rows, err := tx.QueryContext(ctx, settleBatchSQLs[n], args...)
+		if err != nil {
+			return nil, translate(ctx, err)
+		}
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
+				rows.Close()
+				return nil, translate(ctx, err)
+			}
+			if k, ok := bySeq[seq]; ok {
+				landed[k] = true
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return nil, translate(ctx, err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, translate(ctx, err)
+		}
+		batch = batch[n:]
+	}
+	return landed, nil
+}
+
+// settleColumnsOnly reports whether next, what turnframe.SettleRow made of
+// r, differs from r in no column but those settleBatchSQL writes: status,
+// due time, last code, remote reference, update and finish times, lease.
+func settleColumnsOnly(r, next turnframe.OutboxRecord) bool {
+	r.Status, r.DueAt, r.LastCode, r.RemoteRef = next.Status, next.DueAt, next.LastCode, next.RemoteRef
+	r.UpdatedAt, r.FinishedAt, r.LeaseUntil = next.UpdatedAt, next.FinishedAt, next.LeaseUntil
+	return sameRecord(r, next)
+}
+
+// settleBatchArity is how many values settleBatchSQL binds per row.
+const settleBatchArity = 10
+
+// settleBatchSQL returns the UPDATE of n settled rows, one statement: each
+// row of the VALUES list is (seq, status, due_at, last_code, remote_ref,
+// updated_at, finished_at, lease_until, worker, attempts), the last two
+// the claim's fence, and the rows it wrote come back by seq. Each row is
+// found by its seq (plan_test).
+func settleBatchSQL(n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", settleBatchArity), ", ") + ")"
+	return `UPDATE outbox SET status = v.column2, due_at = v.column3, last_code = v.column4, remote_ref = v.column5,
+		updated_at = v.column6, finished_at = v.column7, lease_until = v.column8
+	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + `) AS v
+	WHERE outbox.seq = v.column1 AND outbox.status = 'dispatching' AND outbox.claimed_by = v.column9
+	  AND outbox.attempts = v.column10
+	RETURNING seq`
+}
+
+// settleBatchSQLs are the prepared statements' texts, by batch size (the
+// sizes of batchSizes).
+var settleBatchSQLs = func() map[int]string {
+	m := make(map[int]string, len(batchSizes))
+	for _, n := range batchSizes {
+		m[n] = settleBatchSQL(n)
+	}
+	return m
+}()
 
 // readBatch is how many ids readOutboxSQL takes.
 const readBatch = 16

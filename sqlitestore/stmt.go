@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/turnframe/turnframe"
 )
 
 // The driver caches no statement: every ExecContext or QueryContext with a
@@ -19,14 +21,23 @@ import (
 
 // writeQueries is every statement a write transaction runs.
 func writeQueries() []string {
-	return []string{
+	return append([]string{
 		findTurnSQL, insertTurnSQL, updateTurnSQL, touchTurnSQL,
 		findEntrySQL, insertEntrySQL, updateEntrySQL, adoptEntrySQL, settleEntrySQL, countPendingSQL,
 		caseRevisionSQL, insertEventSQL,
 		insertOutboxSQL, claimSQL, findOutboxSQL, readOutboxSQL, settleOutboxSQL, updateOutboxSQL, extendSQL,
-		holdSQL, letGoSQL, holdLaterSQL, releaseSQL, pruneSQL,
+		holdSQL, letGoSQL, holdLaterSQL, expireSQL, pruneSQL,
 		savepointSQL, rollbackToSavepointSQL, releaseSavepointSQL,
+	}, append(historyQueries(), settleQueries()...)...)
+}
+
+// settleQueries are settleBatchSQLs, for writeQueries.
+func settleQueries() []string {
+	qs := make([]string, 0, len(batchSizes))
+	for _, n := range batchSizes {
+		qs = append(qs, settleBatchSQLs[n])
 	}
+	return qs
 }
 
 // prepared is the write path's statements, prepared on the writer pool.
@@ -75,6 +86,8 @@ type wtx struct {
 	tx    *sql.Tx
 	p     *prepared   // nil: run every query from its text
 	bound []*sql.Stmt // p.stmts[i] bound to tx, once it ran without error
+
+	history []turnframe.HistoryRecord // the records of this transaction's moves, not yet written (history.go)
 }
 
 // wrap returns tx, a transaction on the writer, as a wtx.

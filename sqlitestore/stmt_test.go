@@ -12,9 +12,10 @@ import (
 )
 
 // Every statement of the write path is prepared when the store opens: a
-// whole turn, an adoption, an advance, a claim, an extension, every
-// settlement, resolve, requeue, both releases, prune and ApplyTx (kept and
-// undone) run none from its text.
+// whole turn, an adoption, an abandon, an advance, a claim, an extension,
+// every settlement, an escalation and a resolve, requeue, release, expiry,
+// prune, evidence and ApplyTx (kept and undone) run none from its text,
+// the history each writes included.
 func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
@@ -74,8 +75,11 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	is.Equal(len(claims), 4)
 	head := claims[0]
 	step("unknown", s.MarkUnknown(ctx, head, "ref", later))
-	step("resolve", s.Resolve(ctx, head.ID, turnframe.VerdictFailed, "declined", later)) // lets the next row go
-	step("requeue", s.Requeue(ctx, head.ID, later))                                      // holds the key again
+	escalate := turnframe.Resolution{ID: head.ID, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy, Now: later}
+	step("escalate", s.Resolve(ctx, escalate))
+	fail := turnframe.Resolution{ID: head.ID, Verdict: turnframe.VerdictFailed, Code: "declined", Now: later}
+	step("resolve", s.Resolve(ctx, fail))           // lets the next row go
+	step("requeue", s.Requeue(ctx, head.ID, later)) // holds the key again
 	results, err := s.Settle(ctx, []turnframe.OutboxSettlement{
 		{Claim: claims[1], To: turnframe.OutboxCompleted, RemoteRef: "r", Now: later},
 		{Claim: claims[2], To: turnframe.OutboxPending, Code: "busy", RetryAt: later, Now: later},
@@ -95,12 +99,19 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	step("extend", err)
 	is.NoErr(extended[0])
 	step("release one", s.ReleaseClaim(ctx, again[0].ID, later.Add(time.Second)))
-	released, err := s.ReleaseExpiredClaims(ctx, later.Add(time.Second+lease))
-	step("release", err)
-	is.Equal(len(released), len(again)-1)
+	expired, err := s.ExpireClaims(ctx, later.Add(time.Second+lease))
+	step("expire", err)
+	is.Equal(len(expired), len(again)-1)
 	pruned, err := s.Prune(ctx, later.Add(time.Minute))
 	step("prune", err)
 	is.Equal(pruned, 2)
+
+	// Evidence about each kind of subject.
+	for _, subject := range []turnframe.Subject{
+		turnframe.JournalSubject("acme", "k1"), turnframe.OutboxSubject("acme", head.ID), turnframe.TurnSubject("acme", prepare.Turn),
+	} {
+		step("evidence", s.RecordEvidence(ctx, turnframe.NewEvidence(subject, "", turnframe.ActorOperator, "", "", "looked", later)))
+	}
 
 	// ApplyTx: a Write kept, and a refused one undone.
 	prepare2, commit2 := commitWrites("acme", "k2", turnframe.OutboxMessage{Destination: "payments"})

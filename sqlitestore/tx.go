@@ -4,10 +4,11 @@ import (
 	"context"
 )
 
-// inTx runs f in one BEGIN IMMEDIATE transaction on the writer and commits
-// it, or rolls it back (on an error or a panic) and returns the error
-// wrapped for op. f must not call the writer pool: it has one connection,
-// and f's transaction holds it.
+// inTx runs f in one BEGIN IMMEDIATE transaction on the writer, writes the
+// history records f queued (flushHistory) and commits, or rolls it all
+// back (on an error or a panic) and returns the error wrapped for op. f
+// must not call the writer pool: it has one connection, and f's
+// transaction holds it.
 func (s *Store) inTx(ctx context.Context, op string, f func(tx *wtx) error) error {
 	done, err := s.enter(op)
 	if err != nil {
@@ -19,7 +20,11 @@ func (s *Store) inTx(ctx context.Context, op string, f func(tx *wtx) error) erro
 		return s.fail(ctx, op, err)
 	}
 	defer tx.Rollback()
-	if err := f(s.wrap(tx)); err != nil {
+	w := s.wrap(tx)
+	if err := f(w); err != nil {
+		return s.fail(ctx, op, err)
+	}
+	if err := w.flushHistory(ctx); err != nil {
 		return s.fail(ctx, op, err)
 	}
 	if err := tx.Commit(); err != nil {
