@@ -21,13 +21,17 @@ type change struct {
 	events   []turnframe.StoredEvent
 	outbox   []turnframe.OutboxRecord
 	replay   *turnframe.ReplayRecord
+	history  []turnframe.HistoryRecord // the audit trail of every move, in the order made
 }
 
 // Apply validates w and writes it entirely, or writes nothing and returns the
 // error: ErrInvalid for bad input, ErrNotFound for a turn that does not exist
 // for the account, ErrConflict for a refused transition, a moved revision, a
 // key reused for a different command or an outbox row key the account holds
-// already. Write.Advance is applied last and never refuses the Write.
+// already. Write.Advance is applied last and never refuses the Write. Every
+// move the Write makes (the turn begun or moved, each entry admitted or
+// moved, each row enqueued) is recorded in the audit trail as w.Actor, in
+// the same step.
 func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
@@ -61,6 +65,7 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 			c.turn.ReceivedAt = w.Now
 		}
 		c.newTurn = true
+		c.history = append(c.history, turnframe.PhaseHistory(w.Account, w.Turn, turnframe.PhaseUnset, c.turn.Phase, w.Actor, "", w.Now))
 	} else {
 		t, err := s.findTurn(w.Account, w.Turn)
 		if err != nil {
@@ -96,6 +101,7 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		c.entries[k] = e
 		c.admitted = append(c.admitted, k)
 		applied.Admitted = append(applied.Admitted, copyEntry(e))
+		c.history = append(c.history, turnframe.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
 	}
 
 	// Events are numbered before Settle, which records their ids on the
@@ -139,13 +145,16 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		}
 		// c.turn.Phase is the phase as stored: this Write's own move
 		// comes after Settle.
-		moved, err := turnframe.NextEntry(e, st, evs, c.turn.Phase, w.Now)
+		moved, err := turnframe.NextEntry(e, st, evs, c.turn.Phase, w.Actor, w.Now)
 		if err != nil {
 			return nil, applied, err
 		}
 		moved.LeaseUntil = stamp(moved.LeaseUntil)
 		c.entries[k] = moved
 		applied.Settled = append(applied.Settled, copyEntry(moved))
+		if turnframe.EntryMoved(e, moved) { // a lease renewal moves nothing the trail records
+			c.history = append(c.history, turnframe.EntryHistory(e, moved, w.Actor, w.Note, w.Now))
+		}
 	}
 
 	// Expect is checked against the revisions before this Write's events.
@@ -170,9 +179,11 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		keys[rk] = true
 		c.outbox = append(c.outbox, r)
 		applied.Outbox = append(applied.Outbox, copyRecord(r).OutboxEntry)
+		c.history = append(c.history, turnframe.RowHistory(turnframe.OutboxRecord{}, r, w.Actor, w.Note, w.Now))
 	}
 
 	// Phase, or Advance: a move Advance may not make is skipped.
+	from := c.turn.Phase
 	switch {
 	case w.Phase != turnframe.PhaseUnset:
 		if err := turnframe.NextPhase(c.turn.Phase, w.Phase, s.pendingAfter(c, w.Turn)); err != nil {
@@ -189,7 +200,26 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		r := copyReplay(*w.Replay)
 		c.replay = &r
 	}
+	if c.turn.Phase != from {
+		c.history = append(c.history, turnframe.PhaseHistory(w.Account, w.Turn, from, c.turn.Phase, w.Actor, s.abandonCode(c, w.Turn), w.Now))
+	}
 	return c, applied, nil
+}
+
+// abandonCode is the code the audit trail gives a turn's move: the abandon
+// code of its replay record as the Write leaves it (the Write's own, or
+// else the one stored), when the move is to Abandoned; else none.
+func (s *Store) abandonCode(c *change, turn turnframe.TurnID) string {
+	switch {
+	case c.turn.Phase != turnframe.PhaseAbandoned:
+		return ""
+	case c.replay != nil:
+		return c.replay.AbandonCode
+	}
+	if t, ok := s.turns[turn]; ok && t.replay != nil {
+		return t.replay.AbandonCode
+	}
+	return ""
 }
 
 func (s *Store) revision(account turnframe.AccountID, c turnframe.CaseKey) turnframe.CaseRevision {
@@ -251,6 +281,7 @@ func (s *Store) commit(c *change) {
 		s.outbox[r.ID] = &outboxRow{rec: r, seq: s.seq}
 		s.rowKeys[rowKey{r.Account, r.Key}] = r.ID
 	}
+	s.record(c.history...)
 }
 
 // sortedOutbox returns the outbox rows in enqueue order.

@@ -39,6 +39,11 @@ type Store struct {
 	cases   map[caseKey][]int // indexes into events, in revision order
 	outbox  map[turnframe.OutboxID]*outboxRow
 	rowKeys map[rowKey]turnframe.OutboxID // the key of every outbox row held, per account
+
+	// history is the audit trail, per subject (canonical: see canonical),
+	// in Seq order; hseq is the last Seq handed out.
+	history map[turnframe.Subject][]turnframe.HistoryRecord
+	hseq    int64
 }
 
 type turnRow struct {
@@ -92,6 +97,7 @@ func New(opts ...Option) *Store {
 		cases:   make(map[caseKey][]int),
 		outbox:  make(map[turnframe.OutboxID]*outboxRow),
 		rowKeys: make(map[rowKey]turnframe.OutboxID),
+		history: make(map[turnframe.Subject][]turnframe.HistoryRecord),
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -112,6 +118,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.turns, s.entries, s.byTurn, s.events, s.eventAt, s.cases, s.outbox, s.rowKeys = nil, nil, nil, nil, nil, nil, nil, nil
+	s.history = nil
 	return nil
 }
 
@@ -212,7 +219,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 		if !scope.After.IsZero() && id.Compare(scope.After) <= 0 {
 			continue
 		}
-		if !turnframe.Unfinished(t.turn.Phase, s.holds(id, turnframe.JournalOutcomeUnknown),
+		if !turnframe.Unfinished(t.turn.Phase, s.holds(id, turnframe.JournalOutcomeUnknown, turnframe.JournalNeedsIntervention),
 			s.holds(id, turnframe.JournalPending, turnframe.JournalExecuting), s.holds(id, turnframe.JournalExecuting)) {
 			continue
 		}

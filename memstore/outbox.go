@@ -54,8 +54,10 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 	claims := make([]turnframe.Claim, 0, len(due))
 	for _, r := range due {
 		var c turnframe.Claim
+		before := r.rec
 		r.rec, c = turnframe.ClaimRow(r.rec, worker, now, lease)
 		r.rec.LeaseUntil = stamp(r.rec.LeaseUntil)
+		s.record(turnframe.RowHistory(before, r.rec, turnframe.WorkerActor(worker), "", now))
 		c.LeaseUntil = r.rec.LeaseUntil
 		c.Payload = slices.Clone(c.Payload)
 		claims = append(claims, c)
@@ -95,7 +97,8 @@ func (s *Store) settleOne(ctx context.Context, st turnframe.OutboxSettlement) er
 	return s.settle(st)
 }
 
-// settle applies one validated settlement; the caller holds the lock.
+// settle applies one validated settlement and records it as the claim's
+// worker; the caller holds the lock.
 func (s *Store) settle(st turnframe.OutboxSettlement) error {
 	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
 	r, ok := s.outbox[st.Claim.ID]
@@ -109,6 +112,7 @@ func (s *Store) settle(st turnframe.OutboxSettlement) error {
 	if err != nil {
 		return fmt.Errorf("memstore: settle: %w", err)
 	}
+	s.record(turnframe.RowHistory(r.rec, next, turnframe.WorkerActor(st.Claim.Worker), "", st.Now))
 	r.rec = next
 	return nil
 }
@@ -132,98 +136,6 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 		}
 	}
 	return results, nil
-}
-
-// Resolve settles an OutcomeUnknown row by verdict. ErrInvalid for
-// VerdictUnresolved, ErrNotFound for no such row, ErrConflict for a row in
-// another status.
-func (s *Store) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.Verdict, code string, now time.Time) error {
-	if err := turnframe.CheckResolve(id, v, code, now); err != nil {
-		return err
-	}
-	now = stamp(now)
-	return s.moveOutbox(ctx, "resolve", id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return turnframe.ResolveRow(r, v, code, now)
-	})
-}
-
-// moveOutbox applies rule to row id as stored and keeps what it returns:
-// ErrNotFound for no such row, or the rule's error, and then the row is as
-// it was.
-func (s *Store) moveOutbox(ctx context.Context, op string, id turnframe.OutboxID, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	r, ok := s.outbox[id]
-	if !ok {
-		return fmt.Errorf("memstore: %s: outbox row %v: %w", op, id, turnframe.ErrNotFound)
-	}
-	next, err := rule(r.rec)
-	if err != nil {
-		return fmt.Errorf("memstore: %s: %w", op, err)
-	}
-	r.rec = next
-	return nil
-}
-
-// Requeue moves a Failed row back to Pending, due at at. ErrNotFound for no
-// such row, ErrConflict for a row in another status.
-func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
-	if err := turnframe.CheckID("id", id); err != nil {
-		return err
-	}
-	if err := turnframe.CheckTime("at", at); err != nil {
-		return err
-	}
-	at = stamp(at)
-	return s.moveOutbox(ctx, "requeue", id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return turnframe.RequeueRow(r, at)
-	})
-}
-
-// ReleaseExpiredClaims moves every Dispatching row whose lease ended at now
-// (turnframe.LeaseEnded) back to Pending by turnframe.ReleaseRow, due time
-// and attempts kept, and returns their ids in enqueue order. A row whose
-// lease runs after now is never released.
-func (s *Store) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
-	if err := turnframe.CheckTime("now", now); err != nil {
-		return nil, err
-	}
-	now = stamp(now)
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	var ids []turnframe.OutboxID
-	for _, r := range s.sortedOutbox() {
-		if !turnframe.LeaseEnded(r.rec, now) {
-			continue
-		}
-		next, err := turnframe.ReleaseRow(r.rec, now)
-		if err != nil {
-			return nil, fmt.Errorf("memstore: release: %w", err) // LeaseEnded holds only for a Dispatching row
-		}
-		r.rec = next
-		ids = append(ids, r.rec.ID)
-	}
-	return ids, nil
-}
-
-// ReleaseClaim moves one Dispatching row back to Pending at now by
-// turnframe.ReleaseRow, whether or not its lease ended. ErrNotFound for no
-// such row, ErrConflict for a row that is not Dispatching.
-func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
-	if err := turnframe.CheckID("id", id); err != nil {
-		return err
-	}
-	if err := turnframe.CheckTime("now", now); err != nil {
-		return err
-	}
-	now = stamp(now)
-	return s.moveOutbox(ctx, "release claim", id, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return turnframe.ReleaseRow(r, now)
-	})
 }
 
 // ExtendClaims moves the lease of each claimed row to now + lease by
@@ -275,7 +187,9 @@ func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe
 }
 
 // ListOutbox returns at most filter.Limit rows matching filter, in enqueue
-// order.
+// order; with filter.After, only rows enqueued after that one, and
+// ErrNotFound when it does not exist or, with filter.Account, belongs to
+// another account.
 func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, err
@@ -284,8 +198,18 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	rows := s.sortedOutbox()
+	if !filter.After.IsZero() {
+		i := slices.IndexFunc(rows, func(r *outboxRow) bool {
+			return r.rec.ID == filter.After && (filter.Account == "" || r.rec.Account == filter.Account)
+		})
+		if i < 0 {
+			return nil, fmt.Errorf("memstore: list outbox after row %v: %w", filter.After, turnframe.ErrNotFound)
+		}
+		rows = rows[i+1:]
+	}
 	var out []turnframe.OutboxRecord
-	for _, r := range s.sortedOutbox() {
+	for _, r := range rows {
 		if len(out) == filter.Limit {
 			break
 		}
@@ -300,8 +224,9 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 	return out, nil
 }
 
-// Prune deletes Completed and Failed rows finished before finishedBefore and
-// returns how many. Journal keys are never deleted.
+// Prune deletes Completed and Failed rows finished before finishedBefore,
+// with their history, and returns how many. Journal keys and their history,
+// and turns' history, are never deleted.
 func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
 	if err := turnframe.CheckTime("finished_before", finishedBefore); err != nil {
 		return 0, err
@@ -316,6 +241,7 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 		if turnframe.Prunable(r.rec, finishedBefore) {
 			delete(s.outbox, id)
 			delete(s.rowKeys, rowKey{r.rec.Account, r.rec.Key})
+			delete(s.history, turnframe.OutboxSubject(r.rec.Account, id))
 			n++
 		}
 	}

@@ -123,7 +123,7 @@ func testAdoptNot(t *testing.T, e *env) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { testAdoptNone(t, newEnv(t, e.open), tc.setup) })
 	}
-	for _, status := range []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown} {
+	for _, status := range []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown, turnframe.JournalNeedsIntervention} {
 		t.Run(status.String()+"InAnAbandonedTurn", func(t *testing.T) {
 			testAdoptNone(t, newEnv(t, e.open), func(e *env) (turnframe.TurnID, turnframe.IdempotencyKey) {
 				turn, key, _ := e.entryIn(acme, status, at(0))

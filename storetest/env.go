@@ -294,7 +294,8 @@ func entryIDs(es []turnframe.OutboxEntry) []turnframe.OutboxID {
 // by a name, with its value or the class of its error.
 type snapshot map[string]any
 
-// snapshot reads back every turn, key, case and outbox row env knows of.
+// snapshot reads back every turn, key, case and outbox row env knows of,
+// and the history of each turn, key and row.
 func (e *env) snapshot() snapshot {
 	e.t.Helper()
 	snap := make(snapshot)
@@ -318,10 +319,17 @@ func (e *env) snapshot() snapshot {
 		put(name+" entries", entries, err)
 		replay, err := e.s.Replay(e.ctx, r.account, r.turn)
 		put(name+" replay", replay, err)
+		subject := turnframe.TurnSubject(r.account, r.turn)
+		history, err := e.s.History(e.ctx, subject, 0, turnframe.MaxLimit)
+		put(historyName(subject), history, err)
 	}
 	for k := range e.keys {
+		name := fmt.Sprintf("key %q %q", k.account, k.key)
 		entry, err := e.s.ByKey(e.ctx, k.account, k.key)
-		put(fmt.Sprintf("key %q %q", k.account, k.key), entry, err)
+		put(name, entry, err)
+		subject := turnframe.JournalSubject(k.account, k.key)
+		history, err := e.s.History(e.ctx, subject, 0, turnframe.MaxLimit)
+		put(historyName(subject), history, err)
 	}
 	for c := range e.cases {
 		name := fmt.Sprintf("case %q %q", c.account, c.c)
@@ -332,16 +340,31 @@ func (e *env) snapshot() snapshot {
 	}
 	rows, err := e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
 	put("outbox", rows, err)
+	for _, r := range rows {
+		subject := turnframe.OutboxSubject(r.Account, r.ID)
+		history, err := e.s.History(e.ctx, subject, 0, turnframe.MaxLimit)
+		put(historyName(subject), history, err)
+	}
 	unfinished, err := e.s.ListUnfinishedTurns(e.ctx, turnframe.RecoveryScope{}, turnframe.MaxLimit)
 	put("unfinished", unfinished, err)
 	return snap
+}
+
+// historyName is the name under which a snapshot holds subject's history.
+func historyName(subject turnframe.Subject) string {
+	return fmt.Sprintf("history %v %q %q", subject.Kind, subject.Account, subject.Ref)
 }
 
 // unchanged fails the test for every read that differs between before and
 // the store now.
 func (e *env) unchanged(before snapshot, what string) {
 	e.t.Helper()
-	after := e.snapshot()
+	e.same(before, e.snapshot(), what)
+}
+
+// same fails the test for every read that differs between before and after.
+func (e *env) same(before, after snapshot, what string) {
+	e.t.Helper()
 	var names []string
 	for name := range before {
 		names = append(names, name)
@@ -390,4 +413,15 @@ func sameEvents(a, b []turnframe.StoredEvent) bool {
 			x.Revision == y.Revision && x.Case == y.Case && x.Type == y.Type &&
 			bytes.Equal(x.Data, y.Data) && x.At.Equal(y.At)
 	})
+}
+
+// sameRecord reports whether two outbox rows hold the same values: times
+// compared as instants.
+func sameRecord(a, b turnframe.OutboxRecord) bool {
+	return a.ID == b.ID && a.Account == b.Account && a.Turn == b.Turn && a.Key == b.Key &&
+		a.Destination == b.Destination && bytes.Equal(a.Payload, b.Payload) && a.OrderKey == b.OrderKey &&
+		a.Attempts == b.Attempts && a.AttemptBase == b.AttemptBase && a.CreatedAt.Equal(b.CreatedAt) &&
+		a.Status == b.Status && a.DueAt.Equal(b.DueAt) && a.ClaimedBy == b.ClaimedBy &&
+		a.ClaimedAt.Equal(b.ClaimedAt) && a.LeaseUntil.Equal(b.LeaseUntil) && a.LastCode == b.LastCode &&
+		a.RemoteRef == b.RemoteRef && a.UpdatedAt.Equal(b.UpdatedAt) && a.FinishedAt.Equal(b.FinishedAt)
 }

@@ -28,18 +28,22 @@ func journalTests() []test {
 
 var allEntryStatuses = []turnframe.JournalStatus{
 	turnframe.JournalPending, turnframe.JournalExecuting, turnframe.JournalCommitted,
-	turnframe.JournalRejected, turnframe.JournalOutcomeUnknown,
+	turnframe.JournalRejected, turnframe.JournalOutcomeUnknown, turnframe.JournalNeedsIntervention,
 }
 
 // entryAllowed is the journal machine of turnframe.NextEntry (DESIGN.md,
-// "State machines"), written out by status.
+// "State machines"), written out by status, for the moves settlementTo
+// makes (by the app, which may intervene).
 func entryAllowed(from, to turnframe.JournalStatus) bool {
 	switch from {
 	case turnframe.JournalPending:
 		return to == turnframe.JournalExecuting
 	case turnframe.JournalExecuting:
-		return to != turnframe.JournalPending
+		return to != turnframe.JournalPending && to != turnframe.JournalNeedsIntervention
 	case turnframe.JournalOutcomeUnknown:
+		return to == turnframe.JournalCommitted || to == turnframe.JournalRejected || to == turnframe.JournalPending ||
+			to == turnframe.JournalNeedsIntervention
+	case turnframe.JournalNeedsIntervention:
 		return to == turnframe.JournalCommitted || to == turnframe.JournalRejected || to == turnframe.JournalPending
 	}
 	return false
@@ -63,17 +67,22 @@ func (e *env) entryIn(account turnframe.AccountID, status turnframe.JournalStatu
 		e.settle(account, turn, now, turnframe.Settlement{Key: key, To: status, Attempt: attempt, Code: "sold_out"})
 	case turnframe.JournalOutcomeUnknown:
 		e.settle(account, turn, now, turnframe.Settlement{Key: key, To: status, Attempt: attempt, RemoteRef: "ref-1"})
+	case turnframe.JournalNeedsIntervention:
+		e.settle(account, turn, now, turnframe.Settlement{Key: key, To: turnframe.JournalOutcomeUnknown, Attempt: attempt, RemoteRef: "ref-1"})
+		e.apply(turnframe.Write{Account: account, Turn: turn, Now: now, Actor: turnframe.ActorPolicy, Note: "the remote cannot be asked",
+			Settle: []turnframe.Settlement{{Key: key, To: status, Code: "policy.no_lookup"}}})
 	}
 	return turn, key, attempt
 }
 
 // settlementTo returns a settlement of key, an entry in status from, to
 // status to with the fields that status uses: a move to Executing is
-// newAttempt taking the entry from running, a move out of OutcomeUnknown is
-// a reconciliation (no attempt), any other is by running.
+// newAttempt taking the entry from running, a move out of OutcomeUnknown or
+// NeedsIntervention is a reconciliation (no attempt), any other is by
+// running.
 func settlementTo(key turnframe.IdempotencyKey, from, to turnframe.JournalStatus, running, newAttempt turnframe.AttemptID) turnframe.Settlement {
 	s := turnframe.Settlement{Key: key, To: to, Attempt: running}
-	if from == turnframe.JournalOutcomeUnknown {
+	if from.IsUncertain() {
 		s.Attempt = turnframe.AttemptID{}
 	}
 	switch to {
@@ -82,7 +91,9 @@ func settlementTo(key turnframe.IdempotencyKey, from, to turnframe.JournalStatus
 	case turnframe.JournalRejected:
 		s.Code = "no_seats"
 	case turnframe.JournalOutcomeUnknown:
-		s.RemoteRef = "ref-2"
+		s.Code, s.RemoteRef = "http.timeout", "ref-2"
+	case turnframe.JournalNeedsIntervention:
+		s.Code = "policy.unsure"
 	}
 	return s
 }
@@ -129,12 +140,16 @@ func testEntryAllowed(t *testing.T, e *env) {
 				is := is.New(t)
 				turn, key, running := e.entryIn(acme, from, at(0))
 				before := e.entry(acme, key)
+				phase := e.phase(acme, turn)
 				now := at(lease) // an executing entry's lease ended: another attempt may take it over
 				next := e.ids.AttemptID(now)
 				s := settlementTo(key, from, to, running, next)
 				got := e.settle(acme, turn, now, s)
 				stored := e.entry(acme, key)
-				is.Equal(got, stored)                               // applied as stored
+				is.Equal(got, stored) // applied as stored
+				want, err := turnframe.NextEntry(before, s, nil, phase, "", now)
+				is.NoErr(err)                                       // the rule allows the move
+				is.True(sameEntry(stored, want))                    // stored as the rule says
 				is.Equal(stored.Status, to)                         // moved
 				is.True(stored.UpdatedAt.Equal(now))                // stamped
 				is.True(stored.AdmittedAt.Equal(before.AdmittedAt)) // admission kept
@@ -150,8 +165,13 @@ func testEntryAllowed(t *testing.T, e *env) {
 					is.Equal(stored.Code, "no_seats")          // code kept
 					is.Equal(stored.Attempts, before.Attempts) // not an attempt
 				case turnframe.JournalOutcomeUnknown:
-					is.Equal(stored.RemoteRef, "ref-2") // remote ref kept
-					is.Equal(stored.Attempt, running)   // the attempt that ran
+					is.Equal(stored.RemoteRef, "ref-2")   // remote ref kept
+					is.Equal(stored.Code, "http.timeout") // code kept
+					is.Equal(stored.Attempt, running)     // the attempt that ran
+				case turnframe.JournalNeedsIntervention:
+					is.Equal(stored.Code, "policy.unsure")     // code kept
+					is.Equal(stored.RemoteRef, "ref-1")        // the remote's reference kept
+					is.Equal(stored.Attempts, before.Attempts) // not an attempt
 				case turnframe.JournalCommitted, turnframe.JournalPending:
 					is.Equal(stored.Attempts, before.Attempts) // not an attempt
 				}

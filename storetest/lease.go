@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -12,110 +11,17 @@ import (
 )
 
 // The rules of claim leases (issue 11 item 5): a claim holds its row until
-// its lease ends; only an ended lease is released, unless an operator
-// forces one row; a worker still sending extends its leases.
+// its lease ends; only an ended lease is expired (expire.go), unless an
+// operator forces one row back; a worker still sending extends its leases.
 
 func leaseTests() []test {
 	return []test{
-		{"ReleaseExpiredClaimsNeverReleasesALeaseThatRunsAfterNow", testReleaseLive},
-		{"ReleaseExpiredClaimsReleasesALeaseAtExactlyItsEndAndAfter", testReleaseEnded},
-		{"AReleasedRowKeepsItsDueTimeAttemptsAndLastCode", testReleaseKeeps},
-		{"ReleaseExpiredClaimsReturnsIdsInEnqueueOrder", testReleaseOrder},
 		{"ExtendClaimsMovesALeaseForwardAndNeverBackwards", testExtendForward},
 		{"ExtendClaimsAnswersPerClaimAndALostClaimChangesNothing", testExtendLost},
 		{"ReleaseClaimForceReleasesALiveClaim", testReleaseClaim},
-		{"ASettlementAfterAReleaseIsClaimLostAndChangesNothing", testSettleAfterRelease},
-		{"AClaimWhoseLeaseEndedStillHoldsItsRowUntilTheRowIsReleased", testLeaseEndedStillHeld},
+		{"ASettlementAfterAnExpiryOrAReleaseIsClaimLostAndChangesNothing", testSettleAfterRelease},
+		{"AClaimWhoseLeaseEndedStillHoldsItsRowUntilTheRowIsExpiredOrReleased", testLeaseEndedStillHeld},
 	}
-}
-
-func testReleaseLive(t *testing.T, e *env) {
-	e.enqueue(acme, at(0), message(""))
-	c := e.claimOne(at(time.Second), worker) // leased until 1s + lease
-	for _, now := range []time.Time{at(time.Second), at(5 * time.Second), c.LeaseUntil.Add(-time.Microsecond)} {
-		t.Run(fmt.Sprintf("at_%v", now.Sub(base)), func(t *testing.T) {
-			is := is.New(t)
-			before := e.snapshot()
-			ids, err := e.s.ReleaseExpiredClaims(e.ctx, now)
-			is.NoErr(err)         // release
-			is.Equal(len(ids), 0) // a live lease is never released
-			e.unchanged(before, "release of a live lease")
-		})
-	}
-}
-
-func testReleaseEnded(t *testing.T, e *env) {
-	for _, tc := range []struct {
-		name  string
-		after time.Duration
-	}{
-		{"AtTheLeaseEnd", 0},
-		{"AMicrosecondAfter", time.Microsecond},
-		{"AnHourAfter", time.Hour},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			e := newEnv(t, e.open)
-			r := e.enqueue(acme, at(0), message(""))[0]
-			c := e.claimOne(at(time.Second), worker)
-			now := c.LeaseUntil.Add(tc.after)
-			ids, err := e.s.ReleaseExpiredClaims(e.ctx, now)
-			is.NoErr(err)                             // release
-			is.Equal(ids, []turnframe.OutboxID{r.ID}) // the ended lease is released
-			got := e.row(r.ID)
-			is.Equal(got.Status, turnframe.OutboxPending) // pending again
-			is.True(got.LeaseUntil.IsZero())              // no lease
-			is.True(got.UpdatedAt.Equal(now))             // updated at the release
-			again := e.claimOne(now, "worker-2")
-			is.Equal(again.ID, r.ID)    // claimable again at once
-			is.Equal(again.Attempts, 2) // a second attempt
-		})
-	}
-}
-
-func testReleaseKeeps(t *testing.T, e *env) {
-	is := is.New(t)
-	r := e.enqueue(acme, at(0), message(""))[0]
-	first := e.claimOne(at(time.Second), worker)
-	is.NoErr(e.s.Retry(e.ctx, first, "http.503", at(2*time.Second))) // retried: due at 2s
-	c := e.claimOne(at(3*time.Second), worker)
-	ids, err := e.s.ReleaseExpiredClaims(e.ctx, c.LeaseUntil)
-	is.NoErr(err)                             // release
-	is.Equal(ids, []turnframe.OutboxID{r.ID}) // released
-	got := e.row(r.ID)
-	is.True(got.DueAt.Equal(at(2 * time.Second)))     // due time kept: it is due again at once, in its place
-	is.Equal(got.Attempts, 2)                         // attempts kept
-	is.Equal(got.LastCode, "http.503")                // last code kept
-	is.Equal(got.ClaimedBy, worker)                   // the last claim is still on record
-	is.True(got.ClaimedAt.Equal(at(3 * time.Second))) // when it was made
-}
-
-func testReleaseOrder(t *testing.T, e *env) {
-	is := is.New(t)
-	late := message("")
-	late.NotBefore = at(5 * time.Second)
-	first := e.enqueue(acme, at(0), late, message(""), message(""))
-	second := e.enqueue(globex, at(0), message(""))
-	r0, r1, r2, r3 := first[0].ID, first[1].ID, first[2].ID, second[0].ID
-
-	// Claimed r1, r2, r3, r0; leases ending r0, r3, r2, r1.
-	for _, step := range []struct {
-		at    time.Duration
-		lease time.Duration
-		want  turnframe.OutboxID
-	}{
-		{time.Second, 30 * time.Second, r1},
-		{time.Second, 20 * time.Second, r2},
-		{time.Second, 10 * time.Second, r3},
-		{5 * time.Second, time.Second, r0},
-	} {
-		cs, err := e.s.ClaimDue(e.ctx, at(step.at), 1, worker, step.lease)
-		is.NoErr(err)                                             // claim
-		is.Equal(claimedIDs(cs), []turnframe.OutboxID{step.want}) // claimed in due order
-	}
-	ids, err := e.s.ReleaseExpiredClaims(e.ctx, at(time.Hour))
-	is.NoErr(err)                                       // release
-	is.Equal(ids, []turnframe.OutboxID{r0, r1, r2, r3}) // enqueue order, not claim or lease order
 }
 
 func testExtendForward(t *testing.T, e *env) {
@@ -135,8 +41,8 @@ func testExtendForward(t *testing.T, e *env) {
 	is.Equal(got.Status, turnframe.OutboxDispatching) // still dispatching
 	is.Equal(got.Attempts, 1)                         // the same attempt
 	is.Equal(got.ClaimedBy, worker)                   // the same worker
-	ids, err := e.s.ReleaseExpiredClaims(e.ctx, at(21*time.Second))
-	is.NoErr(err)                                                // release
+	ids, err := e.s.ExpireClaims(e.ctx, at(21*time.Second))
+	is.NoErr(err)                                                // expire
 	is.Equal(len(ids), 0)                                        // the extended lease still runs
 	is.NoErr(e.s.Complete(e.ctx, c, "ch_1", at(21*time.Second))) // the claim still settles
 
@@ -197,7 +103,7 @@ func testSettleAfterRelease(t *testing.T, e *env) {
 		release func(e *env, c turnframe.Claim) error
 	}{
 		{"Expired", func(e *env, c turnframe.Claim) error {
-			_, err := e.s.ReleaseExpiredClaims(e.ctx, c.LeaseUntil)
+			_, err := e.s.ExpireClaims(e.ctx, c.LeaseUntil)
 			return err
 		}},
 		{"Forced", func(e *env, c turnframe.Claim) error { return e.s.ReleaseClaim(e.ctx, c.ID, c.ClaimedAt) }},
@@ -209,7 +115,7 @@ func testSettleAfterRelease(t *testing.T, e *env) {
 				e := newEnv(t, e.open)
 				e.enqueue(acme, at(0), message(""))
 				c := e.claimOne(at(time.Second), worker)
-				is.NoErr(rel.release(e, c)) // released, not re-claimed
+				is.NoErr(rel.release(e, c)) // expired or released, not re-claimed
 				e.refusedOp("settle after a release", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, c, c.LeaseUntil.Add(time.Second)) })
 			})
 		}
@@ -223,7 +129,7 @@ func testLeaseEndedStillHeld(t *testing.T, e *env) {
 			e := newEnv(t, e.open)
 			r := e.enqueue(acme, at(0), message(""))[0]
 			c := e.claimOne(at(time.Second), worker)
-			late := c.LeaseUntil.Add(time.Hour) // nobody released it meanwhile
+			late := c.LeaseUntil.Add(time.Hour) // nobody expired or released it meanwhile
 			is.NoErr(e.settleClaim(k, c, late)) // the claim settles
 			is.Equal(e.row(r.ID).Status, k.to)  // settled
 		})

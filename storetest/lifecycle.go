@@ -51,10 +51,19 @@ func testClosed(t *testing.T, e *env) {
 			_, err := s.Settle(ctx, []turnframe.OutboxSettlement{{Claim: c, To: turnframe.OutboxCompleted, Now: at(time.Hour)}})
 			return err
 		},
-		"Resolve":              func() error { return s.Resolve(ctx, c.ID, turnframe.VerdictCompleted, "", at(time.Hour)) },
-		"Requeue":              func() error { return s.Requeue(ctx, c.ID, at(time.Hour)) },
-		"ReleaseExpiredClaims": func() error { _, err := s.ReleaseExpiredClaims(ctx, at(time.Hour)); return err },
-		"ReleaseClaim":         func() error { return s.ReleaseClaim(ctx, c.ID, at(time.Hour)) },
+		"Resolve": func() error {
+			return s.Resolve(ctx, turnframe.Resolution{ID: c.ID, Verdict: turnframe.VerdictCompleted, Now: at(time.Hour)})
+		},
+		"Requeue":      func() error { return s.Requeue(ctx, c.ID, at(time.Hour)) },
+		"ExpireClaims": func() error { _, err := s.ExpireClaims(ctx, at(time.Hour)); return err },
+		"ReleaseClaim": func() error { return s.ReleaseClaim(ctx, c.ID, at(time.Hour)) },
+		"History": func() error {
+			_, err := s.History(ctx, turnframe.TurnSubject(acme, turn), 0, 10)
+			return err
+		},
+		"RecordEvidence": func() error {
+			return s.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.TurnSubject(acme, turn), "", turnframe.ActorOperator, "", "", "looked", at(time.Hour)))
+		},
 		"ExtendClaims": func() error {
 			_, err := s.ExtendClaims(ctx, []turnframe.Claim{c}, at(time.Hour), lease)
 			return err

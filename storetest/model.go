@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +15,10 @@ import (
 
 // The reference model of the outbox: a list of rows in enqueue order and
 // the rules of the OutboxStore contract (claims, leases, settlements,
-// releases, requeues, pruning) written as plainly as they read, independent
-// of any store. testOrderedModel drives a store and the model with the same
-// random steps and fails at the first step where they disagree.
+// expiries, releases, resolutions, requeues, pruning, and the audit trail
+// each move appends) written as plainly as they read, independent of any
+// store. testOrderedModel drives a store and the model with the same random
+// steps and fails at the first step where they disagree.
 
 type modelRow struct {
 	id          turnframe.OutboxID
@@ -31,6 +33,21 @@ type modelRow struct {
 	leaseUntil  time.Time // Dispatching: when the claim's lease ends
 	lastCode    string
 	finished    time.Time
+	// history is the row's audit trail, one "from>to@actor" per move.
+	history []string
+}
+
+// move sets r's status to to, recorded as made by actor.
+func (r *modelRow) move(to turnframe.OutboxStatus, actor string) {
+	r.history = append(r.history, r.status.String()+">"+to.String()+"@"+actor)
+	r.status = to
+}
+
+// mayIntervene is the rule of who moves a row that needs intervention: the
+// app (also when no actor is named) or a person, never turnframe's
+// recovery, policy or workers.
+func mayIntervene(actor turnframe.Actor) bool {
+	return actor != turnframe.ActorRecovery && actor != turnframe.ActorPolicy && !strings.HasPrefix(string(actor), "worker:")
 }
 
 type outboxModel struct {
@@ -47,7 +64,7 @@ func (m *outboxModel) find(id turnframe.OutboxID) *modelRow {
 }
 
 // heldBack reports whether an earlier row of r's account and non-empty order
-// key is Pending, Dispatching or OutcomeUnknown.
+// key is Pending, Dispatching, OutcomeUnknown or NeedsIntervention.
 func (m *outboxModel) heldBack(i int) bool {
 	r := m.rows[i]
 	if r.orderKey == "" {
@@ -58,7 +75,7 @@ func (m *outboxModel) heldBack(i int) bool {
 			continue
 		}
 		switch earlier.status {
-		case turnframe.OutboxPending, turnframe.OutboxDispatching, turnframe.OutboxOutcomeUnknown:
+		case turnframe.OutboxPending, turnframe.OutboxDispatching, turnframe.OutboxOutcomeUnknown, turnframe.OutboxNeedsIntervention:
 			return true
 		}
 	}
@@ -81,7 +98,8 @@ func (m *outboxModel) claim(now time.Time, limit int, worker string, d time.Dura
 	}
 	ids := make([]turnframe.OutboxID, len(due))
 	for i, r := range due {
-		r.status, r.attempts, r.worker, r.claimedAt = turnframe.OutboxDispatching, r.attempts+1, worker, now
+		r.move(turnframe.OutboxDispatching, "worker:"+worker)
+		r.attempts, r.worker, r.claimedAt = r.attempts+1, worker, now
 		r.leaseUntil = now.Add(d)
 		ids[i] = r.id
 	}
@@ -97,7 +115,8 @@ func (m *outboxModel) holds(c turnframe.Claim) bool {
 // settle settles the row c holds; the caller checked that it does.
 func (m *outboxModel) settle(c turnframe.Claim, to turnframe.OutboxStatus, code string, retryAt, now time.Time) {
 	r := m.find(c.ID)
-	r.status, r.lastCode, r.leaseUntil = to, code, time.Time{}
+	r.move(to, "worker:"+c.Worker)
+	r.lastCode, r.leaseUntil = code, time.Time{}
 	switch to {
 	case turnframe.OutboxPending:
 		r.due = retryAt
@@ -119,17 +138,52 @@ func (m *outboxModel) extend(c turnframe.Claim, now time.Time, d time.Duration) 
 	return true
 }
 
-// release releases every claim whose lease ended at now, in enqueue order:
-// back to Pending, due time and attempts kept.
-func (m *outboxModel) release(now time.Time) []turnframe.OutboxID {
+// expire expires every claim whose lease ended at now, in enqueue order:
+// its send may have started, so its outcome is unknown, with the code that
+// says why; due time and attempts kept.
+func (m *outboxModel) expire(now time.Time) []turnframe.OutboxID {
 	var ids []turnframe.OutboxID
 	for _, r := range m.rows {
 		if r.status == turnframe.OutboxDispatching && !r.leaseUntil.After(now) {
-			r.status, r.leaseUntil = turnframe.OutboxPending, time.Time{}
+			r.move(turnframe.OutboxOutcomeUnknown, "recovery")
+			r.leaseUntil, r.lastCode = time.Time{}, turnframe.CodeLeaseEnded
 			ids = append(ids, r.id)
 		}
 	}
 	return ids
+}
+
+// resolve applies a resolution: the error Resolve must return. An unknown
+// row moves by any verdict; a row that needs intervention by any but
+// escalate, and only for an actor that may intervene.
+func (m *outboxModel) resolve(id turnframe.OutboxID, v turnframe.Verdict, actor turnframe.Actor, code string, now time.Time) error {
+	r := m.find(id)
+	switch {
+	case r == nil:
+		return turnframe.ErrNotFound
+	case r.status == turnframe.OutboxOutcomeUnknown:
+	case r.status == turnframe.OutboxNeedsIntervention && v != turnframe.VerdictEscalate && mayIntervene(actor):
+	default:
+		return turnframe.ErrConflict
+	}
+	if actor == "" {
+		actor = turnframe.ActorApp
+	}
+	r.lastCode = code
+	switch v {
+	case turnframe.VerdictCompleted:
+		r.move(turnframe.OutboxCompleted, string(actor))
+		r.finished = now
+	case turnframe.VerdictFailed:
+		r.move(turnframe.OutboxFailed, string(actor))
+		r.finished = now
+	case turnframe.VerdictResend:
+		r.move(turnframe.OutboxPending, string(actor))
+		r.due = now
+	case turnframe.VerdictEscalate:
+		r.move(turnframe.OutboxNeedsIntervention, string(actor))
+	}
+	return nil
 }
 
 // releaseOne force-releases one row: the error ReleaseClaim must return.
@@ -141,7 +195,8 @@ func (m *outboxModel) releaseOne(id turnframe.OutboxID) error {
 	case r.status != turnframe.OutboxDispatching:
 		return turnframe.ErrConflict
 	}
-	r.status, r.leaseUntil = turnframe.OutboxPending, time.Time{}
+	r.move(turnframe.OutboxPending, "operator")
+	r.leaseUntil = time.Time{}
 	return nil
 }
 
@@ -204,6 +259,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 		}
 	}
 	settleTo := []turnframe.OutboxStatus{turnframe.OutboxCompleted, turnframe.OutboxPending, turnframe.OutboxFailed, turnframe.OutboxOutcomeUnknown}
+	actors := []turnframe.Actor{"", turnframe.ActorPolicy, turnframe.ActorOperator, turnframe.ActorRecovery, "worker:w1", "app:support"}
 	leases := []time.Duration{2 * time.Second, lease, 30 * time.Second}
 	// pick returns a claim to present: mostly one not settled yet, sometimes
 	// any claim ever made (likely stale). ok is false when none was made.
@@ -247,7 +303,8 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				if msgs[i].NotBefore.After(now) {
 					due = msgs[i].NotBefore
 				}
-				m.rows = append(m.rows, &modelRow{id: r.ID, account: account, orderKey: msgs[i].OrderKey, status: turnframe.OutboxPending, due: due})
+				m.rows = append(m.rows, &modelRow{id: r.ID, account: account, orderKey: msgs[i].OrderKey, status: turnframe.OutboxPending, due: due,
+					history: []string{">pending@app"}})
 			}
 
 		case p < 42: // claim, under a lease of some length
@@ -355,11 +412,11 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				check(fmt.Sprintf("extend[%d] %v", i, c.ID), results[i], want)
 			}
 
-		case p < 81: // release the claims whose lease ended
-			ids, err := e.s.ReleaseExpiredClaims(e.ctx, now)
-			check("release", err, nil)
-			if want := m.release(now); !slices.Equal(ids, want) {
-				fail("release at +%v: store released %v, model %v (enqueue order)", now.Sub(base), ids, want)
+		case p < 81: // expire the claims whose lease ended
+			ids, err := e.s.ExpireClaims(e.ctx, now)
+			check("expire", err, nil)
+			if want := m.expire(now); !slices.Equal(ids, want) {
+				fail("expire at +%v: store expired %v, model %v (enqueue order)", now.Sub(base), ids, want)
 			}
 
 		case p < 85: // force-release one row, whatever its status
@@ -377,30 +434,21 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 			want := m.releaseOne(id)
 			check(fmt.Sprintf("release claim %v", id), e.s.ReleaseClaim(e.ctx, id, now), want)
 
-		case p < 92: // resolve an unknown row, or try one in another status
+		case p < 92: // resolve an uncertain row, or try one in another status, by some actor
 			if len(m.rows) == 0 {
 				continue
 			}
 			r := m.rows[rng.IntN(len(m.rows))]
-			if unknown := m.withStatus(turnframe.OutboxOutcomeUnknown); len(unknown) > 0 && rng.IntN(4) != 0 {
-				r = unknown[rng.IntN(len(unknown))]
+			uncertain := append(m.withStatus(turnframe.OutboxOutcomeUnknown), m.withStatus(turnframe.OutboxNeedsIntervention)...)
+			if len(uncertain) > 0 && rng.IntN(4) != 0 {
+				r = uncertain[rng.IntN(len(uncertain))]
 			}
-			v := []turnframe.Verdict{turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend}[rng.IntN(3)]
-			err := e.s.Resolve(e.ctx, r.id, v, "verdict", now)
-			if r.status != turnframe.OutboxOutcomeUnknown {
-				check(fmt.Sprintf("resolve %v row %v", r.status, r.id), err, turnframe.ErrConflict)
-				break
-			}
-			check("resolve", err, nil)
-			r.lastCode = "verdict"
-			switch v {
-			case turnframe.VerdictCompleted:
-				r.status, r.finished = turnframe.OutboxCompleted, now
-			case turnframe.VerdictFailed:
-				r.status, r.finished = turnframe.OutboxFailed, now
-			default:
-				r.status, r.due = turnframe.OutboxPending, now
-			}
+			v := allVerdicts[rng.IntN(len(allVerdicts))]
+			actor := actors[rng.IntN(len(actors))]
+			code := fmt.Sprintf("verdict-%d", step)
+			from := r.status
+			err := e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.id, Verdict: v, Code: code, Actor: actor, Now: now})
+			check(fmt.Sprintf("resolve %v row %v by %v as %q", from, r.id, v, actor), err, m.resolve(r.id, v, actor, code, now))
 
 		case p < 96: // requeue a failed row, or try one in another status
 			if len(m.rows) == 0 {
@@ -417,7 +465,8 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				break
 			}
 			check("requeue", err, nil)
-			r.status, r.due, r.attemptBase = turnframe.OutboxPending, at, r.attempts
+			r.move(turnframe.OutboxPending, "operator")
+			r.due, r.attemptBase = at, r.attempts
 
 		default: // prune
 			before := now.Add(-time.Duration(rng.IntN(10)) * time.Second)
@@ -427,13 +476,14 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				fail("prune before +%v: store pruned %d, model %d", before.Sub(base), n, want)
 			}
 		}
-		compareModel(t, e, m, fail)
+		compareModel(t, e, m, fail, step%25 == 0 || step == steps-1)
 	}
 }
 
 // compareModel checks every row's status, attempts, attempt base, last
-// code, due time, claim holder and lease against the model.
-func compareModel(t *testing.T, e *env, m *outboxModel, fail func(string, ...any)) {
+// code, due time, claim holder and lease against the model; and, when
+// history is set, every row's audit trail.
+func compareModel(t *testing.T, e *env, m *outboxModel, fail func(string, ...any), history bool) {
 	t.Helper()
 	rows, err := e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
 	if err != nil {
@@ -463,6 +513,20 @@ func compareModel(t *testing.T, e *env, m *outboxModel, fail func(string, ...any
 			fail("row %v was claimed at +%v in the store, +%v in the model", r.ID, r.ClaimedAt.Sub(base), want.claimedAt.Sub(base))
 		case !r.LeaseUntil.Equal(want.leaseUntil):
 			fail("row %v is leased until +%v in the store, +%v in the model (zero when not dispatching)", r.ID, r.LeaseUntil.Sub(base), want.leaseUntil.Sub(base))
+		}
+		if !history {
+			continue
+		}
+		recs, err := e.s.History(e.ctx, turnframe.OutboxSubject(r.Account, r.ID), 0, turnframe.MaxLimit)
+		if err != nil {
+			fail("history of row %v: %v", r.ID, err)
+		}
+		got := make([]string, len(recs))
+		for i, rec := range recs {
+			got[i] = rec.From + ">" + rec.To + "@" + string(rec.Actor)
+		}
+		if !slices.Equal(got, want.history) {
+			fail("row %v has the history %v in the store, %v in the model", r.ID, got, want.history)
 		}
 	}
 }

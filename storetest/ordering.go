@@ -80,7 +80,7 @@ func testOrderedUnknownHead(t *testing.T, e *env) {
 	c := e.claimOne(at(time.Second), worker)
 	is.NoErr(e.s.MarkUnknown(e.ctx, c, "req-1", at(time.Second))) // the head's outcome is unknown
 	is.Equal(len(e.claim(at(time.Hour), 10, worker)), 0)          // its successor waits
-	is.NoErr(e.s.Resolve(e.ctx, rows[0].ID, turnframe.VerdictCompleted, "", at(time.Hour)))
+	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: rows[0].ID, Verdict: turnframe.VerdictCompleted, Now: at(time.Hour)}))
 	is.Equal(claimedIDs(e.claim(at(time.Hour), 10, worker)), []turnframe.OutboxID{rows[1].ID}) // resolved, the successor goes
 }
 

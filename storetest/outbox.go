@@ -36,6 +36,9 @@ func outboxTests() []test {
 
 const worker = "worker-1"
 
+// allVerdicts are the verdicts that settle something.
+var allVerdicts = []turnframe.Verdict{turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend, turnframe.VerdictEscalate}
+
 // settleKind is one of the four ways a claim is settled.
 type settleKind struct {
 	name string
@@ -85,7 +88,8 @@ func (e *env) refusedOp(what string, want error, op func() error) {
 // rowIn enqueues one row at at(0) and moves it to status: claimed at at(1s)
 // and settled at at(2s) when status needs it. claim is the last claim made
 // on the row (zero for a row never claimed). A Pending row with a claim was
-// retried, due again at at(2s).
+// retried, due again at at(2s). A NeedsIntervention row was marked unknown
+// with the reference "ref", then escalated by the policy.
 func (e *env) rowIn(status turnframe.OutboxStatus, claimed bool) (turnframe.OutboxEntry, turnframe.Claim) {
 	e.t.Helper()
 	r := e.enqueue(acme, at(0), message(""))[0]
@@ -102,6 +106,10 @@ func (e *env) rowIn(status turnframe.OutboxStatus, claimed bool) (turnframe.Outb
 		e.must(e.s.Fail(e.ctx, c, "declined", at(2*time.Second)), "fail")
 	case turnframe.OutboxOutcomeUnknown:
 		e.must(e.s.MarkUnknown(e.ctx, c, "ref", at(2*time.Second)), "mark unknown")
+	case turnframe.OutboxNeedsIntervention:
+		e.must(e.s.MarkUnknown(e.ctx, c, "ref", at(2*time.Second)), "mark unknown")
+		e.must(e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: turnframe.VerdictEscalate, Code: "policy.no_lookup",
+			Actor: turnframe.ActorPolicy, Note: "the remote cannot be asked", Now: at(2 * time.Second)}), "escalate")
 	}
 	return r, c
 }
@@ -311,20 +319,20 @@ func testRowAllowed(t *testing.T, e *env) {
 				is.Equal(after.RemoteRef, "req_9") // remote ref
 				is.True(after.FinishedAt.IsZero()) // not finished
 			}},
-		{"release", turnframe.OutboxDispatching, turnframe.OutboxPending,
+		{"expire", turnframe.OutboxDispatching, turnframe.OutboxOutcomeUnknown,
 			func(e *env, id turnframe.OutboxID, c turnframe.Claim) error {
-				ids, err := e.s.ReleaseExpiredClaims(e.ctx, c.LeaseUntil)
+				ids, err := e.s.ExpireClaims(e.ctx, c.LeaseUntil)
 				if err == nil && (len(ids) != 1 || ids[0] != id) {
-					err = fmt.Errorf("released %v, want [%v]", ids, id)
+					err = fmt.Errorf("expired %v, want [%v]", ids, id)
 				}
 				return err
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
-				is.Equal(after.Attempts, before.Attempts)         // attempts kept
-				is.True(after.DueAt.Equal(before.DueAt))          // due time kept: due again at once
-				is.True(after.UpdatedAt.Equal(before.LeaseUntil)) // updated at the release
-				is.True(after.LeaseUntil.IsZero())                // lease cleared
-				is.Equal(after.ClaimedBy, before.ClaimedBy)       // the last claim is still recorded
+				is.Equal(after.Attempts, before.Attempts)          // attempts kept
+				is.True(after.DueAt.Equal(before.DueAt))           // due time kept
+				is.True(after.UpdatedAt.Equal(before.LeaseUntil))  // updated at the expiry
+				is.Equal(after.LastCode, turnframe.CodeLeaseEnded) // why it is unknown
+				is.Equal(after.ClaimedBy, before.ClaimedBy)        // the last claim is still recorded
 			}},
 		{"release_claim", turnframe.OutboxDispatching, turnframe.OutboxPending,
 			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
@@ -379,14 +387,14 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"resolve_completed", turnframe.OutboxOutcomeUnknown, turnframe.OutboxCompleted,
 			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
-				return e.s.Resolve(e.ctx, id, turnframe.VerdictCompleted, "", now)
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictCompleted, Now: now})
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.True(after.FinishedAt.Equal(now)) // finished
 			}},
 		{"resolve_failed", turnframe.OutboxOutcomeUnknown, turnframe.OutboxFailed,
 			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
-				return e.s.Resolve(e.ctx, id, turnframe.VerdictFailed, "not_found_remotely", now)
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictFailed, Code: "not_found_remotely", Now: now})
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.Equal(after.LastCode, "not_found_remotely") // code
@@ -394,7 +402,40 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"resolve_resend", turnframe.OutboxOutcomeUnknown, turnframe.OutboxPending,
 			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
-				return e.s.Resolve(e.ctx, id, turnframe.VerdictResend, "", now)
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictResend, Now: now})
+			},
+			func(is *is.I, before, after turnframe.OutboxRecord) {
+				is.True(after.DueAt.Equal(now))           // due at once
+				is.Equal(after.Attempts, before.Attempts) // attempts kept
+			}},
+		{"resolve_escalate", turnframe.OutboxOutcomeUnknown, turnframe.OutboxNeedsIntervention,
+			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictEscalate, Code: "policy.unsure", Actor: turnframe.ActorPolicy, Now: now})
+			},
+			func(is *is.I, before, after turnframe.OutboxRecord) {
+				is.Equal(after.LastCode, "policy.unsure")   // code
+				is.Equal(after.RemoteRef, before.RemoteRef) // the remote's reference kept
+				is.True(after.FinishedAt.IsZero())          // not finished
+			}},
+		{"intervene_completed", turnframe.OutboxNeedsIntervention, turnframe.OutboxCompleted,
+			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictCompleted, RemoteRef: "ch_44", Actor: turnframe.ActorOperator, Now: now})
+			},
+			func(is *is.I, before, after turnframe.OutboxRecord) {
+				is.Equal(after.RemoteRef, "ch_44")   // the operator's reference
+				is.True(after.FinishedAt.Equal(now)) // finished
+			}},
+		{"intervene_failed", turnframe.OutboxNeedsIntervention, turnframe.OutboxFailed,
+			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictFailed, Code: "refunded", Now: now})
+			},
+			func(is *is.I, before, after turnframe.OutboxRecord) {
+				is.Equal(after.LastCode, "refunded") // code
+				is.True(after.FinishedAt.Equal(now)) // finished
+			}},
+		{"intervene_resend", turnframe.OutboxNeedsIntervention, turnframe.OutboxPending,
+			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictResend, Actor: "app:billing", Now: now})
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.True(after.DueAt.Equal(now))           // due at once
@@ -453,7 +494,7 @@ func settleOneBatch(e *env, s turnframe.OutboxSettlement) error {
 }
 
 func testRowRefused(t *testing.T, e *env) {
-	others := []turnframe.OutboxStatus{turnframe.OutboxPending, turnframe.OutboxCompleted, turnframe.OutboxFailed, turnframe.OutboxOutcomeUnknown}
+	others := []turnframe.OutboxStatus{turnframe.OutboxPending, turnframe.OutboxCompleted, turnframe.OutboxFailed, turnframe.OutboxOutcomeUnknown, turnframe.OutboxNeedsIntervention}
 	// A settlement needs the row Dispatching: from every other status it is
 	// ErrClaimLost, even with the last claim made on the row.
 	for _, from := range others {
@@ -467,12 +508,14 @@ func testRowRefused(t *testing.T, e *env) {
 	}
 	all := append([]turnframe.OutboxStatus{turnframe.OutboxDispatching}, others...)
 	for _, from := range all {
-		if from != turnframe.OutboxOutcomeUnknown {
-			for _, v := range []turnframe.Verdict{turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend} {
+		if !from.IsUncertain() {
+			for _, v := range allVerdicts {
 				t.Run(fmt.Sprintf("resolve_%v_from_%v", v, from), func(t *testing.T) {
 					e := newEnv(t, e.open)
 					r, _ := e.rowIn(from, false)
-					e.refusedOp("resolve", turnframe.ErrConflict, func() error { return e.s.Resolve(e.ctx, r.ID, v, "", at(3*time.Second)) })
+					e.refusedOp("resolve", turnframe.ErrConflict, func() error {
+						return e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: v, Actor: turnframe.ActorOperator, Now: at(3 * time.Second)})
+					})
 				})
 			}
 		}
@@ -494,16 +537,6 @@ func testRowRefused(t *testing.T, e *env) {
 			})
 		}
 		if from != turnframe.OutboxDispatching {
-			t.Run(fmt.Sprintf("release_from_%v", from), func(t *testing.T) {
-				is := is.New(t)
-				e := newEnv(t, e.open)
-				e.rowIn(from, true)
-				before := e.snapshot()
-				ids, err := e.s.ReleaseExpiredClaims(e.ctx, at(time.Hour))
-				is.NoErr(err)         // release
-				is.Equal(len(ids), 0) // only a dispatching row is released
-				e.unchanged(before, "release")
-			})
 			t.Run(fmt.Sprintf("release_claim_from_%v", from), func(t *testing.T) {
 				e := newEnv(t, e.open)
 				r, _ := e.rowIn(from, true)
@@ -526,17 +559,17 @@ func testLostClaim(t *testing.T, e *env) {
 			e := newEnv(t, e.open)
 			r := e.enqueue(acme, at(0), message(""))[0]
 
-			// Another worker holds the row after its lease ended, a release
-			// and a reclaim.
+			// Another worker holds the row after its lease ended, an
+			// expiry, a resend verdict and a reclaim.
 			old := e.claimOne(at(time.Second), worker)
-			_, err := e.s.ReleaseExpiredClaims(e.ctx, old.LeaseUntil)
-			is.NoErr(err) // release
+			is.Equal(e.expire(old.LeaseUntil), []turnframe.OutboxID{r.ID}) // expired
+			is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: turnframe.VerdictResend, Now: old.LeaseUntil}))
 			other := e.claimOne(old.LeaseUntil, "worker-2")
 			e.refusedOp("settle after another worker reclaimed", turnframe.ErrClaimLost, func() error { return e.settleClaim(k, old, other.ClaimedAt.Add(time.Second)) })
 
-			// The same worker holds it again, at another attempt.
-			_, err = e.s.ReleaseExpiredClaims(e.ctx, other.LeaseUntil)
-			is.NoErr(err) // release
+			// The same worker holds it again, at another attempt, after an
+			// operator released it.
+			is.NoErr(e.s.ReleaseClaim(e.ctx, r.ID, other.LeaseUntil)) // released
 			mine := e.claimOne(other.LeaseUntil, worker)
 			is.Equal(mine.Attempts, 3) // the third attempt
 			later := mine.ClaimedAt.Add(time.Second)
@@ -686,12 +719,10 @@ func testUnknownNotClaimed(t *testing.T, e *env) {
 	c := e.claimOne(at(time.Second), worker)
 	is.NoErr(e.s.MarkUnknown(e.ctx, c, "req-1", at(2*time.Second))) // unknown
 	is.Equal(len(e.claim(at(time.Hour), 10, worker)), 0)            // never claimed again
-	ids, err := e.s.ReleaseExpiredClaims(e.ctx, at(time.Hour))
-	is.NoErr(err)                                           // release
-	is.Equal(len(ids), 0)                                   // an unknown row is not a claim to release
-	is.Equal(len(e.claim(at(24*time.Hour), 10, worker)), 0) // still not claimed
+	is.Equal(len(e.expire(at(time.Hour))), 0)                       // an unknown row is not a claim to expire
+	is.Equal(len(e.claim(at(24*time.Hour), 10, worker)), 0)         // still not claimed
 
-	is.NoErr(e.s.Resolve(e.ctx, r.ID, turnframe.VerdictResend, "never_arrived", at(25*time.Hour))) // resend
+	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: turnframe.VerdictResend, Code: "never_arrived", Now: at(25 * time.Hour)})) // resend
 	again := e.claimOne(at(25*time.Hour), worker)
 	is.Equal(again.ID, r.ID)    // claimed again after a resend verdict
 	is.Equal(again.Attempts, 2) // attempts kept across the resend
@@ -712,9 +743,9 @@ func testPrune(t *testing.T, e *env) {
 	is.NoErr(e.s.Complete(e.ctx, cs[2], "", t3))             // completed at the cutoff
 	is.NoErr(e.s.Retry(e.ctx, cs[3], "busy", at(time.Hour))) // pending
 	// cs[4] stays dispatching
-	is.NoErr(e.s.MarkUnknown(e.ctx, cs[5], "", t1))                               // unknown
-	is.NoErr(e.s.MarkUnknown(e.ctx, cs[6], "", t1))                               // unknown, then
-	is.NoErr(e.s.Resolve(e.ctx, rows[6].ID, turnframe.VerdictFailed, "gone", t1)) // failed before the cutoff
+	is.NoErr(e.s.MarkUnknown(e.ctx, cs[5], "", t1))                                                                             // unknown
+	is.NoErr(e.s.MarkUnknown(e.ctx, cs[6], "", t1))                                                                             // unknown, then
+	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: rows[6].ID, Verdict: turnframe.VerdictFailed, Code: "gone", Now: t1})) // failed before the cutoff
 
 	n, err := e.s.Prune(e.ctx, t3)
 	is.NoErr(err)  // prune
@@ -798,7 +829,7 @@ func testOutboxMissing(t *testing.T, e *env) {
 	id := e.ids.OutboxID(at(0))
 	_, err := e.s.GetOutbox(e.ctx, id)
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // get
-	err = e.s.Resolve(e.ctx, id, turnframe.VerdictCompleted, "", at(0))
+	err = e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictCompleted, Now: at(0)})
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // resolve
 	err = e.s.Requeue(e.ctx, id, at(0))
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // requeue

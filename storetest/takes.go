@@ -123,7 +123,7 @@ func testTakeRenew(t *testing.T, e *env) {
 }
 
 func testUnknownOnlyReconciled(t *testing.T, e *env) {
-	for _, to := range []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending} {
+	for _, to := range []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending, turnframe.JournalNeedsIntervention} {
 		t.Run(to.String(), func(t *testing.T) {
 			is := is.New(t)
 			e := newEnv(t, e.open)

@@ -98,11 +98,18 @@ func testTimesOutOfRange(t *testing.T, e *env) {
 		{"Fail", func(bad time.Time) func() error { return func() error { return e.s.Fail(e.ctx, c, "declined", bad) } }},
 		{"MarkUnknown", func(bad time.Time) func() error { return func() error { return e.s.MarkUnknown(e.ctx, c, "", bad) } }},
 		{"Resolve", func(bad time.Time) func() error {
-			return func() error { return e.s.Resolve(e.ctx, unknown, turnframe.VerdictResend, "", bad) }
+			return func() error {
+				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: unknown, Verdict: turnframe.VerdictResend, Now: bad})
+			}
 		}},
 		{"Requeue", func(bad time.Time) func() error { return func() error { return e.s.Requeue(e.ctx, failed, bad) } }},
-		{"ReleaseExpiredClaims", func(bad time.Time) func() error {
-			return func() error { _, err := e.s.ReleaseExpiredClaims(e.ctx, bad); return err }
+		{"ExpireClaims", func(bad time.Time) func() error {
+			return func() error { _, err := e.s.ExpireClaims(e.ctx, bad); return err }
+		}},
+		{"RecordEvidenceAt", func(bad time.Time) func() error {
+			return func() error {
+				return e.s.RecordEvidence(e.ctx, turnframe.NewEvidence(turnframe.OutboxSubject(acme, unknown), "", turnframe.ActorPolicy, "", "", "", bad))
+			}
 		}},
 		{"ReleaseClaim", func(bad time.Time) func() error { return func() error { return e.s.ReleaseClaim(e.ctx, c.ID, bad) } }},
 		{"Prune", func(bad time.Time) func() error {
@@ -201,16 +208,16 @@ func testTimesAtTheBounds(t *testing.T, e *env) {
 	same(e.row(ids[3]).FinishedAt, lo, "finished at MinTime")
 	is.NoErr(e.s.Requeue(e.ctx, ids[3], hi)) // requeued at MaxTime
 	same(e.row(ids[3]).DueAt, hi, "requeued due at MaxTime")
-	is.NoErr(e.s.MarkUnknown(e.ctx, cs[3], "", lo))                       // unknown at MinTime
-	is.NoErr(e.s.Resolve(e.ctx, ids[4], turnframe.VerdictResend, "", hi)) // resolved at MaxTime
+	is.NoErr(e.s.MarkUnknown(e.ctx, cs[3], "", lo))                                                           // unknown at MinTime
+	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: ids[4], Verdict: turnframe.VerdictResend, Now: hi})) // resolved at MaxTime
 	same(e.row(ids[4]).DueAt, hi, "resend due at MaxTime")
 	is.NoErr(e.s.ReleaseClaim(e.ctx, ids[5], lo)) // force-released at MinTime
 	same(e.row(ids[5]).UpdatedAt, lo, "released at MinTime")
 	same(e.row(ids[5]).DueAt, lo, "due time kept")
 
-	released, err := e.s.ReleaseExpiredClaims(e.ctx, hi)
-	is.NoErr(err)              // release at MaxTime
-	is.Equal(len(released), 0) // nothing is dispatching any more
+	expired, err := e.s.ExpireClaims(e.ctx, hi)
+	is.NoErr(err)             // expire at MaxTime
+	is.Equal(len(expired), 0) // nothing is dispatching any more
 	_, err = e.s.Prune(e.ctx, lo)
 	is.NoErr(err) // prune at MinTime
 	n, err := e.s.Prune(e.ctx, hi)
@@ -255,4 +262,11 @@ func testTimesTruncated(t *testing.T, e *env) {
 	is.True(r.LeaseUntil.Equal(want.Add(lease)))  // the lease end, truncated
 	is.True(cs[0].LeaseUntil.Equal(r.LeaseUntil)) // the claim says what the row holds
 	is.Equal(r.LeaseUntil.Location(), time.UTC)   // in UTC
+
+	subject := turnframe.TurnSubject(acme, turn)
+	is.NoErr(e.s.RecordEvidence(e.ctx, turnframe.NewEvidence(subject, "", turnframe.ActorOperator, "", "", "", now))) // evidence at a time finer than a microsecond
+	for _, rec := range e.history(subject) {
+		is.True(rec.At.Equal(want))           // recorded at the stored time, truncated
+		is.Equal(rec.At.Location(), time.UTC) // in UTC
+	}
 }

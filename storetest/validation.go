@@ -213,7 +213,7 @@ func testBadCallInput(t *testing.T, e *env) {
 			return err
 		}},
 		{"ResolveUnresolved", "verdict", func() error {
-			return e.s.Resolve(e.ctx, c.ID, turnframe.VerdictUnresolved, "", at(time.Hour))
+			return e.s.Resolve(e.ctx, turnframe.Resolution{ID: c.ID, Verdict: turnframe.VerdictUnresolved, Now: at(time.Hour)})
 		}},
 		{"GetOutboxZeroID", "id", func() error { _, err := e.s.GetOutbox(e.ctx, turnframe.OutboxID{}); return err }},
 		{"CompleteZeroClaim", "claim", func() error { return e.s.Complete(e.ctx, turnframe.Claim{}, "", at(time.Hour)) }},
