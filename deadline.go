@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// A call to application code — a Handler, a Sender, a Reconciler — runs on a
+// A call to application code — a Handler, a Sender, a Verifier — runs on a
 // goroutine of its own under a deadline, because Go cannot stop a goroutine
 // from outside (DESIGN.md, "Calls under a deadline"). This file is that one
 // mechanism.
@@ -54,7 +54,11 @@ type callOutcome[T any] struct {
 // f runs on its own goroutine; one that ignores its context past the
 // deadline keeps running until it returns, and its end is then discarded.
 // That goroutine is the only one the library leaves running.
-func callWithin[T any](ctx context.Context, timeout time.Duration, f func(context.Context) T) bounded[T] {
+//
+// late, when not nil, is handed a late end (an answer or a panic f gave
+// after its context ended) on f's goroutine, after the waiter decided: the
+// answer is never read as the call's outcome, only kept as evidence.
+func callWithin[T any](ctx context.Context, timeout time.Duration, f func(context.Context) T, late func(bounded[T])) bounded[T] {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := &callOutcome[T]{}
@@ -62,16 +66,9 @@ func callWithin[T any](ctx context.Context, timeout time.Duration, f func(contex
 	go func() {
 		defer close(ended)
 		r := runRecovered(cctx, f)
-		out.mu.Lock()
-		defer out.mu.Unlock()
-		if out.decided {
-			return // the waiter gave up on it: discarded unread
+		if !out.settle(r, cctx) && late != nil {
+			late(r) // the waiter timed the call out: evidence, never the outcome
 		}
-		out.decided = true
-		if cctx.Err() != nil {
-			r = bounded[T]{end: callTimedOut, cause: context.Cause(cctx)} // produced after the deadline: late
-		}
-		out.r = r
 	}()
 	select {
 	case <-ended:
@@ -84,6 +81,24 @@ func callWithin[T any](ctx context.Context, timeout time.Duration, f func(contex
 		out.r = bounded[T]{end: callTimedOut, cause: context.Cause(cctx)}
 	}
 	return out.r
+}
+
+// settle decides the call's end from f's side, unless the waiter decided
+// first, and reports whether f's end is the call's. An end f produced after
+// its context ended is late: the call timed out.
+func (out *callOutcome[T]) settle(r bounded[T], cctx context.Context) bool {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if out.decided {
+		return false // the waiter gave up on it: discarded unread
+	}
+	out.decided = true
+	if cctx.Err() != nil {
+		out.r = bounded[T]{end: callTimedOut, cause: context.Cause(cctx)} // produced after the deadline: late
+		return false
+	}
+	out.r = r
+	return true
 }
 
 // runRecovered calls f(ctx) and turns a panic into its callPanicked end.

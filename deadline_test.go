@@ -3,6 +3,8 @@ package turnframe_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +21,8 @@ const lateRounds = 200
 
 // Application code that honours its context and answers after the deadline
 // gives a late answer: it is never read, every time, and the call is
-// outcome unknown (issue 11, item 1).
+// outcome unknown (issue 11, item 1). The late answer is kept as evidence
+// in the audit trail, moving nothing (issue 13).
 func TestALateAnswerIsNeverRead(t *testing.T) {
 	handlerOutcomes := []struct {
 		name string
@@ -33,7 +36,9 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 			is := is.New(t)
 			store := memstore.New()
 			defer store.Close()
-			rt := turnframe.New(store, turnframe.WithCommandTimeout(time.Millisecond))
+			signals := &recorder{}
+			lateAnswers := signals.notify(turnframe.SignalLateAnswer)
+			rt := turnframe.New(store, turnframe.WithCommandTimeout(time.Millisecond), turnframe.WithObserver(signals))
 			late := turnframe.HandlerFunc(func(ctx context.Context, _ turnframe.Call) turnframe.Outcome {
 				<-ctx.Done()
 				return tt.out
@@ -44,7 +49,13 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 				report, err := rt.Execute(context.Background(), rtAccount, turn, late)
 				is.NoErr(err)                                                            // execute
 				is.Equal(report.Results[0].Kind, turnframe.ResultUnknown)                // never the late answer
+				is.Equal(awaitLabels(t, lateAnswers, "late answer").Outcome, "recorded") // kept as evidence
 				is.Equal(rtEntry(t, store, key).Status, turnframe.JournalOutcomeUnknown) // stored unknown
+				evidence := evidenceOf(t, store, turnframe.JournalSubject(rtAccount, key), turnframe.CodeLateAnswer)
+				is.Equal(len(evidence), 1)                           // one late answer
+				is.Equal(evidence[0].From, evidence[0].To)           // that moved nothing
+				is.Equal(evidence[0].Actor, turnframe.ActorApp)      // the handler's
+				is.True(strings.Contains(evidence[0].Note, "after")) // saying it came too late
 			}
 		})
 	}
@@ -70,13 +81,21 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 			})
 			cfg := turnframe.DefaultDispatchConfig("w1")
 			cfg.SendTimeout = time.Millisecond
-			d := turnframe.NewDispatcher(store, late, cfg)
+			signals := &recorder{}
+			lateAnswers := signals.notify(turnframe.SignalLateAnswer)
+			d := turnframe.NewDispatcher(store, late, cfg, turnframe.WithObserver(signals))
 			for i := range lateRounds {
 				rows := dispEnqueue(t, store, "acme", turnframe.IdempotencyKey(fmt.Sprint("k", i)), turnframe.OutboxMessage{Destination: "payments"})
 				report, err := d.RunOnce(context.Background(), dispNow)
 				is.NoErr(err)                                                               // run
 				is.Equal(report.Unknown, []turnframe.OutboxID{rows[0].ID})                  // never the late answer
 				is.Equal(dispGet(t, store, rows[0].ID).LastCode, turnframe.CodeSendTimeout) // as a timeout
+				is.Equal(awaitLabels(t, lateAnswers, "late answer").Outcome, "recorded")    // kept as evidence
+				evidence := evidenceOf(t, store, turnframe.OutboxSubject("acme", rows[0].ID), turnframe.CodeLateAnswer)
+				is.Equal(len(evidence), 1)                                                     // one late answer
+				is.Equal(evidence[0].From, evidence[0].To)                                     // that moved nothing
+				is.Equal(evidence[0].Actor, turnframe.WorkerActor("w1"))                       // the worker's
+				is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // still unknown
 				later, err := d.RunOnce(context.Background(), dispNow.Add(time.Hour))
 				is.NoErr(err)            // a later run
 				is.True(later.IsEmpty()) // sends nothing again (I15)
@@ -85,26 +104,40 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 		})
 	}
 
-	t.Run("reconciler/a late Resend", func(t *testing.T) {
+	t.Run("verifier/a late NotHappened", func(t *testing.T) {
 		is := is.New(t)
+		ctx := context.Background()
 		store := memstore.New()
 		defer store.Close()
 		cfg := turnframe.DefaultDispatchConfig("w1")
 		cfg.SendTimeout = time.Millisecond
 		unknown := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
 		d := turnframe.NewDispatcher(store, unknown, cfg)
-		late := turnframe.ReconcilerFunc(func(ctx context.Context, _ turnframe.OutboxRecord) turnframe.Reconciled {
+		late := turnframe.VerifierFunc(func(ctx context.Context, _ turnframe.Uncertain) turnframe.Verification {
 			<-ctx.Done()
-			return turnframe.Reconciled{Verdict: turnframe.VerdictResend}
+			return turnframe.Verification{Found: turnframe.FoundNotHappened} // would send it again
 		})
+		signals := &recorder{}
+		lateAnswers := signals.notify(turnframe.SignalLateAnswer)
+		// The clock stands still: each row is looked up once, and the rows
+		// of earlier rounds wait for their backoff.
+		r := turnframe.NewRecovery(store, turnframe.WithObserver(signals), turnframe.WithClock(func() time.Time { return dispNow }),
+			turnframe.WithDestination("payments", turnframe.Remote{Verifier: late, VerifyTimeout: time.Millisecond}))
+		rowsOnly := turnframe.RecoveryScope{Account: "nobody"} // the turns dispEnqueue left are not this test's
 		for i := range lateRounds {
 			rows := dispEnqueue(t, store, "acme", turnframe.IdempotencyKey(fmt.Sprint("k", i)), turnframe.OutboxMessage{Destination: "payments"})
-			_, err := d.RunOnce(context.Background(), dispNow)
-			is.NoErr(err) // run
-			answer, err := d.Reconcile(context.Background(), rows[0].ID, late, dispNow)
-			is.NoErr(err)                                                                  // reconcile
-			is.Equal(answer.Verdict, turnframe.VerdictUnresolved)                          // never the late verdict
+			_, err := d.RunOnce(ctx, dispNow)
+			is.NoErr(err) // run: unknown
+			subject := turnframe.OutboxSubject("acme", rows[0].ID)
+			report, err := r.Recover(ctx, rowsOnly, &recHandler{})
+			is.NoErr(err)                                                                  // recover
+			is.Equal(policyFor(t, report, subject).Outcome, turnframe.PolicyUnsure)        // never the late finding
+			is.Equal(awaitLabels(t, lateAnswers, "late lookup").Outcome, "recorded")       // kept as evidence
 			is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // still unknown
+			trail := histLines(t, store, subject)
+			is.True(slices.Contains(trail, "evidence:outcome_unknown policy "+turnframe.CodeVerifyUnsure)) // the lookup counted as unsure
+			is.True(slices.Contains(trail, "evidence:outcome_unknown policy "+turnframe.CodeLateAnswer))   // and its answer as evidence
+			is.Equal(unknown.count(rows[0].ID), 1)                                                         // not sent again
 		}
 	})
 }

@@ -32,7 +32,7 @@ type DispatchConfig struct {
 	WorkerID string
 	// BatchSize is how many rows one RunOnce claims at most: 1 to MaxLimit.
 	BatchSize int
-	// SendTimeout bounds one Sender.Send (and one Reconciler.Reconcile).
+	// SendTimeout bounds one Sender.Send.
 	// A send that has not answered by then is outcome unknown, never a
 	// retry: the request may have left, and nobody can say it did not land.
 	SendTimeout time.Duration
@@ -53,7 +53,7 @@ type DispatchConfig struct {
 	// a send that starts at once: a claim is leased for SendTimeout +
 	// LeaseMargin, and RunOnce extends the lease of every row it has not
 	// settled yet, in good time, for as long as it runs. Only a lease that
-	// ended is released (ReleaseExpiredClaims), so a dispatcher that died
+	// ended is expired (Recovery.Recover), so a dispatcher that died
 	// holds its rows for at most that long.
 	LeaseMargin time.Duration
 }
@@ -149,16 +149,18 @@ type DispatchReport struct {
 	// Failed rows: the remote refused them, or their attempts ran out.
 	Failed []OutboxID
 	// Unknown rows are OutcomeUnknown: they may have reached the remote and
-	// wait for Dispatcher.Reconcile. They are never sent again by the
+	// wait for the policy of their destination's Remote (Recovery.Recover)
+	// or Recovery.Settle. They are never sent again by the
 	// dispatcher on its own.
 	Unknown []OutboxID
 	// Unsettled rows were sent (or not) but the store refused their
-	// settlement for good: the claim was lost (its lease ended and another
-	// worker released or holds the row), the store was closed, or it stayed
-	// busy past the end of the caller's context and the rows' leases. The
-	// store keeps them as it has them, and the send's outcome was logged at
-	// error level; a row still Dispatching is released by
-	// ReleaseExpiredClaims once its lease ended, and then sent again.
+	// settlement for good: the claim was lost (its lease ended and recovery
+	// expired the row, or an operator released it), the store was closed,
+	// or it stayed busy past the end of the caller's context and the rows'
+	// leases. The store keeps them as it has them; the send's outcome was
+	// logged at error level and, for a lost claim, recorded in the row's
+	// history as evidence. A row still Dispatching is expired to
+	// OutcomeUnknown by Recovery.Recover once its lease ended.
 	Unsettled []OutboxID
 }
 

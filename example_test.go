@@ -203,31 +203,29 @@ func (s startup) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMa
 	return s.rt.Deliver(ctx, m.Account, m.Turn, "Here is where things stand.")
 }
 
-func (s startup) ReconcileExternal(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
-	for _, e := range a.Entries {
-		fmt.Println("ask the remote about", e.Key) // never run it again (I15)
-		if err := s.rt.ReconcileCommand(ctx, m.Account, e.Key, turnframe.VerdictCompleted, ""); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// At start-up, before any new turn runs, a sweep decides what every turn the
-// last process left unfinished needs, and the application acts on it. Here a
-// previous process left one turn planned and another waiting for its answer.
-func ExampleRecovery_Sweep() {
+// At start-up, before any new turn runs, Recover settles what the last
+// process left behind: claims whose lease ended, outcomes nobody knows, and
+// turns cut short. Here the previous process left one turn planned, one
+// committed but not answered, and the payment that turn asked for claimed
+// by a dispatcher that died mid-send. The payments remote can be asked
+// about a key, so its Verifier, not a blind resend, settles the row; the
+// planned turn is resumed by key. Both clocks are fixed so the output never
+// changes; in production use time.Now.
+func ExampleRecovery_Recover() {
 	ctx := context.Background()
 	store := memstore.New()
 	defer store.Close()
 	const account turnframe.AccountID = "acme"
 	book := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
-		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked"}})
+		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked"}},
+			turnframe.OutboxMessage{Destination: "payments", Payload: []byte(`{"amount":129}`)})
 	})
-	clock := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+	crashed := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	restarted := crashed.Add(time.Hour)
 
-	// The previous process: one turn planned, one committed, then a crash.
-	before := turnframe.New(store, turnframe.WithClock(clock))
+	// The previous process: one turn planned, one committed, its payment
+	// claimed by a dispatcher; then a crash.
+	before := turnframe.New(store, turnframe.WithClock(func() time.Time { return crashed }))
 	planned, _ := before.Receive(ctx, account, before.NewConversationID(), "book 12A")
 	before.Plan(ctx, account, planned, turnframe.Plan{Commands: []turnframe.Command{{Key: "b-1", Case: "flight/7", Name: "book"}}})
 	committed, _ := before.Receive(ctx, account, before.NewConversationID(), "book 14C. is there wifi?")
@@ -236,17 +234,85 @@ func ExampleRecovery_Sweep() {
 		Commands:      []turnframe.Command{{Key: "b-2", Case: "flight/8", Name: "book"}},
 	})
 	before.Execute(ctx, account, committed, book)
+	store.ClaimDue(ctx, crashed, 10, "worker-1", time.Minute) // the send may have left
 
 	// The new process, at start-up.
+	clock := func() time.Time { return restarted }
 	rt := turnframe.New(store, turnframe.WithClock(clock))
-	report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 100, startup{rt: rt, handler: book})
+	payments := turnframe.VerifierFunc(func(ctx context.Context, u turnframe.Uncertain) turnframe.Verification {
+		fmt.Println("ask payments about", u.RemoteKey)
+		return turnframe.Verification{Found: turnframe.FoundHappened, RemoteRef: "ch_1001"}
+	})
+	recovery := turnframe.NewRecovery(store, turnframe.WithClock(clock),
+		turnframe.WithDestination("payments", turnframe.Remote{Verifier: payments}))
+	report, err := recovery.Recover(ctx, turnframe.RecoveryScope{}, startup{rt: rt, handler: book})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(report.Turns, "turn(s),", len(report.Failures), "failure(s)")
+	fmt.Println(len(report.Expired), "claim(s) expired")
+	for _, p := range report.Policy {
+		fmt.Println(p.Uncertain.Name, p.Uncertain.Key, p.Outcome, p.Code)
+	}
+	fmt.Println(report.Turns.Turns, "turn(s),", len(report.Turns.Failures), "failure(s),",
+		len(report.NeedsIntervention), "waiting for a person")
 	// Output:
+	// ask payments about 4.acme.b-2
 	// resumed 1 command(s); phase now committed
 	// regenerate from 1 event(s) and 1 question(s)
-	// 2 turn(s), 0 failure(s)
+	// 1 claim(s) expired
+	// payments b-2 completed turnframe.policy.verified_happened
+	// 2 turn(s), 0 failure(s), 0 waiting for a person
+}
+
+// A command's outcome is unknown: the card network did not answer the
+// handler's charge. Nothing runs it again on its own (I15), and no Remote is
+// declared for it, so it waits. Once a person has looked the charge up,
+// Settle records what they found: one transaction, and a line in the audit
+// trail naming who decided and why.
+func ExampleRecovery_Settle() {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	const account turnframe.AccountID = "acme"
+	clock := func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+	rt := turnframe.New(store, turnframe.WithClock(clock))
+	turn, _ := rt.Receive(ctx, account, rt.NewConversationID(), "pay invoice 1001")
+	rt.Plan(ctx, account, turn, turnframe.Plan{Commands: []turnframe.Command{{Key: "pay-1001", Case: "invoice/1001", Name: "charge"}}})
+	charge := turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+		return turnframe.Unknown("req-77") // the request left; no answer came back
+	})
+	report, err := rt.Execute(ctx, account, turn, charge)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("pay-1001", report.Results[0].Status)
+
+	recovery := turnframe.NewRecovery(store, turnframe.WithClock(clock))
+	err = recovery.Settle(ctx, turnframe.JournalSubject(account, "pay-1001"), turnframe.Decision{
+		Verdict: turnframe.VerdictCompleted, RemoteRef: "ch_1001",
+		Actor: "operator:alice", Note: "the card network shows the charge",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	entry, err := store.ByKey(ctx, account, "pay-1001")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("pay-1001", entry.Status, entry.RemoteRef)
+	history, err := store.History(ctx, turnframe.JournalSubject(account, "pay-1001"), 0, 100)
+	if err != nil || len(history) == 0 {
+		fmt.Println("no history:", err)
+		return
+	}
+	last := history[len(history)-1]
+	fmt.Printf("%s → %s by %s: %s\n", last.From, last.To, last.Actor, last.Note)
+	// Output:
+	// pay-1001 outcome_unknown
+	// pay-1001 committed ch_1001
+	// outcome_unknown → committed by operator:alice: the card network shows the charge
 }

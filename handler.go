@@ -118,7 +118,8 @@ func Reject(code string) Outcome { return Outcome{kind: OutcomeReject, code: cod
 // answer: it may or may not have taken effect. remoteRef (at most 1024 bytes;
 // may be empty) is whatever reference the remote gave, for reconciliation.
 // The command is never run again automatically (I15); settle it with
-// Runtime.ReconcileCommand once the remote's answer is known.
+// Recovery.Settle once the remote's answer is known, or by the policy of
+// its command's Remote (Recovery.Recover).
 func Unknown(remoteRef string) Outcome { return Outcome{kind: OutcomeUnknown, remoteRef: remoteRef} }
 
 // Kind returns how the call ended.
@@ -149,7 +150,15 @@ type handlerEnd struct {
 // handler answered after its deadline, or not at all) or "panic"; or the
 // caller's context error when ctx itself ended first.
 func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (handlerEnd, error) {
-	r := callWithin(ctx, rt.cfg.commandTimeout, func(hctx context.Context) Outcome { return h.Handle(hctx, call) })
+	late := func(b bounded[Outcome]) {
+		note := "the handler answered after its deadline: " + b.value.kind.String()
+		if b.end == callPanicked {
+			note = fmt.Sprintf("the handler panicked after its deadline: %v", b.panic)
+		}
+		note += " (attempt " + call.Attempt.String() + ")"
+		recordLateAnswer(ctx, rt.store, rt.obs, rt.cfg.now(), JournalSubject(call.Account, call.Command.Key), ActorApp, b.value.remoteRef, note)
+	}
+	r := callWithin(ctx, rt.cfg.commandTimeout, func(hctx context.Context) Outcome { return h.Handle(hctx, call) }, late)
 	attrs := []slog.Attr{slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String())}
 	switch r.end {
 	case callTimedOut:
@@ -219,7 +228,11 @@ const (
 	// ResultUnknown: the command's outcome is unknown, because this
 	// Execute's attempt timed out, panicked or was reported unknown by the
 	// handler (Ran is true), or because an earlier attempt left it so (Ran is
-	// false: it was not run again, I15). Settle it with ReconcileCommand.
+	// false: it was not run again, I15), or because its attempt died and
+	// its command's Remote forbids running it again blindly (Code is
+	// CodeLeaseEnded). Status says whether it is OutcomeUnknown or already
+	// NeedsIntervention. Recovery.Recover resolves it by the policy of its
+	// command's Remote; Recovery.Settle settles it by hand.
 	ResultUnknown
 	// ResultSkipped: the command was already Committed or Rejected before
 	// this Execute (Status says which), and was not run again (I14).
@@ -251,7 +264,7 @@ func resultOf(e JournalEntry) CommandResult {
 	switch {
 	case e.Status.IsSettled():
 		r.Kind = ResultSkipped
-	case e.Status == JournalOutcomeUnknown:
+	case e.Status.IsUncertain():
 		r.Kind = ResultUnknown
 	default:
 		r.Kind = ResultPending
@@ -285,6 +298,9 @@ const takeTries = 3
 // commit finds its case moved. An entry another attempt holds is reported
 // ResultInFlight; one that settled elsewhere meanwhile is reported as it is.
 func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, error) {
+	if x.mustNotRerun(e) {
+		return x.declareUnknown(ctx, e)
+	}
 	running, taken, res, err := x.take(ctx, e)
 	if !taken {
 		return res, err
@@ -332,6 +348,41 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		}
 		running = again
 	}
+}
+
+// mustNotRerun reports whether e is an attempt that died (Executing, its
+// lease ended) of a command whose declared Remote forbids running it again
+// blindly: one that can be asked (ask first), one that can do neither, or
+// one that deduplicates but no longer remembers the key or has had its
+// resends. Without a declaration, the dead attempt is run again under the
+// same key, as before policies existed.
+func (x *execution) mustNotRerun(e JournalEntry) bool {
+	return x.rt.cfg.rerunForbidden(e, x.rt.cfg.now())
+}
+
+// declareUnknown records that e's dead attempt may have acted: the entry
+// becomes OutcomeUnknown with CodeLeaseEnded, for the policy of its Remote
+// (Recovery.Recover) to resolve. Another caller that moved the entry first
+// wins; the entry is then reported as it is.
+func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (CommandResult, error) {
+	rt := x.rt
+	applied, err := rt.store.Apply(ctx, Write{
+		Account: x.account, Turn: x.turn, Actor: ActorRecovery, Now: rt.cfg.now(),
+		Note:   "attempt " + e.Attempt.String() + " died (its lease ended) and its command's Remote does not allow running it again blindly",
+		Settle: []Settlement{{Key: e.Key, To: JournalOutcomeUnknown, Code: CodeLeaseEnded, Prior: e.Attempt}},
+	})
+	if err != nil {
+		seen, rerr := rt.store.ByKey(ctx, x.account, e.Key)
+		if rerr != nil || !errors.Is(err, ErrConflict) {
+			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w", err)
+		}
+		return resultOf(seen), nil
+	}
+	x.phase = applied.Phase
+	rt.obs.count(SignalExternalOutcomeUnknown, Labels{Command: e.Name, Outcome: "lease_ended"})
+	rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a command's attempt died; its outcome is unknown and goes to its Remote's policy",
+		slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()))
+	return resultOf(applied.Settled[0]), nil
 }
 
 // take moves e to Executing for a new attempt of this Execute: a
@@ -498,7 +549,7 @@ func (x *execution) settled(ctx context.Context, applied Applied, end handlerEnd
 		r.Panic, r.Stack = end.panic, end.stack
 		labels.Outcome = end.cause
 		x.rt.obs.count(SignalExternalOutcomeUnknown, labels)
-		x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command outcome unknown; reconcile it",
+		x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command outcome unknown; recovery resolves it by its Remote's policy, or settle it",
 			slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()), slog.String("cause", end.cause))
 	}
 	return r

@@ -3,6 +3,7 @@ package turnframe_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,10 +33,12 @@ func eachStore(t *testing.T, f func(t *testing.T, store turnframe.Store)) {
 	})
 }
 
-// recorder is an Observer that keeps every signal it is given, in order.
+// recorder is an Observer that keeps every signal it is given, in order,
+// and hands the signals a test waits for to the channels notify returned.
 type recorder struct {
 	mu      sync.Mutex
 	signals []recorded
+	waiters map[turnframe.Signal]chan turnframe.Labels
 }
 
 type recorded struct {
@@ -45,8 +48,26 @@ type recorded struct {
 
 func (r *recorder) Observe(s turnframe.Signal, l turnframe.Labels, _ time.Duration) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.signals = append(r.signals, recorded{s, l})
+	ch := r.waiters[s]
+	r.mu.Unlock()
+	if ch != nil {
+		ch <- l
+	}
+}
+
+// notify returns a channel that receives the labels of every s observed
+// from now on. It holds up to 1024 signals nobody read yet.
+func (r *recorder) notify(s turnframe.Signal) <-chan turnframe.Labels {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiters == nil {
+		r.waiters = make(map[turnframe.Signal]chan turnframe.Labels)
+	}
+	if r.waiters[s] == nil {
+		r.waiters[s] = make(chan turnframe.Labels, 1024)
+	}
+	return r.waiters[s]
 }
 
 // labels returns the labels of every s observed, in order.
@@ -64,3 +85,105 @@ func (r *recorder) labels(s turnframe.Signal) []turnframe.Labels {
 
 // count returns how often s was observed.
 func (r *recorder) count(s turnframe.Signal) int { return len(r.labels(s)) }
+
+// awaitLabels blocks until ch (from recorder.notify) delivers a signal and
+// returns its labels. The bound is a safety net for a signal that never
+// comes, so the test fails instead of hanging; it is not a wait.
+func awaitLabels(t *testing.T, ch <-chan turnframe.Labels, what string) turnframe.Labels {
+	t.Helper()
+	select {
+	case l := <-ch:
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: never observed", what)
+		return turnframe.Labels{}
+	}
+}
+
+// stepClock is a clock a test moves by hand, safe to read from the
+// goroutines late answers are recorded on.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newStepClock(at time.Time) *stepClock { return &stepClock{now: at} }
+
+// read returns the clock's time: pass it to WithClock.
+func (c *stepClock) read() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// set moves the clock to at.
+func (c *stepClock) set(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = at
+}
+
+// histOf returns subject's audit trail, oldest first (at most 100 records).
+func histOf(t *testing.T, store turnframe.Store, subject turnframe.Subject) []turnframe.HistoryRecord {
+	t.Helper()
+	records, err := store.History(context.Background(), subject, 0, 100)
+	if err != nil {
+		t.Fatalf("history of %v %s: %v", subject.Kind, subject.Ref, err)
+	}
+	return records
+}
+
+// histLine renders one record as "from>to actor code", or, for evidence,
+// "evidence:status actor code".
+func histLine(h turnframe.HistoryRecord) string {
+	if h.Evidence {
+		return strings.TrimSpace("evidence:" + h.To + " " + string(h.Actor) + " " + h.Code)
+	}
+	return strings.TrimSpace(h.From + ">" + h.To + " " + string(h.Actor) + " " + h.Code)
+}
+
+// histLines returns subject's audit trail, one histLine per record.
+func histLines(t *testing.T, store turnframe.Store, subject turnframe.Subject) []string {
+	t.Helper()
+	var lines []string
+	for _, h := range histOf(t, store, subject) {
+		lines = append(lines, histLine(h))
+	}
+	return lines
+}
+
+// histLast returns the last line of subject's audit trail, or "" for none.
+func histLast(t *testing.T, store turnframe.Store, subject turnframe.Subject) string {
+	t.Helper()
+	lines := histLines(t, store, subject)
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[len(lines)-1]
+}
+
+// policyFor returns what report's policy did with subject, and fails the
+// test when the policy never met it.
+func policyFor(t *testing.T, report turnframe.RecoverReport, subject turnframe.Subject) turnframe.PolicyResult {
+	t.Helper()
+	for _, p := range report.Policy {
+		if p.Uncertain.Subject == subject {
+			return p
+		}
+	}
+	t.Fatalf("the policy never met %v %s", subject.Kind, subject.Ref)
+	return turnframe.PolicyResult{}
+}
+
+// evidenceOf returns the evidence records of subject's audit trail that
+// carry code, oldest first.
+func evidenceOf(t *testing.T, store turnframe.Store, subject turnframe.Subject, code string) []turnframe.HistoryRecord {
+	t.Helper()
+	var out []turnframe.HistoryRecord
+	for _, h := range histOf(t, store, subject) {
+		if h.Evidence && h.Code == code {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -43,6 +43,10 @@ const (
 	SignalCommandRejected Signal = "command_rejected"
 	// SignalRecoveryDecided: recovery decided what a turn needs. Labels: Action.
 	SignalRecoveryDecided Signal = "recovery_decided"
+	// SignalLateAnswer: an answer came after its deadline, or after its
+	// claim was lost, and was recorded as evidence (or could not be: then
+	// Outcome is "unrecorded"). It moved nothing. Labels: Outcome.
+	SignalLateAnswer Signal = "late_answer"
 )
 
 // Labels qualify a signal. Empty fields are absent. They never carry an

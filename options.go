@@ -18,6 +18,8 @@ type settings struct {
 	commandTimeout     time.Duration
 	leaseMargin        time.Duration
 	maxConflictRetries int
+	destinations       map[string]Remote // WithDestination
+	commands           map[string]Remote // WithCommand
 }
 
 // Defaults of the options.

@@ -26,11 +26,13 @@ type Dispatcher struct {
 	sender Sender
 	cfg    DispatchConfig
 	obs    observer
+	clock  settings // for WithClock: the time late evidence is stamped with
 }
 
 // NewDispatcher returns a dispatcher over store, sending through sender with
-// cfg (zero fields take their defaults). It honours WithObserver and
-// WithLogger and ignores the other options.
+// cfg (zero fields take their defaults). It honours WithObserver, WithLogger
+// and WithClock (the time late answers are recorded at) and ignores the
+// other options.
 //
 // It panics on programmer errors: a nil store or sender, an empty or
 // over-long cfg.WorkerID, or a BatchSize over MaxLimit.
@@ -46,7 +48,7 @@ func NewDispatcher(store OutboxStore, sender Sender, cfg DispatchConfig, opts ..
 		panic("turnframe: NewDispatcher: " + err.Error())
 	}
 	s := newSettings(opts)
-	return &Dispatcher{store: store, sender: sender, cfg: cfg, obs: s.observe()}
+	return &Dispatcher{store: store, sender: sender, cfg: cfg, obs: s.observe(), clock: s}
 }
 
 // Config returns the configuration in force, defaults filled in.
@@ -69,8 +71,9 @@ const (
 // claim, at now:
 //
 //   - DispatchCompleted → Completed, with the remote's reference;
-//   - DispatchRetryable → Pending, due at now + BackoffFor(the attempts of
-//     its current budget); or Failed with CodeAttemptsExhausted when the row
+//   - DispatchRetryable → Pending, due at now + the larger of BackoffFor(the
+//     attempts of its current budget) and the sender's RetryAfter, capped
+//     at MaxBackoff; or Failed with CodeAttemptsExhausted when the row
 //     has had MaxAttempts attempts since it was enqueued or last requeued;
 //   - DispatchPermanent → Failed, with the sender's code;
 //   - DispatchUnknown, a send that answered after SendTimeout (or not at
@@ -151,7 +154,14 @@ func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 	entry := c.OutboxEntry
 	entry.Payload = bytes.Clone(entry.Payload) // a sender that outlives us keeps its own copy
 	start := time.Now()
-	r := callWithin(ctx, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) })
+	late := func(b bounded[Dispatched]) {
+		note := fmt.Sprintf("the send answered after its deadline: %v %s", b.value.Kind, b.value.Code)
+		if b.end == callPanicked {
+			note = fmt.Sprintf("the send panicked after its deadline: %v", b.panic)
+		}
+		d.recordLate(ctx, c, b.value.RemoteRef, note)
+	}
+	r := callWithin(ctx, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) }, late)
 	elapsed := time.Since(start)
 	out := r.value
 	switch r.end {
@@ -174,6 +184,15 @@ func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 		append(rowAttrs(c), slog.String("outcome", out.Kind.String()), slog.String("code", out.Code),
 			slog.Duration("elapsed", elapsed))...)
 	return out
+}
+
+// recordLate records a late answer about c's row as evidence, when the
+// store keeps history (every Store does).
+func (d *Dispatcher) recordLate(ctx context.Context, c Claim, remoteRef, note string) {
+	if hs, ok := d.store.(HistoryStore); ok {
+		note += fmt.Sprintf(" (attempt %d, worker %s)", c.Attempts, c.Worker)
+		recordLateAnswer(ctx, hs, d.obs, d.clock.now(), OutboxSubject(c.Account, c.ID), WorkerActor(c.Worker), remoteRef, note)
+	}
 }
 
 // settlementFor turns a send's outcome into the settlement of its row. A code
@@ -205,7 +224,7 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 			s.To, s.Code = OutboxFailed, CodeAttemptsExhausted
 			return s, fateFailed
 		}
-		s.To, s.RetryAt = OutboxPending, now.Add(d.cfg.BackoffFor(spent))
+		s.To, s.RetryAt = OutboxPending, now.Add(min(max(d.cfg.BackoffFor(spent), out.RetryAfter), d.cfg.MaxBackoff))
 		return s, fateRetried
 	case DispatchPermanent:
 		s.To = OutboxFailed

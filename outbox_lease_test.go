@@ -16,7 +16,7 @@ import (
 )
 
 // RunOnce extends the leases of the rows it has not settled while it runs,
-// so a release at a time the first lease has ended does not take a row
+// so an expiry at a time the first lease has ended does not take a row
 // whose send is still running (issue 11, item 5).
 func TestRunOnceKeepsTheLeasesOfRowsInFlight(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
@@ -53,9 +53,12 @@ func TestRunOnceKeepsTheLeasesOfRowsInFlight(t *testing.T) {
 				runtime.Gosched()
 			}
 		}
-		released, err := store.ReleaseExpiredClaims(ctx, first)
-		is.NoErr(err)              // a release when the first lease has ended
-		is.Equal(len(released), 0) // takes nothing from a live sweep
+		expired, err := store.ExpireClaims(ctx, first)
+		is.NoErr(err)             // an expiry when the first lease has ended
+		is.Equal(len(expired), 0) // takes nothing from a live sweep
+		for _, r := range rows {
+			is.Equal(dispGet(t, store, r.ID).Status, turnframe.OutboxDispatching) // still the sweep's
+		}
 		close(proceed)
 		report := <-done
 		is.Equal(report.Completed, []turnframe.OutboxID{rows[0].ID, rows[1].ID}) // both settled by their sender
@@ -86,7 +89,7 @@ func (s *busyStore) Settle(ctx context.Context, settlements []turnframe.OutboxSe
 }
 
 // A settlement the store refuses as busy is tried again until it lands: a
-// send whose outcome is known is never left for a release to send again
+// send whose outcome is known is never left for an expiry to make unknown
 // (issue 11, item 4).
 func TestASettlementRefusedAsBusyIsTriedAgain(t *testing.T) {
 	outcomes := []turnframe.Dispatched{
@@ -109,9 +112,9 @@ func TestASettlementRefusedAsBusyIsTriedAgain(t *testing.T) {
 				is.Equal(sender.count(rows[0].ID), 1)  // sent once
 				rec := dispGet(t, inner, rows[0].ID)
 				is.Equal(rec.LastCode, out.Code) // settled as the send said
-				released, err := inner.ReleaseExpiredClaims(context.Background(), dispNow.Add(24*time.Hour))
-				is.NoErr(err)              // release much later
-				is.Equal(len(released), 0) // nothing to send again
+				expired, err := inner.ExpireClaims(context.Background(), dispNow.Add(24*time.Hour))
+				is.NoErr(err)             // expire much later
+				is.Equal(len(expired), 0) // nothing left claimed
 			})
 		})
 	}
@@ -214,23 +217,74 @@ func TestARequeuedRowGetsAFullAttemptBudget(t *testing.T) {
 	})
 }
 
-// ReleaseExpiredClaims takes a claim only once its lease ended, and the
-// settlement of the worker that held it is then refused.
-func TestDispatcherReleaseTakesOnlyEndedLeases(t *testing.T) {
-	eachStore(t, func(t *testing.T, store turnframe.Store) {
-		is := is.New(t)
-		ctx := context.Background()
-		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-		claims, err := store.ClaimDue(ctx, dispNow, 1, "dead", time.Minute)
-		is.NoErr(err) // a dispatcher claims, then dies
-		d := turnframe.NewDispatcher(store, &dispAnswer{}, turnframe.DefaultDispatchConfig("w1"))
-		ids, err := d.ReleaseExpiredClaims(ctx, claims[0].LeaseUntil.Add(-time.Microsecond))
-		is.NoErr(err)         // just before its lease ends
-		is.Equal(len(ids), 0) // nothing released
-		ids, err = d.ReleaseExpiredClaims(ctx, claims[0].LeaseUntil)
-		is.NoErr(err)                                   // once it ended
-		is.Equal(ids, []turnframe.OutboxID{rows[0].ID}) // released
-		err = store.Complete(ctx, claims[0], "late", dispNow.Add(2*time.Minute))
-		is.True(errors.Is(err, turnframe.ErrClaimLost)) // the dead worker's settlement is refused
-	})
+// Recover expires a claim only once its lease ended: the row becomes
+// outcome unknown (its send may have started) and the settlement of the
+// worker that held it is refused. The policy of its destination then
+// decides whether it is sent again: with no Remote declared it is, under
+// the same key (at least once, as before policies existed); a remote that
+// can neither be asked nor deduplicate leaves it to a person.
+func TestRecoverExpiresOnlyEndedLeases(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    []turnframe.Option
+		outcome turnframe.PolicyOutcome
+		status  turnframe.OutboxStatus
+		trail   []string // the row's audit trail after its enqueue and its claim
+		sends   []turnframe.IdempotencyKey
+	}{
+		{"no Remote declared: sent again under the same key", nil,
+			turnframe.PolicyResent, turnframe.OutboxPending,
+			[]string{
+				"dispatching>outcome_unknown recovery " + turnframe.CodeLeaseEnded,
+				"outcome_unknown>pending policy " + turnframe.CodeUndeclaredResend,
+			},
+			[]turnframe.IdempotencyKey{"k1"}},
+		{"a remote that can do neither: a person decides",
+			[]turnframe.Option{turnframe.WithDestination("payments", turnframe.Remote{})},
+			turnframe.PolicyEscalated, turnframe.OutboxNeedsIntervention,
+			[]string{
+				"dispatching>outcome_unknown recovery " + turnframe.CodeLeaseEnded,
+				"outcome_unknown>needs_intervention policy " + turnframe.CodeNoSafeResolution,
+			},
+			nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+				subject := turnframe.OutboxSubject("acme", rows[0].ID)
+				claims, err := store.ClaimDue(ctx, dispNow, 1, "dead", time.Minute)
+				is.NoErr(err) // a dispatcher claims, then dies
+				end := claims[0].LeaseUntil
+				clock := newStepClock(end.Add(-time.Microsecond))
+				r := turnframe.NewRecovery(store, append([]turnframe.Option{turnframe.WithClock(clock.read)}, tt.opts...)...)
+
+				report, err := r.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+				is.NoErr(err)                                                               // just before its lease ends
+				is.Equal(len(report.Expired), 0)                                            // nothing expired
+				is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxDispatching) // the claim holds
+
+				clock.set(end)
+				report, err = r.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+				is.NoErr(err)                                               // once it ended
+				is.Equal(report.Expired, []turnframe.OutboxID{rows[0].ID})  // expired
+				is.Equal(policyFor(t, report, subject).Outcome, tt.outcome) // and handed to the policy
+				is.Equal(dispGet(t, store, rows[0].ID).Status, tt.status)   // which moved it
+				is.Equal(histLines(t, store, subject), append([]string{
+					">pending app", "pending>dispatching worker:dead",
+				}, tt.trail...)) // every move in the audit trail, with who made it
+
+				err = store.Complete(ctx, claims[0], "late", end)
+				is.True(errors.Is(err, turnframe.ErrClaimLost)) // the dead worker's settlement is refused
+
+				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}
+				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
+				_, err = d.RunOnce(ctx, end.Add(time.Hour))
+				is.NoErr(err)                    // a live dispatcher
+				is.Equal(sender.order, tt.sends) // sends it again only where the policy said so
+			})
+		})
+	}
 }

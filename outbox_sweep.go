@@ -171,6 +171,9 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 			// so an operator can settle it.
 			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row could not be settled; settle it by hand",
 				append(attrs, slog.String("settle_to", q.settlement.To.String()), slog.String("error", rowErr.Error()))...)
+			if errors.Is(rowErr, ErrClaimLost) {
+				d.recordLate(sw.ctx, c, q.out.RemoteRef, fmt.Sprintf("the send answered after its claim was lost: %v %s", q.out.Kind, q.out.Code))
+			}
 			continue
 		}
 		sw.fates[q.idx] = q.fate

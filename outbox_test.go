@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,9 +317,14 @@ func TestDispatcherReportsAClaimLostMidSendAsUnsettled(t *testing.T) {
 		}()
 
 		<-started
-		released, err := store.ReleaseExpiredClaims(ctx, dispNow.Add(time.Minute))
-		is.NoErr(err)                                        // release
-		is.Equal(released, []turnframe.OutboxID{rows[0].ID}) // a's claim released
+		// a's lease ended as far as recovery can tell: the row is expired to
+		// outcome unknown and, no Remote declared for payments, put back to
+		// send again under its key.
+		r := turnframe.NewRecovery(store, turnframe.WithClock(func() time.Time { return dispNow.Add(time.Minute) }))
+		recovered, err := r.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+		is.NoErr(err)                                                 // recover
+		is.Equal(recovered.Expired, []turnframe.OutboxID{rows[0].ID}) // a's claim expired
+		is.Equal(policyFor(t, recovered, turnframe.OutboxSubject("acme", rows[0].ID)).Outcome, turnframe.PolicyResent)
 		claims, err := store.ClaimDue(ctx, dispNow.Add(time.Minute), 10, "b", time.Minute)
 		is.NoErr(err)            // b claims
 		is.Equal(len(claims), 1) // the row
@@ -329,9 +335,14 @@ func TestDispatcherReportsAClaimLostMidSendAsUnsettled(t *testing.T) {
 		is.Equal(got.report.Unsettled, []turnframe.OutboxID{rows[0].ID}) // unsettled
 		is.Equal(got.report.Claimed(), 1)                                // and nothing else
 		rec := dispGet(t, store, rows[0].ID)
-		is.Equal(rec.Status, turnframe.OutboxDispatching)                            // b's claim untouched
-		is.Equal(rec.ClaimedBy, "b")                                                 // still b's
-		is.Equal(rec.Attempts, 2)                                                    // at b's attempt
+		is.Equal(rec.Status, turnframe.OutboxDispatching) // b's claim untouched
+		is.Equal(rec.ClaimedBy, "b")                      // still b's
+		is.Equal(rec.Attempts, 2)                         // at b's attempt
+		evidence := evidenceOf(t, store, turnframe.OutboxSubject("acme", rows[0].ID), turnframe.CodeLateAnswer)
+		is.Equal(len(evidence), 1)                                                   // a's answer is kept as evidence
+		is.Equal(evidence[0].Actor, turnframe.WorkerActor("a"))                      // a's
+		is.Equal(evidence[0].RemoteRef, "from-a")                                    // with what the remote said
+		is.Equal(evidence[0].To, "dispatching")                                      // moving nothing
 		is.NoErr(store.Complete(ctx, claims[0], "from-b", dispNow.Add(time.Minute))) // b settles
 		is.Equal(dispGet(t, store, rows[0].ID).RemoteRef, "from-b")                  // with its own reference
 	})
@@ -414,18 +425,28 @@ func TestOrderedDeliveryHoldsAcrossSweeps(t *testing.T) {
 	})
 }
 
-func TestDispatcherReconcile(t *testing.T) {
+// Settle resolves a row whose outcome is unknown by the verdict a person
+// or the application found: in one transaction, signalled, and recorded in
+// the audit trail with who decided and why. Only a resend is sent again.
+func TestSettleResolvesAnUnknownRow(t *testing.T) {
 	tests := []struct {
-		name   string
-		answer turnframe.Reconciled
-		status turnframe.OutboxStatus
-		code   string
-		signal int
+		name      string
+		decision  turnframe.Decision
+		status    turnframe.OutboxStatus
+		code      string // the row's last code after
+		remoteRef string // the row's reference after
+		sends     int    // sends of the row in all, a later sweep included
 	}{
-		{"completed completes the row", turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}, turnframe.OutboxCompleted, "", 1},
-		{"failed fails the row with the code", turnframe.Reconciled{Verdict: turnframe.VerdictFailed, Code: "remote.declined"}, turnframe.OutboxFailed, "remote.declined", 1},
-		{"resend queues the row again at once", turnframe.Reconciled{Verdict: turnframe.VerdictResend}, turnframe.OutboxPending, "", 1},
-		{"unresolved leaves the row unknown", turnframe.Reconciled{Verdict: turnframe.VerdictUnresolved}, turnframe.OutboxOutcomeUnknown, "", 0},
+		{"completed completes the row with the remote's reference",
+			turnframe.Decision{Verdict: turnframe.VerdictCompleted, RemoteRef: "ch_9"}, turnframe.OutboxCompleted, "", "ch_9", 1},
+		{"failed fails the row with the code",
+			turnframe.Decision{Verdict: turnframe.VerdictFailed, Code: "remote.declined"}, turnframe.OutboxFailed, "remote.declined", "req-1", 1},
+		{"resend queues the row again at once",
+			turnframe.Decision{Verdict: turnframe.VerdictResend}, turnframe.OutboxPending, "", "req-1", 2},
+		{"escalate hands the row to a person",
+			turnframe.Decision{Verdict: turnframe.VerdictEscalate, Code: "ops.ticket"}, turnframe.OutboxNeedsIntervention, "ops.ticket", "req-1", 1},
+		{"unresolved leaves the row unknown",
+			turnframe.Decision{Verdict: turnframe.VerdictUnresolved}, turnframe.OutboxOutcomeUnknown, "http.504", "req-1", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -433,94 +454,192 @@ func TestDispatcherReconcile(t *testing.T) {
 				is := is.New(t)
 				ctx := context.Background()
 				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
-				signals := &recorder{}
-				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
+				subject := turnframe.OutboxSubject("acme", rows[0].ID)
+				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: "http.504", RemoteRef: "req-1"}}
+				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
 				_, err := d.RunOnce(ctx, dispNow)
 				is.NoErr(err) // send, unknown
+				unknownTrail := histLines(t, store, subject)
 
 				later := dispNow.Add(time.Hour)
-				var asked turnframe.OutboxRecord
-				answer, err := d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(_ context.Context, r turnframe.OutboxRecord) turnframe.Reconciled {
-					asked = r
-					return tt.answer
-				}), later)
-				is.NoErr(err)                                          // reconcile
-				is.Equal(answer, tt.answer)                            // the reconciler's answer
-				is.Equal(asked.ID, rows[0].ID)                         // asked about the row
-				is.Equal(asked.Status, turnframe.OutboxOutcomeUnknown) // as stored
+				signals := &recorder{}
+				r := turnframe.NewRecovery(store, turnframe.WithObserver(signals), turnframe.WithClock(func() time.Time { return later }))
+				decision := tt.decision
+				decision.Actor, decision.Note = "operator:bob", "looked it up"
+				is.NoErr(r.Settle(ctx, subject, decision)) // settle
 				rec := dispGet(t, store, rows[0].ID)
-				is.Equal(rec.Status, tt.status) // settled by verdict
-				if tt.code != "" {
-					is.Equal(rec.LastCode, tt.code) // code kept
-				}
-				is.Equal(signals.count(turnframe.SignalExternalReconciled), tt.signal) // reconciled only when known
-				if tt.signal == 1 {
-					is.Equal(signals.labels(turnframe.SignalExternalReconciled)[0].Outcome, tt.answer.Verdict.String()) // labelled by verdict
+				is.Equal(rec.Status, tt.status)       // settled by verdict
+				is.Equal(rec.LastCode, tt.code)       // the decision's code
+				is.Equal(rec.RemoteRef, tt.remoteRef) // the decision's reference, or the one it had
+				trail := histOf(t, store, subject)
+				if tt.status == turnframe.OutboxOutcomeUnknown {
+					is.Equal(histLines(t, store, subject), unknownTrail)           // nothing recorded
+					is.Equal(signals.count(turnframe.SignalExternalReconciled), 0) // nor signalled
+				} else {
+					last := trail[len(trail)-1]
+					is.Equal(histLine(last), strings.TrimSpace("outcome_unknown>"+tt.status.String()+" operator:bob "+tt.code)) // recorded
+					is.Equal(last.Note, "looked it up")                                                                         // with why
+					is.Equal(last.At, later)                                                                                    // and when
+					is.Equal(signals.labels(turnframe.SignalExternalReconciled),
+						[]turnframe.Labels{{Destination: "payments", Outcome: tt.decision.Verdict.String()}}) // signalled by verdict
 				}
 
 				// Only a resend is sent again, and only once it is due.
-				report, err := d.RunOnce(ctx, later)
-				is.NoErr(err) // sweep after reconciliation
-				want := 1
-				if tt.status == turnframe.OutboxPending {
-					want = 2
-					is.Equal(report.Claimed(), 1) // the resend
-				}
-				is.Equal(sender.count(rows[0].ID), want) // sends
+				_, err = d.RunOnce(ctx, later)
+				is.NoErr(err)                                // sweep after the settlement
+				is.Equal(sender.count(rows[0].ID), tt.sends) // sends
 			})
 		})
 	}
 }
 
-func TestDispatcherReconcileLeavesKnownRowsAlone(t *testing.T) {
+// Settle moves only a row whose outcome is unknown, and never another
+// tenant's; Recover asks a Verifier about unknown rows only.
+func TestSettleLeavesKnownRowsAlone(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		ctx := context.Background()
 		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		subject := turnframe.OutboxSubject("acme", rows[0].ID)
 		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, RemoteRef: "ch_1"}}
-		signals := &recorder{}
-		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithObserver(signals))
+		d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
 		_, err := d.RunOnce(ctx, dispNow)
 		is.NoErr(err) // send, completed
-		before := dispGet(t, store, rows[0].ID)
+		before, trail := dispGet(t, store, rows[0].ID), histLines(t, store, subject)
 
-		called := false
-		answer, err := d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
-			called = true
-			return turnframe.Reconciled{Verdict: turnframe.VerdictResend}
-		}), dispNow.Add(time.Hour))
-		is.NoErr(err)                                                  // no error
-		is.Equal(answer.Verdict, turnframe.VerdictUnresolved)          // answered unresolved
-		is.True(!called)                                               // the reconciler was not asked
+		asked := false
+		signals := &recorder{}
+		r := turnframe.NewRecovery(store, turnframe.WithObserver(signals), turnframe.WithClock(func() time.Time { return dispNow.Add(time.Hour) }),
+			turnframe.WithDestination("payments", turnframe.Remote{Verifier: turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
+				asked = true
+				return turnframe.Verification{Found: turnframe.FoundNotHappened}
+			})}))
+		for _, v := range []turnframe.Verdict{turnframe.VerdictCompleted, turnframe.VerdictFailed, turnframe.VerdictResend, turnframe.VerdictEscalate} {
+			err = r.Settle(ctx, subject, turnframe.Decision{Verdict: v})
+			is.True(errors.Is(err, turnframe.ErrConflict)) // a known outcome is not settled again
+		}
+		report, err := r.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+		is.NoErr(err)                                                  // recover
+		is.Equal(len(report.Policy), 0)                                // meets no unknown
+		is.True(!asked)                                                // the verifier was not asked
 		is.Equal(dispGet(t, store, rows[0].ID), before)                // the row is untouched
+		is.Equal(histLines(t, store, subject), trail)                  // and so is its history
 		is.Equal(signals.count(turnframe.SignalExternalReconciled), 0) // nothing reconciled
 
-		_, err = d.Reconcile(ctx, turnframe.NewIDGenerator().OutboxID(dispNow), turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
-			return turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}
-		}), dispNow)
+		missing := turnframe.OutboxSubject("acme", turnframe.NewIDGenerator().OutboxID(dispNow))
+		err = r.Settle(ctx, missing, turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		is.True(errors.Is(err, turnframe.ErrNotFound)) // a missing row is ErrNotFound
+		err = r.Settle(ctx, turnframe.OutboxSubject("globex", rows[0].ID), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
+		is.True(errors.Is(err, turnframe.ErrNotFound)) // and so is another tenant's
 	})
 }
 
-func TestDispatcherReconcileCountsAPanicAsUnresolved(t *testing.T) {
-	eachStore(t, func(t *testing.T, store turnframe.Store) {
-		is := is.New(t)
-		ctx := context.Background()
-		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-		var log dispLog
-		d := turnframe.NewDispatcher(store, &dispAnswer{}, turnframe.DefaultDispatchConfig("w1"), turnframe.WithLogger(dispLogger(&log)))
-		_, err := d.RunOnce(ctx, dispNow)
-		is.NoErr(err) // send, unknown
-		answer, err := d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
+// A Verifier that cannot tell — it says so, panics, answers a finding that
+// is none, or answers only after its deadline — is one lookup that could
+// not tell: recorded as evidence, the row left unknown and never sent
+// again, asked again only after a backoff, and after the last lookup
+// allowed the row goes to a person.
+func TestRecoverCountsAVerifierThatCannotTellAsUnsure(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		verify  func(ctx context.Context) turnframe.Verification
+		why     string // in the evidence's note
+		logged  string // in the log at error level, if any
+		late    bool   // the answer comes after the deadline
+	}{
+		{"it says it cannot tell", time.Minute, func(context.Context) turnframe.Verification {
+			return turnframe.Verification{Found: turnframe.FoundUnsure, Note: "ledger lagging"}
+		}, "ledger lagging", "", false},
+		{"it panics", time.Minute, func(context.Context) turnframe.Verification {
 			panic("ledger offline")
-		}), dispNow)
-		is.NoErr(err)                                                                  // the panic does not escape
-		is.Equal(answer.Verdict, turnframe.VerdictUnresolved)                          // unresolved
-		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // untouched
-		is.True(strings.Contains(log.String(), "level=ERROR"))                         // logged as an error
-		is.True(strings.Contains(log.String(), "ledger offline"))                      // with its value
-	})
+		}, "ledger offline", "ledger offline", false},
+		{"it answers a finding that is none", time.Minute, func(context.Context) turnframe.Verification {
+			return turnframe.Verification{Found: turnframe.Finding(7)}
+		}, "finding 7", "level=ERROR", false},
+		{"it answers after its deadline", time.Millisecond, func(ctx context.Context) turnframe.Verification {
+			<-ctx.Done()
+			return turnframe.Verification{Found: turnframe.FoundHappened}
+		}, "in time", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+				subject := turnframe.OutboxSubject("acme", rows[0].ID)
+				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
+				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
+				_, err := d.RunOnce(ctx, dispNow)
+				is.NoErr(err) // send, unknown
+
+				var log dispLog
+				var lookups atomic.Int64
+				signals := &recorder{}
+				lateAnswers := signals.notify(turnframe.SignalLateAnswer)
+				clock := newStepClock(dispNow.Add(time.Minute))
+				r := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithObserver(signals),
+					turnframe.WithLogger(dispLogger(&log)),
+					turnframe.WithDestination("payments", turnframe.Remote{
+						VerifyTries: 2, VerifyBackoff: time.Second, VerifyTimeout: tt.timeout,
+						Verifier: turnframe.VerifierFunc(func(ctx context.Context, _ turnframe.Uncertain) turnframe.Verification {
+							lookups.Add(1)
+							return tt.verify(ctx)
+						}),
+					}))
+				recoverOnce := func() turnframe.PolicyResult {
+					t.Helper()
+					report, err := r.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+					is.NoErr(err) // recover
+					return policyFor(t, report, subject)
+				}
+
+				first := recoverOnce()
+				is.Equal(first.Outcome, turnframe.PolicyUnsure)       // the lookup could not tell
+				is.Equal(first.NextAt, clock.read().Add(time.Second)) // and is tried again after the backoff
+				if tt.late {
+					is.Equal(awaitLabels(t, lateAnswers, "late lookup").Outcome, "recorded") // its late answer kept as evidence
+				}
+				is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // still unknown
+				unsure := evidenceOf(t, store, subject, turnframe.CodeVerifyUnsure)
+				is.Equal(len(unsure), 1)                          // recorded as evidence
+				is.Equal(unsure[0].Actor, turnframe.ActorPolicy)  // by the policy
+				is.True(strings.Contains(unsure[0].Note, tt.why)) // saying why
+				if tt.logged != "" {
+					is.True(strings.Contains(log.String(), "level=ERROR")) // logged as an error
+					is.True(strings.Contains(log.String(), tt.logged))     // with what went wrong
+				}
+
+				is.Equal(recoverOnce().Outcome, turnframe.PolicyWaiting) // within the backoff
+				is.Equal(lookups.Load(), int64(1))                       // nobody is asked
+
+				clock.set(clock.read().Add(time.Hour))
+				last := recoverOnce()
+				if tt.late {
+					is.Equal(awaitLabels(t, lateAnswers, "late lookup").Outcome, "recorded") // the second late answer too
+				}
+				is.Equal(last.Outcome, turnframe.PolicyEscalated)  // the last lookup allowed could not tell either
+				is.Equal(last.Code, turnframe.CodeVerifyExhausted) // saying so
+				is.Equal(lookups.Load(), int64(2))                 // VerifyTries lookups in all
+				rec := dispGet(t, store, rows[0].ID)
+				is.Equal(rec.Status, turnframe.OutboxNeedsIntervention) // a person decides
+				is.Equal(rec.LastCode, turnframe.CodeVerifyExhausted)
+				var moves []string
+				for _, h := range histOf(t, store, subject) {
+					if !h.Evidence {
+						moves = append(moves, histLine(h))
+					}
+				}
+				is.Equal(moves[len(moves)-1], "outcome_unknown>needs_intervention policy "+turnframe.CodeVerifyExhausted) // the escalation recorded
+				is.Equal(len(evidenceOf(t, store, subject, turnframe.CodeVerifyUnsure)), 2)                               // each lookup recorded
+
+				_, err = d.RunOnce(ctx, clock.read().Add(time.Hour))
+				is.NoErr(err)                         // a later sweep
+				is.Equal(sender.count(rows[0].ID), 1) // never sends it again (I15)
+			})
+		})
+	}
 }
 
 // dispSpyStore records the batches the dispatcher settles, and can hold the
@@ -718,23 +837,38 @@ func TestDispatchReportAndKinds(t *testing.T) {
 	is.Equal(turnframe.Dispatched{}.Kind, turnframe.DispatchUnknown)            // the zero value is the cautious one
 }
 
-// Reconcile checks its input before it reads the row or asks the
-// reconciler anything.
-func TestDispatcherReconcileRefusesATimeOutOfRangeFirst(t *testing.T) {
-	eachStore(t, func(t *testing.T, store turnframe.Store) {
-		is := is.New(t)
-		ctx := context.Background()
-		rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-		d := turnframe.NewDispatcher(store, &dispAnswer{}, turnframe.DefaultDispatchConfig("w1"))
-		_, err := d.RunOnce(ctx, dispNow)
-		is.NoErr(err) // the row is unknown now
-		asked := false
-		_, err = d.Reconcile(ctx, rows[0].ID, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
-			asked = true
-			return turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}
-		}), time.Unix(0, 0))
-		is.True(errors.Is(err, turnframe.ErrInvalid))                                  // refused
-		is.True(!asked)                                                                // before the reconciler was asked
-		is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // nothing written
-	})
+// Settle checks its input before it reads anything: the Recovery here is
+// over a store that panics if called.
+func TestSettleChecksItsInputFirst(t *testing.T) {
+	row := turnframe.OutboxSubject("acme", turnframe.NewIDGenerator().OutboxID(dispNow))
+	completed := turnframe.Decision{Verdict: turnframe.VerdictCompleted}
+	tests := []struct {
+		name     string
+		subject  turnframe.Subject
+		decision turnframe.Decision
+	}{
+		{"a verdict that is none", row, turnframe.Decision{Verdict: turnframe.Verdict(9)}},
+		{"a code over 200 bytes", row, turnframe.Decision{Verdict: turnframe.VerdictFailed, Code: strings.Repeat("c", 201)}},
+		{"a remote reference over 1024 bytes", row, turnframe.Decision{Verdict: turnframe.VerdictCompleted, RemoteRef: strings.Repeat("r", 1025)}},
+		{"an actor with a control character", row, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:\nbob"}},
+		{"an actor over 200 bytes", row, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: turnframe.Actor(strings.Repeat("a", 201))}},
+		{"a note over 1024 bytes", row, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Note: strings.Repeat("n", 1025)}},
+		{"a subject without a kind", turnframe.Subject{Account: "acme", Ref: row.Ref}, completed},
+		{"a subject without an account", turnframe.OutboxSubject("", turnframe.NewIDGenerator().OutboxID(dispNow)), completed},
+		{"a subject without a reference", turnframe.JournalSubject("acme", ""), completed},
+		{"a row reference that is not a row id", turnframe.Subject{Kind: turnframe.SubjectOutbox, Account: "acme", Ref: "k1"}, completed},
+		{"a journal reference that is not a key", turnframe.JournalSubject("acme", "k1~1"), completed},
+		{"a turn, which has no outcome", turnframe.TurnSubject("acme", turnframe.NewIDGenerator().TurnID(dispNow)), completed},
+		{"an unresolved verdict on a bad subject", turnframe.Subject{Account: "acme", Ref: "k1"}, turnframe.Decision{Verdict: turnframe.VerdictUnresolved}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			err := turnframe.NewRecovery(nopStoreForSweep{}).Settle(context.Background(), tt.subject, tt.decision)
+			is.True(errors.Is(err, turnframe.ErrInvalid)) // refused before the store is read
+			var ie *turnframe.InvalidError
+			is.True(errors.As(err, &ie)) // naming the field
+			is.True(ie.Field != "")
+		})
+	}
 }

@@ -2,13 +2,13 @@ package turnframe
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 )
 
-// RecoveryHandler acts on recovery's decisions, one method per action that
-// needs one; Sweep calls it. Each method gets the turn's marker and the
-// decision. A returned error is recorded in the SweepReport and the sweep
+// RecoveryHandler acts on recovery's decisions about turns, one method per
+// action the application must carry out; Recovery.Recover calls it. Unknown
+// outcomes are not the handler's: Recover resolves them by policy, and
+// Recovery.Settle settles the rest. Each method gets the turn's marker and
+// the decision. A returned error is recorded in the report and Recover
 // goes on with the next turn.
 type RecoveryHandler interface {
 	// RestartInterpretation: interpret the turn's text again; nothing was
@@ -20,19 +20,16 @@ type RecoveryHandler interface {
 	// RegenerateResponse: answer from action.Events and action.AnswerTasks,
 	// then Runtime.Deliver. Execute nothing.
 	RegenerateResponse(ctx context.Context, turn TurnPhaseMarker, action RecoveryAction) error
-	// ReconcileExternal: ask the remote what happened to each unknown entry
-	// and settle it with Runtime.ReconcileCommand. Never repeat it blindly.
-	ReconcileExternal(ctx context.Context, turn TurnPhaseMarker, action RecoveryAction) error
 }
 
-// SweepReport is what one Sweep did.
+// SweepReport is what one Recover did with the unfinished turns.
 type SweepReport struct {
 	Turns    int                // turns listed and decided (or attempted), each once
-	Actions  map[ActionKind]int // turns per action decided
+	Actions  map[ActionKind]int // turns per action finally decided
 	Failures []SweepFailure     // turns whose decision or handler failed
 }
 
-// SweepFailure is one turn a sweep could not finish.
+// SweepFailure is one turn Recover could not finish.
 type SweepFailure struct {
 	Account AccountID
 	Turn    TurnID
@@ -40,58 +37,9 @@ type SweepFailure struct {
 	Err     error
 }
 
-// Sweep decides every unfinished turn in scope, oldest first, and hands
-// each decision to the handler method of its kind; ActionNothing calls
-// nothing. It reads the turns a page of limit at a time (RecoveryScope.After
-// as the cursor) and goes on until it has seen every one, so turns a
-// handler cannot finish yet (an unknown the remote cannot settle, a command
-// in flight elsewhere) never keep it from those behind them; each turn is
-// decided at most once per Sweep. One turn's failure — its decision or its
-// handler — is recorded in the report and does not stop the sweep. The
-// error return is for a listing alone (with the report of the pages before
-// it).
-//
-// At start-up, before any turn is in flight, a zero scope sweeps everything.
-// A sweep inside a running process should set scope.UpdatedBefore to a time
-// older than any turn in flight, so it leaves them alone; should it meet one
-// anyway, Execute will not run a command another attempt holds under a live
-// lease (ResultInFlight).
-func (r *Recovery) Sweep(ctx context.Context, scope RecoveryScope, limit int, h RecoveryHandler) (SweepReport, error) {
-	if h == nil {
-		return SweepReport{}, invalid("handler", "nil")
-	}
-	report := SweepReport{Actions: make(map[ActionKind]int)}
-	for {
-		markers, err := r.Unfinished(ctx, scope, limit)
-		if err != nil {
-			return report, fmt.Errorf("sweep: %w", err)
-		}
-		for _, m := range markers {
-			r.recover(ctx, h, m, &report)
-		}
-		if len(markers) < limit {
-			return report, nil
-		}
-		scope.After = markers[len(markers)-1].Turn
-	}
-}
-
-// recover decides one turn and hands the decision to h, recording what
-// happened in report.
-func (r *Recovery) recover(ctx context.Context, h RecoveryHandler, m TurnPhaseMarker, report *SweepReport) {
-	report.Turns++
-	action, err := r.Decide(ctx, m.Account, m.Turn)
-	if err == nil {
-		report.Actions[action.Kind]++
-		err = dispatchAction(ctx, h, m, action)
-	}
-	if err != nil {
-		report.Failures = append(report.Failures, SweepFailure{Account: m.Account, Turn: m.Turn, Action: action.Kind, Err: err})
-		r.obs.logf(ctx, slog.LevelWarn, "recovery sweep: turn not recovered",
-			slog.String("turn", m.Turn.String()), slog.String("action", action.Kind.String()), slog.Any("error", err))
-	}
-}
-
+// dispatchAction hands a decision to the handler method of its kind;
+// ActionNothing and ActionReconcileExternal (what the policy left) call
+// nothing.
 func dispatchAction(ctx context.Context, h RecoveryHandler, m TurnPhaseMarker, a RecoveryAction) error {
 	switch a.Kind {
 	case ActionRestartInterpretation:
@@ -100,8 +48,6 @@ func dispatchAction(ctx context.Context, h RecoveryHandler, m TurnPhaseMarker, a
 		return h.ResumeCommands(ctx, m, a)
 	case ActionRegenerateResponse:
 		return h.RegenerateResponse(ctx, m, a)
-	case ActionReconcileExternal:
-		return h.ReconcileExternal(ctx, m, a)
 	}
 	return nil
 }

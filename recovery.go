@@ -32,7 +32,8 @@ const (
 	// ActionReconcileExternal: a command's outcome is unknown (it is
 	// OutcomeUnknown, or it was left running on an abandoned turn and its
 	// lease ended). Settle it against the remote system
-	// (Runtime.ReconcileCommand), never repeat it (I15) — even when the
+	// (Recovery.Recover by policy, or Recovery.Settle), never repeat it
+	// blindly (I15) — even when the
 	// turn was delivered or abandoned.
 	ActionReconcileExternal
 )
@@ -141,7 +142,7 @@ func CommittedEventIDs(entries []JournalEntry) []EventID {
 
 // Recovery reads what crashed turns left behind and decides, per turn, what
 // each needs. It only reads; acting on a decision is the application's (see
-// Sweep). It is safe for concurrent use.
+// Recover). It is safe for concurrent use.
 type Recovery struct {
 	store Store
 	cfg   settings
@@ -176,10 +177,12 @@ func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit in
 // the safety property:
 //
 //  1. an entry whose outcome is unknown → ActionReconcileExternal, even on
-//     a terminal turn: an OutcomeUnknown entry, or a Stranded one (left
-//     Executing on an abandoned turn under a lease that ended at the
-//     recovery's clock: it may have acted, and nothing will ever run it
-//     again);
+//     a terminal turn: an OutcomeUnknown or NeedsIntervention entry; a
+//     Stranded one (left Executing on an abandoned turn under a lease that
+//     ended at the recovery's clock: it may have acted, and nothing will
+//     ever run it again); or an attempt that died (Executing, its lease
+//     ended) of a command whose declared Remote forbids running it again
+//     blindly (see WithCommand) — it may have acted too;
 //  2. a terminal phase → ActionNothing, except a Delivered turn holding a
 //     pending entry (a resend reconciliation asked for after delivery),
 //     which goes on to rule 3;
@@ -220,7 +223,7 @@ func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (
 	action := RecoveryAction{Phase: marker.Phase}
 	now := r.cfg.now()
 	unknown := entriesWhere(entries, func(e JournalEntry) bool {
-		return e.Status == JournalOutcomeUnknown || Stranded(e, marker.Phase, now)
+		return e.Status.IsUncertain() || Stranded(e, marker.Phase, now) || r.cfg.rerunForbidden(e, now)
 	})
 	if len(unknown) > 0 {
 		action.Kind, action.Entries = ActionReconcileExternal, unknown

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name      string
-		build     func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID
+		build     func(t *testing.T, store turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID
 		want      turnframe.ActionKind
 		phase     turnframe.TurnPhase
 		entries   []turnframe.IdempotencyKey // ResumeCommands, ReconcileExternal
@@ -90,13 +91,15 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		questions []string                   // RegenerateResponse
 	}{
 		{
-			name:  "CrashedAfterReceiveRestartsInterpretation",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID { return recReceived(t, rt, nil) },
-			want:  turnframe.ActionRestartInterpretation, phase: turnframe.PhaseReceived,
+			name: "CrashedAfterReceiveRestartsInterpretation",
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
+				return recReceived(t, rt, nil)
+			},
+			want: turnframe.ActionRestartInterpretation, phase: turnframe.PhaseReceived,
 		},
 		{
 			name: "CrashedAfterPlanResumesEntriesInAdmissionOrder",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				return recReceived(t, rt, []turnframe.Command{bump, book})
 			},
 			want: turnframe.ActionResumeCommands, phase: turnframe.PhasePlanned,
@@ -104,7 +107,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		},
 		{
 			name: "CrashedMidExecuteResumesTheExecutingEntry",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{bump, book})
 				recCrashMidExecute(t, rt, turn, "k-book")
 				return turn
@@ -114,7 +117,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		},
 		{
 			name: "CrashedAfterCommitRegeneratesFromEventsAndTasks",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{bump, book})
 				_, err := rt.Execute(ctx, rtAccount, turn, handler)
 				is.New(t).NoErr(err) // execute
@@ -125,7 +128,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		},
 		{
 			name: "RejectedOnlyRegenerates",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{refuse})
 				_, err := rt.Execute(ctx, rtAccount, turn, handler)
 				is.New(t).NoErr(err) // execute
@@ -136,7 +139,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		},
 		{
 			name: "DeliveredNeedsNothing",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{book})
 				_, err := rt.Execute(ctx, rtAccount, turn, handler)
 				is.New(t).NoErr(err) // execute
@@ -147,12 +150,13 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		},
 		{
 			name: "DeliveredWithAnEntryPutBackToResendResumesIt",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, store turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{book, charge})
 				_, err := rt.Execute(ctx, rtAccount, turn, handler)
 				is.New(t).NoErr(err) // execute
 				is.New(t).NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
-				is.New(t).NoErr(rt.ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictResend, ""))
+				is.New(t).NoErr(turnframe.NewRecovery(store).Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+					turnframe.Decision{Verdict: turnframe.VerdictResend}))
 				return turn // and the process crashes before it executes the resend
 			},
 			want: turnframe.ActionResumeCommands, phase: turnframe.PhaseDelivered,
@@ -160,7 +164,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		},
 		{
 			name: "AbandonedWithAPendingEntryNeedsNothing",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{book})
 				is.New(t).NoErr(rt.Abandon(ctx, rtAccount, turn, "user_left"))
 				return turn
@@ -169,7 +173,7 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 		},
 		{
 			name: "DeliveredWithAnUnknownEntryIsReconciledFirst",
-			build: func(t *testing.T, rt *turnframe.Runtime) turnframe.TurnID {
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				turn := recReceived(t, rt, []turnframe.Command{book, charge})
 				_, err := rt.Execute(ctx, rtAccount, turn, handler)
 				is.New(t).NoErr(err) // execute
@@ -179,12 +183,25 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 			want: turnframe.ActionReconcileExternal, phase: turnframe.PhaseDelivered,
 			entries: []turnframe.IdempotencyKey{"k-charge"},
 		},
+		{
+			name: "AnEntryThatNeedsInterventionIsReconciledFirst",
+			build: func(t *testing.T, store turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
+				turn := recReceived(t, rt, []turnframe.Command{charge, book})
+				_, err := rt.Execute(ctx, rtAccount, turn, handler)
+				is.New(t).NoErr(err) // execute
+				is.New(t).NoErr(turnframe.NewRecovery(store).Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+					turnframe.Decision{Verdict: turnframe.VerdictEscalate, Code: "ops.look"})) // a person must look
+				return turn
+			},
+			want: turnframe.ActionReconcileExternal, phase: turnframe.PhaseCommitted,
+			entries: []turnframe.IdempotencyKey{"k-charge"},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			eachStore(t, func(t *testing.T, store turnframe.Store) {
 				is := is.New(t)
-				turn := c.build(t, turnframe.New(store))
+				turn := c.build(t, store, turnframe.New(store))
 				// A new process: a new Runtime and a new Recovery over the same store.
 				rec := &recorder{}
 				action, err := turnframe.NewRecovery(store, turnframe.WithObserver(rec)).Decide(ctx, rtAccount, turn)
@@ -330,11 +347,7 @@ func (h *recHandler) RegenerateResponse(ctx context.Context, m turnframe.TurnPha
 	return h.record(ctx, m, a)
 }
 
-func (h *recHandler) ReconcileExternal(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
-	return h.record(ctx, m, a)
-}
-
-func TestRecoverySweep(t *testing.T) {
+func TestRecoveryRecover(t *testing.T) {
 	ctx := context.Background()
 	t.Run("ContinuesPastAFailingTurn", func(t *testing.T) {
 		eachStore(t, func(t *testing.T, store turnframe.Store) {
@@ -344,49 +357,79 @@ func TestRecoverySweep(t *testing.T) {
 			second := recReceived(t, rt, []turnframe.Command{rtCmd("k1", "booking/1", "book")})
 			third := recReceived(t, rt, nil)
 			h := &recHandler{fail: map[turnframe.TurnID]bool{first: true}}
-			report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
-			is.NoErr(err) // one turn's failure is not the sweep's
-			is.Equal(report.Turns, 3)
-			is.Equal(len(report.Failures), 1)
-			is.Equal(report.Failures[0].Turn, first)
-			is.Equal(report.Failures[0].Action, turnframe.ActionRestartInterpretation)
+			report, err := turnframe.NewRecovery(store).Recover(ctx, turnframe.RecoveryScope{}, h)
+			is.NoErr(err) // one turn's failure is not the recovery's
+			is.Equal(report.Turns.Turns, 3)
+			is.Equal(len(report.Turns.Failures), 1)
+			is.Equal(report.Turns.Failures[0].Turn, first)
+			is.Equal(report.Turns.Failures[0].Action, turnframe.ActionRestartInterpretation)
+			is.True(report.Turns.Failures[0].Err != nil)
 			is.Equal(h.calls[turnframe.ActionRestartInterpretation], []turnframe.TurnID{first, third}) // oldest first, and on past the failure
 			is.Equal(h.calls[turnframe.ActionResumeCommands], []turnframe.TurnID{second})
-			is.Equal(report.Actions, map[turnframe.ActionKind]int{turnframe.ActionRestartInterpretation: 2, turnframe.ActionResumeCommands: 1})
+			is.Equal(report.Turns.Actions, map[turnframe.ActionKind]int{turnframe.ActionRestartInterpretation: 2, turnframe.ActionResumeCommands: 1})
 		})
 	})
-	t.Run("ReachesADeliveredTurnHoldingAnUnknownEntry", func(t *testing.T) {
-		eachStore(t, func(t *testing.T, store turnframe.Store) {
-			is := is.New(t)
-			rt := turnframe.New(store)
-			turn := recReceived(t, rt, []turnframe.Command{rtCmd("k-charge", "booking/1", "charge")})
-			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
-			is.NoErr(err)
-			is.NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
-			done := recReceived(t, rt, []turnframe.Command{rtCmd("k-book", "booking/2", "book")})
-			_, err = rt.Execute(ctx, rtAccount, done, rtNewHandler(rtScript))
-			is.NoErr(err)
-			is.NoErr(rt.Deliver(ctx, rtAccount, done, "booked"))
-
-			h := &recHandler{act: func(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
-				for _, e := range a.Entries {
-					if err := rt.ReconcileCommand(ctx, m.Account, e.Key, turnframe.VerdictCompleted, ""); err != nil {
-						return err
+	// A delivered turn holding an unknown entry is not finished for
+	// recovery. Its command's Remote decides what becomes of the entry: one
+	// that can be asked settles it and the turn is finished; with none
+	// declared the entry is left for Settle, and the handler is not called.
+	reaches := []struct {
+		name     string
+		opts     []turnframe.Option
+		outcome  turnframe.PolicyOutcome
+		action   turnframe.ActionKind // decided after the policy
+		status   turnframe.JournalStatus
+		ref      string // the entry's remote reference after
+		listed   int    // turns a second Recover still lists
+		lastMove string
+	}{
+		{"with a Verifier the policy settles it",
+			[]turnframe.Option{turnframe.WithCommand("charge", turnframe.Remote{Verifier: turnframe.VerifierFunc(
+				func(_ context.Context, u turnframe.Uncertain) turnframe.Verification {
+					if u.Key != "k-charge" || u.RemoteRef != "ref-k-charge" {
+						return turnframe.Verification{} // asked about something else: cannot tell
 					}
-				}
-				return nil
-			}}
-			report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
-			is.NoErr(err)
-			is.Equal(h.calls[turnframe.ActionReconcileExternal], []turnframe.TurnID{turn}) // the delivered turn is not finished for recovery
-			is.Equal(report.Turns, 1)                                                      // the truly finished turn is not listed
-			is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted)
+					return turnframe.Verification{Found: turnframe.FoundHappened, RemoteRef: "ch_1"}
+				})})},
+			turnframe.PolicyCompleted, turnframe.ActionNothing, turnframe.JournalCommitted, "ch_1", 0,
+			"outcome_unknown>committed policy"},
+		{"with no Remote declared it is left for Settle", nil,
+			turnframe.PolicyLeft, turnframe.ActionReconcileExternal, turnframe.JournalOutcomeUnknown, "ref-k-charge", 1,
+			"executing>outcome_unknown app"},
+	}
+	for _, tt := range reaches {
+		t.Run("ReachesADeliveredTurnHoldingAnUnknownEntry/"+tt.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				rt := turnframe.New(store)
+				turn := recReceived(t, rt, []turnframe.Command{rtCmd("k-charge", "booking/1", "charge")})
+				_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+				is.NoErr(err)
+				is.NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
+				done := recReceived(t, rt, []turnframe.Command{rtCmd("k-book", "booking/2", "book")})
+				_, err = rt.Execute(ctx, rtAccount, done, rtNewHandler(rtScript))
+				is.NoErr(err)
+				is.NoErr(rt.Deliver(ctx, rtAccount, done, "booked"))
 
-			report, err = turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
-			is.NoErr(err)
-			is.Equal(report.Turns, 0) // reconciled: nothing left
+				h := &recHandler{}
+				r := turnframe.NewRecovery(store, tt.opts...)
+				report, err := r.Recover(ctx, turnframe.RecoveryScope{}, h)
+				is.NoErr(err)
+				is.Equal(report.Turns.Turns, 1)                                            // the delivered turn is not finished for recovery; the truly finished one is not listed
+				is.Equal(report.Turns.Actions, map[turnframe.ActionKind]int{tt.action: 1}) // decided again after the policy
+				is.Equal(len(h.calls), 0)                                                  // nothing for the handler
+				is.Equal(policyFor(t, report, turnframe.JournalSubject(rtAccount, "k-charge")).Outcome, tt.outcome)
+				e := rtEntry(t, store, "k-charge")
+				is.Equal(e.Status, tt.status)                                                                                // settled, or left
+				is.Equal(e.RemoteRef, tt.ref)                                                                                // with the remote's reference
+				is.True(strings.HasPrefix(histLast(t, store, turnframe.JournalSubject(rtAccount, "k-charge")), tt.lastMove)) // by whom
+
+				report, err = r.Recover(ctx, turnframe.RecoveryScope{}, h)
+				is.NoErr(err)
+				is.Equal(report.Turns.Turns, tt.listed) // settled: nothing left; left: still listed
+			})
 		})
-	})
+	}
 	t.Run("LeavesTurnsInFlightAloneWithACutOff", func(t *testing.T) {
 		eachStore(t, func(t *testing.T, store turnframe.Store) {
 			is := is.New(t)
@@ -396,16 +439,21 @@ func TestRecoverySweep(t *testing.T) {
 			clock = clock.Add(time.Hour)
 			recReceived(t, rt, nil) // in flight: updated after the cut-off
 			h := &recHandler{}
-			report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{UpdatedBefore: t0.Add(time.Minute)}, 10, h)
+			report, err := turnframe.NewRecovery(store).Recover(ctx, turnframe.RecoveryScope{UpdatedBefore: t0.Add(time.Minute)}, h)
 			is.NoErr(err)
-			is.Equal(report.Turns, 1)
+			is.Equal(report.Turns.Turns, 1)
 			is.Equal(h.calls[turnframe.ActionRestartInterpretation], []turnframe.TurnID{stale})
 		})
 	})
-	t.Run("RefusesANilHandler", func(t *testing.T) {
+	t.Run("RefusesANilHandlerOrABadScope", func(t *testing.T) {
 		is := is.New(t)
-		_, err := turnframe.NewRecovery(nopStoreForSweep{}).Sweep(ctx, turnframe.RecoveryScope{}, 10, nil)
-		is.True(errors.Is(err, turnframe.ErrInvalid))
+		r := turnframe.NewRecovery(nopStoreForSweep{}) // input checks come first
+		_, err := r.Recover(ctx, turnframe.RecoveryScope{}, nil)
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // a nil handler
+		_, err = r.Recover(ctx, turnframe.RecoveryScope{Account: turnframe.AccountID(strings.Repeat("a", 129))}, &recHandler{})
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // an account that is none
+		_, err = r.Recover(ctx, turnframe.RecoveryScope{UpdatedBefore: time.Unix(0, 0)}, &recHandler{})
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // a cut-off out of range
 	})
 	t.Run("RefusesABadTurnRef", func(t *testing.T) {
 		is := is.New(t)

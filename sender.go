@@ -1,9 +1,12 @@
 package turnframe
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Codes the dispatcher records or reports on its own. Every other code is
-// the one a Sender or Reconciler chose.
+// the one a Sender chose.
 const (
 	// CodeAttemptsExhausted is the code of a row failed because a retryable
 	// outcome came at or after DispatchConfig.MaxAttempts.
@@ -30,7 +33,8 @@ type DispatchKind uint8
 const (
 	// DispatchUnknown: the request may have left and no answer came back;
 	// the effect may exist. The row becomes OutcomeUnknown and is never sent
-	// again automatically (I15): only Dispatcher.Reconcile moves it on.
+	// again blindly (I15): the destination's Remote policy (Recovery.Recover)
+	// or Recovery.Settle moves it on.
 	DispatchUnknown DispatchKind = iota
 	// DispatchCompleted: the remote accepted it and said so. The row becomes
 	// Completed.
@@ -66,6 +70,12 @@ type Dispatched struct {
 	// RemoteRef is the remote's reference for Completed and Unknown, if it
 	// gave one (at most 1024 bytes of UTF-8; a longer one is dropped).
 	RemoteRef string
+	// RetryAfter is, for DispatchRetryable only, the least the remote asked
+	// to be left alone for (HTTPSender reads it from Retry-After). The row
+	// is then due after max(the dispatcher's backoff, RetryAfter), capped by
+	// the backoff cap, DispatchConfig.MaxBackoff. Zero or negative leaves the
+	// backoff alone; it is ignored for every other kind.
+	RetryAfter time.Duration
 }
 
 // Sender calls the remote system for one outbox row. The implementation owns
@@ -107,30 +117,3 @@ type SenderFunc func(ctx context.Context, entry OutboxEntry) Dispatched
 
 // Send calls f(ctx, entry).
 func (f SenderFunc) Send(ctx context.Context, entry OutboxEntry) Dispatched { return f(ctx, entry) }
-
-// Reconciled is what a Reconciler found out about a row whose outcome was
-// unknown: VerdictCompleted (the remote has it), VerdictFailed with Code (it
-// does not and never will), VerdictResend (the remote is certain it never
-// received it: the one path back to a send) or VerdictUnresolved (still
-// unknown; nothing changes).
-type Reconciled struct {
-	Verdict Verdict
-	Code    string // VerdictFailed: a stable reason code, at most 200 bytes
-}
-
-// Reconciler asks the remote system what happened to one row whose outcome
-// is unknown. Like a Sender it is called under a context carrying
-// DispatchConfig.SendTimeout and must honour it: an answer that comes too
-// late, or a panic, counts as VerdictUnresolved. Answer VerdictResend only
-// when the remote is certain it never received the request.
-type Reconciler interface {
-	Reconcile(ctx context.Context, record OutboxRecord) Reconciled
-}
-
-// ReconcilerFunc adapts a function to a Reconciler.
-type ReconcilerFunc func(ctx context.Context, record OutboxRecord) Reconciled
-
-// Reconcile calls f(ctx, record).
-func (f ReconcilerFunc) Reconcile(ctx context.Context, record OutboxRecord) Reconciled {
-	return f(ctx, record)
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 )
 
@@ -151,10 +150,16 @@ func (p Plan) validate() error {
 // returns what became of each. For every journal entry of the turn:
 //
 //   - Committed or Rejected: skipped, never run again (I14).
-//   - OutcomeUnknown: reported and left alone, never run again (I15); settle
-//     it with ReconcileCommand.
-//   - Pending, or Executing (an attempt a crash or a cancelled context cut
-//     short, whose lease ended): one Apply takes it for a new attempt — a
+//   - OutcomeUnknown or NeedsIntervention: reported and left alone, never
+//     run again blindly (I15); Recovery.Recover resolves it by policy, or
+//     Recovery.Settle by hand.
+//   - Executing under an attempt that died (a crash or a cancelled context
+//     cut it short, and its lease ended), of a command whose declared
+//     Remote (WithCommand) can be asked, can do neither, or deduplicates
+//     but has forgotten the key or had its resends: one Apply declares it
+//     OutcomeUnknown (CodeLeaseEnded) for the policy, and it is not run.
+//   - Pending, or Executing under an attempt that died otherwise: one Apply
+//     takes it for a new attempt — a
 //     compare-and-set on the attempt Execute read, leased for the command
 //     timeout plus WithLeaseMargin — and moves the turn to PhaseExecuting
 //     on its first attempt; h is called with the case's current revision
@@ -198,11 +203,11 @@ func (p Plan) validate() error {
 //
 // A crash between the two writes leaves the entry Executing, possibly after
 // h reached its remote: once its lease ended, a later Execute runs it again
-// under the same key and a new attempt id, and the remote recognises the
-// key. A crash after the second write loses nothing: the outcome, its events
-// and its outbox rows were written together. A delivered turn may still
-// have a pending entry (a ReconcileCommand resend); Execute runs it without
-// touching the phase.
+// under the same key and a new attempt id (the remote recognises the key),
+// or declares it unknown, as above. A crash after the second write loses
+// nothing: the outcome, its events and its outbox rows were written
+// together. A delivered turn may still have a pending entry (a resend
+// settled after delivery); Execute runs it without touching the phase.
 func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, h Handler) (ExecuteReport, error) {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return ExecuteReport{}, err
@@ -281,7 +286,8 @@ func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, 
 // Abandon gives a turn up: it moves to PhaseAbandoned, terminal, with code
 // (at most 200 bytes; may be empty) kept in its replay record as the reason.
 // Its pending entries stay as they are and are never run: Execute refuses an
-// abandoned turn. Its outcome-unknown entries still need ReconcileCommand.
+// abandoned turn. Its uncertain entries are still resolved by Recover or
+// Settle.
 //
 // Errors: ErrInvalid for bad input; ErrNotFound for a turn that does not
 // exist for account; ErrConflict for a turn already delivered or abandoned.
@@ -314,73 +320,4 @@ func (rt *Runtime) replayOf(ctx context.Context, account AccountID, turn TurnID)
 		return ReplayRecord{}, nil
 	}
 	return rec, err
-}
-
-// ReconcileCommand settles a command whose outcome is unknown, once the
-// remote system it reached has said what became of it: an OutcomeUnknown
-// entry, or a Stranded one (left Executing on an abandoned turn, its lease
-// ended: the attempt may have acted before it died, and nothing will run it
-// again; only VerdictCompleted and VerdictFailed settle it). verdict:
-//
-//   - VerdictCompleted: the remote has it. The entry becomes Committed, with
-//     no events: whatever the remote did is the remote's record.
-//   - VerdictFailed: the remote does not have it and never will. The entry
-//     becomes Rejected with code (at most 200 bytes; used only here).
-//   - VerdictResend: the remote is certain it never received it. The entry
-//     goes back to Pending and the next Execute of its turn runs it again,
-//     under the same key and a new attempt id. This is the only way an
-//     unknown command runs again (I15). The turn's phase does not change: a
-//     turn already Committed or Delivered then holds a pending entry. Call
-//     Execute for the entry's turn; if a crash comes first, recovery lists
-//     the turn and decides ActionResumeCommands, even for a delivered turn.
-//   - VerdictUnresolved: still unknown. Nothing is written; it returns nil.
-//
-// The signal SignalExternalReconciled is emitted for every verdict but
-// VerdictUnresolved.
-//
-// Errors: ErrInvalid for a bad account, key, verdict or code; ErrNotFound
-// for a key account never used; ErrConflict for an entry that is neither
-// outcome unknown nor stranded (a concurrent reconciliation won, it never
-// was, or its attempt still holds it), and for VerdictResend on a command
-// of an abandoned turn, which would never run.
-// Nothing is written on any error. The write is one transaction: a crash leaves the
-// entry unknown, to reconcile again.
-func (rt *Runtime) ReconcileCommand(ctx context.Context, account AccountID, key IdempotencyKey, verdict Verdict, code string) error {
-	if err := account.Validate(); err != nil {
-		return err
-	}
-	if err := key.Validate(); err != nil {
-		return err
-	}
-	if verdict > VerdictResend {
-		return invalid("verdict", "%v is not a verdict", verdict)
-	}
-	if err := CheckCode("code", code); err != nil {
-		return err
-	}
-	e, err := rt.store.ByKey(ctx, account, key)
-	if err != nil {
-		return fmt.Errorf("reconcile command %q: %w", key, err)
-	}
-	if e.Status != JournalOutcomeUnknown && e.Status != JournalExecuting {
-		return fmt.Errorf("reconcile command %q: %w: it is %v; only an outcome_unknown or stranded entry is reconciled", key, ErrConflict, e.Status)
-	}
-	s := Settlement{Key: key}
-	switch verdict {
-	case VerdictUnresolved:
-		return nil
-	case VerdictCompleted:
-		s.To = JournalCommitted
-	case VerdictFailed:
-		s.To, s.Code = JournalRejected, code
-	case VerdictResend:
-		s.To = JournalPending
-	}
-	if _, err := rt.store.Apply(ctx, Write{Account: account, Turn: e.Turn, Settle: []Settlement{s}, Now: rt.cfg.now()}); err != nil {
-		return fmt.Errorf("reconcile command %q: %w", key, err)
-	}
-	rt.obs.count(SignalExternalReconciled, Labels{Command: e.Name, Outcome: verdict.String()})
-	rt.obs.logf(ctx, slog.LevelInfo, "turnframe: command reconciled",
-		slog.String("account", string(account)), slog.String("key", string(key)), slog.String("verdict", verdict.String()))
-	return nil
 }

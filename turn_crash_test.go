@@ -155,6 +155,7 @@ func TestRuntimeRecordsAHandlerPastItsTimeoutAsUnknown(t *testing.T) {
 			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "late"}}, turnframe.OutboxMessage{Destination: "late"})
 		})
 		rec := &recorder{}
+		lateAnswers := rec.notify(turnframe.SignalLateAnswer)
 		rt := turnframe.New(store, turnframe.WithCommandTimeout(20*time.Millisecond), turnframe.WithObserver(rec))
 		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-slow", "flight/7", "book"))
 
@@ -172,9 +173,11 @@ func TestRuntimeRecordsAHandlerPastItsTimeoutAsUnknown(t *testing.T) {
 
 		once.Do(func() { close(release) })
 		<-finished                                                                    // the late answer was made, and nobody reads it
+		is.Equal(awaitLabels(t, lateAnswers, "late answer").Outcome, "recorded")      // it is only kept as evidence
 		is.Equal(rtEntry(t, store, "k-slow").Status, turnframe.JournalOutcomeUnknown) // still unknown
-		is.Equal(len(rtEventsByKey(t, store, rtAccount, "flight/7")), 0)              // the late commit was discarded
-		is.Equal(len(rtOutboxKeys(t, store, rtAccount)), 0)                           // and sent nothing
+		is.Equal(len(evidenceOf(t, store, turnframe.JournalSubject(rtAccount, "k-slow"), turnframe.CodeLateAnswer)), 1)
+		is.Equal(len(rtEventsByKey(t, store, rtAccount, "flight/7")), 0) // the late commit was discarded
+		is.Equal(len(rtOutboxKeys(t, store, rtAccount)), 0)              // and sent nothing
 
 		report, err = rt.Execute(ctx, rtAccount, turn, h)
 		is.NoErr(err)

@@ -75,10 +75,6 @@ func (*rtResumer) RegenerateResponse(context.Context, turnframe.TurnPhaseMarker,
 	return nil
 }
 
-func (*rtResumer) ReconcileExternal(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
-	return nil
-}
-
 // The last command's outcome lands even when the turn's move to Committed
 // that would follow it is refused (issue 11, item 2).
 func TestRuntimeRecordsTheLastOutcomeWhateverTheTurnBecame(t *testing.T) {
@@ -113,7 +109,7 @@ func TestRuntimeRecordsTheLastOutcomeWhateverTheTurnBecame(t *testing.T) {
 			})
 		})
 	}
-	t.Run("a commit while a reconciliation put another entry back to pending", func(t *testing.T) {
+	t.Run("a commit while a settlement put another entry back to pending", func(t *testing.T) {
 		eachStore(t, func(t *testing.T, store turnframe.Store) {
 			is := is.New(t)
 			ctx := context.Background()
@@ -121,7 +117,8 @@ func TestRuntimeRecordsTheLastOutcomeWhateverTheTurnBecame(t *testing.T) {
 			turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"), rtCmd("k-book", "flight/7", "book"))
 			finish := rtHeld(t, rt, turn, "k-book", turnframe.Commit(nil, turnframe.OutboxMessage{Destination: "seats"}))
 			// k-charge ran first and is unknown; the remote says it never got it.
-			is.NoErr(turnframe.New(store).ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictResend, ""))
+			is.NoErr(turnframe.NewRecovery(store).Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+				turnframe.Decision{Verdict: turnframe.VerdictResend}))
 			report, err := finish()
 			is.NoErr(err)                                                            // k-book's commit lands
 			is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // committed once
@@ -137,8 +134,10 @@ func TestRuntimeRecordsTheLastOutcomeWhateverTheTurnBecame(t *testing.T) {
 }
 
 // A resend of a command of an abandoned turn is refused: its turn never
-// runs it, so it would silently never be sent (issue 11, item 6).
-func TestReconcileRefusesAResendOnAnAbandonedTurn(t *testing.T) {
+// runs it, so it would silently never be sent (issue 11, item 6). The
+// policy of a remote that deduplicates, which would resend it on a live
+// turn, hands it to a person instead.
+func TestSettleRefusesAResendOnAnAbandonedTurn(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		ctx := context.Background()
@@ -147,11 +146,36 @@ func TestReconcileRefusesAResendOnAnAbandonedTurn(t *testing.T) {
 		_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
 		is.NoErr(err)
 		is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
-		err = rt.ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictResend, "")
+		subject := turnframe.JournalSubject(rtAccount, "k-charge")
+		trail := histLines(t, store, subject)
+		err = turnframe.NewRecovery(store).Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictResend})
 		is.True(errors.Is(err, turnframe.ErrConflict))                                  // refused
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // nothing written
-		is.NoErr(rt.ReconcileCommand(ctx, rtAccount, "k-charge", turnframe.VerdictFailed, "remote.none"))
-		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalRejected) // other verdicts still settle it
+		is.Equal(histLines(t, store, subject), trail)                                   // not even to the audit trail
+		is.NoErr(turnframe.NewRecovery(store).Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictFailed, Code: "remote.none"}))
+		e := rtEntry(t, store, "k-charge")
+		is.Equal(e.Status, turnframe.JournalRejected) // other verdicts still settle it
+		is.Equal(e.Code, "remote.none")               // with their code
+	})
+	t.Run("the policy of a deduplicating remote escalates instead", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			ctx := context.Background()
+			rt := turnframe.New(store)
+			turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+			is.NoErr(err)
+			is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
+			r := turnframe.NewRecovery(store, turnframe.WithCommand("charge", turnframe.Remote{Deduplicates: 24 * time.Hour}))
+			report, err := r.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+			is.NoErr(err)
+			res := policyFor(t, report, turnframe.JournalSubject(rtAccount, "k-charge"))
+			is.Equal(res.Outcome, turnframe.PolicyEscalated) // not resent: nothing would run it
+			is.Equal(res.Code, turnframe.CodeNoSafeResolution)
+			is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalNeedsIntervention) // a person decides
+			is.Equal(len(report.NeedsIntervention), 1)                                         // and is told so
+			is.Equal(report.NeedsIntervention[0].Key, turnframe.IdempotencyKey("k-charge"))
+		})
 	})
 }
 
@@ -273,13 +297,13 @@ func TestAConflictReRunIsNotTakenForStale(t *testing.T) {
 
 		// The sweep the docs recommend: turns not updated in the last minute.
 		h := &rtResumer{rt: turnframe.New(store, turnframe.WithClock(tick)), h: rtNewHandler(rtScript)}
-		report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{UpdatedBefore: tick().Add(-time.Minute)}, 10, h)
+		report, err := turnframe.NewRecovery(store).Recover(ctx, turnframe.RecoveryScope{UpdatedBefore: tick().Add(-time.Minute)}, h)
 		is.NoErr(err)
-		is.Equal(report.Turns, 0) // the renewal touched the turn: not stale
+		is.Equal(report.Turns.Turns, 0) // the renewal touched the turn: not stale
 		// A sweep that lists it anyway runs nothing while the lease holds.
-		report, err = turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 10, h)
+		report, err = turnframe.NewRecovery(store).Recover(ctx, turnframe.RecoveryScope{}, h)
 		is.NoErr(err)
-		is.Equal(report.Turns, 1)
+		is.Equal(report.Turns.Turns, 1)
 		is.Equal(h.h.callsOf("a-hold"), 0) // never a second run at once
 		close(proceed)
 		is.NoErr(<-done)
@@ -287,30 +311,42 @@ func TestAConflictReRunIsNotTakenForStale(t *testing.T) {
 	})
 }
 
-// A sweep pages through every unfinished turn: turns whose unknown the
-// remote cannot settle yet never starve the turns behind them (issue 12,
-// item 11).
-func TestASweepReachesEveryTurnPageByPage(t *testing.T) {
+// Recover pages through every unfinished turn: turns whose unknown nobody
+// can settle yet never starve the turns behind them, not even past a page
+// of turns (issue 12, item 11).
+func TestRecoverReachesEveryTurnPageByPage(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		ctx := context.Background()
 		rt := turnframe.New(store)
-		for i := range 5 { // five delivered turns each holding an unknown nobody can settle yet
+		var stuck []turnframe.TurnID
+		for i := range 3 { // delivered turns each holding an unknown no Remote settles
 			turn := rtPlanned(t, rt, rtAccount, rtCmd(turnframe.IdempotencyKey(fmt.Sprint("k-charge-", i)), "card/1", "charge"))
 			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
 			is.NoErr(err)
 			is.NoErr(rt.Deliver(ctx, rtAccount, turn, "we are verifying your payment"))
+			stuck = append(stuck, turn)
 		}
-		planned := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book")) // behind them
+		const received = 256 // a page of turns left after Receive, behind them
+		for range received {
+			_, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "hello")
+			is.NoErr(err)
+		}
+		planned := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book")) // behind them all
 		h := &rtResumer{rt: rt, h: rtNewHandler(rtScript)}
-		report, err := turnframe.NewRecovery(store).Sweep(ctx, turnframe.RecoveryScope{}, 3, h)
+		report, err := turnframe.NewRecovery(store).Recover(ctx, turnframe.RecoveryScope{}, h)
 		is.NoErr(err)
-		is.Equal(report.Turns, 6)                                                // every turn, once
-		is.Equal(report.Actions[turnframe.ActionReconcileExternal], 5)           // the unknowns
-		is.Equal(report.Actions[turnframe.ActionResumeCommands], 1)              // and the planned one
-		is.Equal(h.h.callsOf("k-book"), 1)                                       // which ran
-		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // and committed
+		is.Equal(report.Turns.Turns, len(stuck)+received+1)                             // every turn, once
+		is.Equal(report.Turns.Actions[turnframe.ActionReconcileExternal], len(stuck))   // the unknowns, left
+		is.Equal(report.Turns.Actions[turnframe.ActionRestartInterpretation], received) // the received ones
+		is.Equal(report.Turns.Actions[turnframe.ActionResumeCommands], 1)               // and the planned one
+		is.Equal(report.Count(turnframe.PolicyLeft), len(stuck))                        // each unknown met, and left
+		is.Equal(h.h.callsOf("k-book"), 1)                                              // which ran
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted)        // and committed
 		is.Equal(rtPhase(t, store, planned), turnframe.PhaseCommitted)
+		for _, turn := range stuck {
+			is.Equal(rtPhase(t, store, turn), turnframe.PhaseDelivered) // the stuck ones untouched
+		}
 	})
 }
 
@@ -382,10 +418,14 @@ func TestRecoveryReachesAnAttemptStrandedOnAnAbandonedTurn(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(decided.Kind, turnframe.ActionReconcileExternal) // its outcome is unknown
 		is.Equal(recKeys(decided.Entries), []turnframe.IdempotencyKey{"k-charge"})
-		err = rt.ReconcileCommand(context.Background(), rtAccount, "k-charge", turnframe.VerdictResend, "")
+		subject := turnframe.JournalSubject(rtAccount, "k-charge")
+		err = later.Settle(context.Background(), subject, turnframe.Decision{Verdict: turnframe.VerdictResend})
 		is.True(errors.Is(err, turnframe.ErrConflict)) // never resent: the turn is abandoned
-		is.NoErr(turnframe.New(store, rtAfterLeases()).ReconcileCommand(context.Background(), rtAccount, "k-charge", turnframe.VerdictCompleted, ""))
-		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted) // settled as the remote says
+		err = turnframe.NewRecovery(store).Settle(context.Background(), subject, turnframe.Decision{Verdict: turnframe.VerdictCompleted})
+		is.True(errors.Is(err, turnframe.ErrConflict)) // nor settled while its lease may still run
+		is.NoErr(later.Settle(context.Background(), subject, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:alice"}))
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted)  // settled as the remote says
+		is.Equal(histLast(t, store, subject), "executing>committed operator:alice") // by whom
 		markers, err = later.Unfinished(context.Background(), turnframe.RecoveryScope{}, 10)
 		is.NoErr(err)
 		is.Equal(len(markers), 0) // finished

@@ -3,6 +3,7 @@ package turnframe_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,68 +178,113 @@ func TestRuntimeRefusesAnOutcomeTheHandlerGotWrong(t *testing.T) {
 	}
 }
 
-func TestRuntimeReconcilesAnUnknownCommand(t *testing.T) {
+// Settle settles a command whose outcome is unknown by the verdict the
+// remote gave: in one transaction, signalled, recorded in the audit trail.
+// Only a resend runs it again, under its key.
+func TestSettleSettlesAnUnknownCommand(t *testing.T) {
 	tests := []struct {
-		verdict  turnframe.Verdict
+		decision turnframe.Decision
 		status   turnframe.JournalStatus
-		code     string
+		code     string // the entry's code after
+		ref      string // the entry's remote reference after
 		signaled bool
 	}{
-		{turnframe.VerdictCompleted, turnframe.JournalCommitted, "", true},
-		{turnframe.VerdictFailed, turnframe.JournalRejected, "card_declined", true},
-		{turnframe.VerdictResend, turnframe.JournalPending, "", true},
-		{turnframe.VerdictUnresolved, turnframe.JournalOutcomeUnknown, "", false},
+		{turnframe.Decision{Verdict: turnframe.VerdictCompleted, Code: "ops.found", RemoteRef: "ch_1"}, turnframe.JournalCommitted, "ops.found", "ch_1", true},
+		{turnframe.Decision{Verdict: turnframe.VerdictFailed, Code: "card_declined"}, turnframe.JournalRejected, "card_declined", "", true},
+		{turnframe.Decision{Verdict: turnframe.VerdictResend}, turnframe.JournalPending, "", "", true},
+		{turnframe.Decision{Verdict: turnframe.VerdictResend, Code: "ops.never_arrived"}, turnframe.JournalPending, "ops.never_arrived", "", true},
+		{turnframe.Decision{Verdict: turnframe.VerdictEscalate, Code: "ops.look"}, turnframe.JournalNeedsIntervention, "ops.look", "ref-k-charge", true},
+		{turnframe.Decision{Verdict: turnframe.VerdictUnresolved}, turnframe.JournalOutcomeUnknown, "", "ref-k-charge", false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.verdict.String(), func(t *testing.T) {
+		t.Run(tt.decision.Verdict.String(), func(t *testing.T) {
 			eachStore(t, func(t *testing.T, store turnframe.Store) {
 				is := is.New(t)
 				ctx := context.Background()
-				rec := &recorder{}
-				rt := turnframe.New(store, turnframe.WithObserver(rec))
+				rt := turnframe.New(store)
 				turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
 				h := rtNewHandler(rtScript)
 				_, err := rt.Execute(ctx, rtAccount, turn, h)
 				is.NoErr(err)
 				is.Equal(rtEntry(t, store, "k-charge").RemoteRef, "ref-k-charge") // the remote's reference kept
+				subject := turnframe.JournalSubject(rtAccount, "k-charge")
+				unknownTrail := histLines(t, store, subject)
 
-				is.NoErr(rt.ReconcileCommand(ctx, rtAccount, "k-charge", tt.verdict, tt.code)) // reconcile
+				rec := &recorder{}
+				is.NoErr(turnframe.NewRecovery(store, turnframe.WithObserver(rec)).Settle(ctx, subject, tt.decision)) // settle
 				e := rtEntry(t, store, "k-charge")
 				is.Equal(e.Status, tt.status) // the verdict's status
-				is.Equal(e.Code, tt.code)     // the code, for a failure
+				is.Equal(e.Code, tt.code)     // the code, where the status keeps one
+				is.Equal(e.RemoteRef, tt.ref) // the reference given, or kept
 				want := []turnframe.Labels(nil)
-				if tt.signaled {
-					want = []turnframe.Labels{{Command: "charge", Outcome: tt.verdict.String()}}
+				trail := append(slices.Clone(unknownTrail), strings.TrimSpace("outcome_unknown>"+tt.status.String()+" app "+tt.code))
+				if !tt.signaled {
+					trail = unknownTrail
+				} else {
+					want = []turnframe.Labels{{Command: "charge", Outcome: tt.decision.Verdict.String()}}
 				}
 				is.Equal(rec.labels(turnframe.SignalExternalReconciled), want) // the signal
+				is.Equal(histLines(t, store, subject), trail)                  // the audit trail
 
 				report, err := rt.Execute(ctx, rtAccount, turn, h)
 				is.NoErr(err)
-				if tt.verdict == turnframe.VerdictResend {
+				if tt.decision.Verdict == turnframe.VerdictResend {
 					is.Equal(h.callsOf("k-charge"), 2)                        // a resend runs again, under its key
 					is.Equal(report.Results[0].Kind, turnframe.ResultUnknown) // (the script says unknown again)
 					is.True(report.Results[0].Ran)
 					return
 				}
-				is.Equal(h.callsOf("k-charge"), 1) // nothing else ever runs it again
+				is.Equal(h.callsOf("k-charge"), 1)            // nothing else ever runs it again
+				is.Equal(report.Results[0].Status, tt.status) // and Execute reports it as it is
 			})
 		})
 	}
-	t.Run("an entry that is not unknown is a conflict", func(t *testing.T) {
+	t.Run("an entry that is not uncertain is a conflict", func(t *testing.T) {
 		eachStore(t, func(t *testing.T, store turnframe.Store) {
 			is := is.New(t)
 			ctx := context.Background()
 			rt := turnframe.New(store)
+			r := turnframe.NewRecovery(store)
+			subject := turnframe.JournalSubject(rtAccount, "k-book")
 			turn := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book"), rtCmd("k-later", "flight/8", "book"))
-			err := rt.ReconcileCommand(ctx, rtAccount, "k-book", turnframe.VerdictCompleted, "")
+			err := r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 			is.True(errors.Is(err, turnframe.ErrConflict)) // pending
 			_, err = rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
 			is.NoErr(err)
-			err = rt.ReconcileCommand(ctx, rtAccount, "k-book", turnframe.VerdictResend, "")
-			is.True(errors.Is(err, turnframe.ErrConflict))                           // committed
-			is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // unchanged
-			err = rt.ReconcileCommand(ctx, rtAccount, "k-book", turnframe.VerdictUnresolved, "")
-			is.True(errors.Is(err, turnframe.ErrConflict)) // even an unresolved verdict checks
+			trail := histLines(t, store, subject)
+			err = r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictResend})
+			is.True(errors.Is(err, turnframe.ErrConflict)) // committed
+			err = r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictEscalate})
+			is.True(errors.Is(err, turnframe.ErrConflict))                                             // not even to a person
+			is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted)                   // unchanged
+			is.Equal(histLines(t, store, subject), trail)                                              // nothing recorded
+			is.NoErr(r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictUnresolved})) // an unresolved verdict writes nothing, whatever the entry
+			is.Equal(histLines(t, store, subject), trail)
+		})
+	})
+	t.Run("an entry that needs intervention is settled only by the app or a person", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			ctx := context.Background()
+			rt := turnframe.New(store)
+			r := turnframe.NewRecovery(store)
+			subject := turnframe.JournalSubject(rtAccount, "k-charge")
+			turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+			is.NoErr(err)
+			is.NoErr(r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy})) // the policy escalates
+			for _, actor := range []turnframe.Actor{turnframe.ActorPolicy, turnframe.ActorRecovery, turnframe.WorkerActor("w1")} {
+				err = r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: actor})
+				is.True(errors.Is(err, turnframe.ErrConflict)) // turnframe's own actors may not
+			}
+			err = r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorOperator})
+			is.True(errors.Is(err, turnframe.ErrConflict))                                     // nor is it escalated twice
+			is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalNeedsIntervention) // unchanged
+			is.NoErr(r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictFailed, Code: "card_declined", Actor: "operator:alice", Note: "the bank says no"}))
+			is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalRejected) // a person may
+			last := histOf(t, store, subject)
+			is.Equal(histLine(last[len(last)-1]), "needs_intervention>rejected operator:alice card_declined") // recorded with who
+			is.Equal(last[len(last)-1].Note, "the bank says no")                                              // and why
 		})
 	})
 }

@@ -245,6 +245,7 @@ func TestRuntimeRunsATurnThroughItsLife(t *testing.T) {
 // turn with its one command unknown, and a turn nobody has.
 type rtFixture struct {
 	rt      *turnframe.Runtime
+	rec     *turnframe.Recovery
 	turn    turnframe.TurnID
 	other   turnframe.TurnID
 	unknown turnframe.TurnID
@@ -332,17 +333,32 @@ func TestRuntimeRefusesBadInputAndWritesNothing(t *testing.T) {
 		{"abandon another tenant's turn is not found", turnframe.ErrNotFound, func(ctx context.Context, f rtFixture) error {
 			return f.rt.Abandon(ctx, rtAccount, f.other, "gone")
 		}},
-		{"reconcile with a verdict that is not one is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
-			return f.rt.ReconcileCommand(ctx, rtAccount, "k1", turnframe.Verdict(9), "")
+		{"settle with a verdict that is not one is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtOther, "g1"), turnframe.Decision{Verdict: turnframe.Verdict(9)})
 		}},
-		{"reconcile with an empty key is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
-			return f.rt.ReconcileCommand(ctx, rtAccount, "", turnframe.VerdictCompleted, "")
+		{"settle with an empty key is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtAccount, ""), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		}},
-		{"reconcile an unknown key is not found", turnframe.ErrNotFound, func(ctx context.Context, f rtFixture) error {
-			return f.rt.ReconcileCommand(ctx, rtAccount, "never-used", turnframe.VerdictCompleted, "")
+		{"settle with an empty account is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject("", "g1"), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		}},
-		{"reconcile another tenant's key is not found", turnframe.ErrNotFound, func(ctx context.Context, f rtFixture) error {
-			return f.rt.ReconcileCommand(ctx, rtAccount, "g1", turnframe.VerdictCompleted, "")
+		{"settle with a code over 200 bytes is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtOther, "g1"), turnframe.Decision{Verdict: turnframe.VerdictFailed, Code: strings.Repeat("c", 201)})
+		}},
+		{"settle with an actor that is not one is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtOther, "g1"), turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "op\x00"})
+		}},
+		{"settle with a note over 1024 bytes is invalid", turnframe.ErrInvalid, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtOther, "g1"), turnframe.Decision{Verdict: turnframe.VerdictCompleted, Note: strings.Repeat("n", 1025)})
+		}},
+		{"settle an unknown key is not found", turnframe.ErrNotFound, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "never-used"), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
+		}},
+		{"settle another tenant's key is not found", turnframe.ErrNotFound, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "g1"), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
+		}},
+		{"settle a pending entry is a conflict", turnframe.ErrConflict, func(ctx context.Context, f rtFixture) error {
+			return f.rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k1"), turnframe.Decision{Verdict: turnframe.VerdictFailed})
 		}},
 	}
 	for _, tt := range tests {
@@ -354,6 +370,7 @@ func TestRuntimeRefusesBadInputAndWritesNothing(t *testing.T) {
 				rt := turnframe.New(store)
 				f := rtFixture{
 					rt:      rt,
+					rec:     turnframe.NewRecovery(store),
 					turn:    rtPlanned(t, rt, rtAccount, rtCmd("k1", "flight/7", "book")),
 					other:   rtPlanned(t, rt, rtOther, rtCmd("g1", "flight/7", "charge")),
 					unknown: turnframe.NewIDGenerator().TurnID(time.Now()),
@@ -385,6 +402,7 @@ type rtSnapshot struct {
 	outbox     []string
 	revision   turnframe.CaseRevision
 	unfinished int
+	history    [][]string // the audit trails of k1 and of globex's g1
 }
 
 func rtSnapshotOf(t *testing.T, store turnframe.Store, f rtFixture) rtSnapshot {
@@ -411,5 +429,9 @@ func rtSnapshotOf(t *testing.T, store turnframe.Store, f rtFixture) rtSnapshot {
 	un, err := store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, turnframe.MaxLimit)
 	is.NoErr(err)
 	s.unfinished = len(un)
+	s.history = [][]string{
+		histLines(t, store, turnframe.JournalSubject(rtAccount, "k1")),
+		histLines(t, store, turnframe.JournalSubject(rtOther, "g1")),
+	}
 	return s
 }

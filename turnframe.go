@@ -78,7 +78,7 @@ type JournalEntry struct {
 	// status.
 	LeaseUntil time.Time
 	EventIDs   []EventID // Committed: the events it appended, in order
-	Code       string    // Rejected: the reason code
+	Code       string    // Rejected: the reason code; a reconciliation's (and the policy's) reason, if it gave one
 	RemoteRef  string    // OutcomeUnknown: the remote's reference, if it gave one
 	AdmittedAt time.Time
 	UpdatedAt  time.Time

@@ -171,28 +171,43 @@ func CheckExtend(claims []Claim, now time.Time, lease time.Duration) error {
 	return CheckLease("lease", now, lease)
 }
 
-// CheckResolve checks the input of OutboxStore.Resolve: a row id, a verdict
-// that settles something, a code within bounds, a time. Bad input is
+// Validate checks a Resolution before any transaction: a row id, a
+// verdict that settles something, a code and a reference within bounds, an
+// actor (or none), a note of at most MaxNoteLen bytes, a time. Bad input is
 // ErrInvalid.
-func CheckResolve(id OutboxID, v Verdict, code string, now time.Time) error {
-	if err := CheckID("id", id); err != nil {
+func (res Resolution) Validate() error {
+	if err := CheckID("id", res.ID); err != nil {
 		return err
 	}
-	if err := CheckVerdict(v); err != nil {
+	if err := CheckVerdict(res.Verdict); err != nil {
 		return err
 	}
-	if err := CheckCode("code", code); err != nil {
+	if err := CheckCode("code", res.Code); err != nil {
 		return err
 	}
-	return CheckTime("now", now)
+	if err := checkString("remote_ref", res.RemoteRef, 0, MaxRemoteRefLen); err != nil {
+		return err
+	}
+	if res.Actor != "" {
+		if err := res.Actor.Validate(); err != nil {
+			return err
+		}
+	}
+	if err := checkString("note", res.Note, 0, MaxNoteLen); err != nil {
+		return err
+	}
+	if res.Attempts < 0 {
+		return invalid("attempts", "%d is negative", res.Attempts)
+	}
+	return CheckTime("now", res.Now)
 }
 
 // CheckVerdict returns ErrInvalid unless v settles something: Completed,
-// Failed or Resend. VerdictUnresolved leaves a row or entry as it is and is
+// Failed, Resend or Escalate. VerdictUnresolved leaves a row or entry as it is and is
 // never written.
 func CheckVerdict(v Verdict) error {
 	switch v {
-	case VerdictCompleted, VerdictFailed, VerdictResend:
+	case VerdictCompleted, VerdictFailed, VerdictResend, VerdictEscalate:
 		return nil
 	}
 	return invalid("verdict", "%v settles nothing", v)
@@ -280,6 +295,14 @@ func (w Write) validate() error {
 	if err := CheckTime("now", w.Now); err != nil {
 		return err
 	}
+	if w.Actor != "" {
+		if err := w.Actor.Validate(); err != nil {
+			return err
+		}
+	}
+	if err := checkString("note", w.Note, 0, MaxNoteLen); err != nil {
+		return err
+	}
 	if err := w.validateBegin(); err != nil {
 		return err
 	}
@@ -356,7 +379,7 @@ func (w Write) validateSettle() (commits int, err error) {
 			return 0, invalid(field+".key", "%q settled twice in one write", s.Key)
 		}
 		seen[s.Key] = true
-		if s.To < JournalPending || s.To > JournalOutcomeUnknown {
+		if s.To < JournalPending || s.To > JournalNeedsIntervention {
 			return 0, invalid(field+".to", "%v is not a journal status", s.To)
 		}
 		if s.To == JournalExecuting {
@@ -462,7 +485,7 @@ func (s OutboxSettlement) Validate() error {
 // Validate checks a listing filter: a known status or none, an account that
 // is empty or valid, a limit between 1 and MaxLimit.
 func (f OutboxFilter) Validate() error {
-	if f.Status > OutboxOutcomeUnknown {
+	if f.Status > OutboxNeedsIntervention {
 		return invalid("status", "%v is not an outbox status", f.Status)
 	}
 	if f.Account != "" {

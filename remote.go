@@ -1,0 +1,224 @@
+package turnframe
+
+import (
+	"context"
+	"time"
+)
+
+// Remote says what the system behind an outbox destination or a command can
+// do about an effect whose outcome is unknown, and so how recovery resolves
+// one (DESIGN.md, "Uncertain outcomes"). Declare it once per destination
+// (WithDestination) and per command name (WithCommand). The zero Remote is
+// a remote that can do neither: its unknowns go to a person
+// (NeedsIntervention) and are never resent. A destination or command with
+// no declaration at all is not resolved by policy: its unknowns wait for
+// Settle, as before policies existed — except an outbox row whose claim's
+// lease ended, which is sent again under the same key (at least once).
+//
+// In the order the policy tries them:
+//
+//  1. Verifier set: ask it, after SettleDelay, at most VerifyTries times
+//     with VerifyBackoff between tries. Happened settles the effect done,
+//     NotHappened resends it (or, for a command of an abandoned turn,
+//     rejects it); an answer that cannot tell, a panic, a hang past
+//     VerifyTimeout or an answer out of range is one more try. After the
+//     last try it escalates. A verifier is never followed by a blind resend.
+//  2. Deduplicates set: resend under the same key while the remote still
+//     remembers it — the effect was created (enqueued or admitted) less
+//     than Deduplicates ago — at most Resends times; then escalate.
+//  3. Neither: escalate at once.
+type Remote struct {
+	// Deduplicates is how long the remote remembers an idempotency key:
+	// a request repeated under a key it remembers is answered as the first
+	// was, and not done again. Zero: it does not deduplicate.
+	Deduplicates time.Duration
+	// Resends bounds the automatic resends of one effect to a remote that
+	// deduplicates. Zero or negative: DefaultResends.
+	Resends int
+	// Verifier, if not nil, looks an effect up by key.
+	Verifier Verifier
+	// SettleDelay is how long after the outcome became unknown the first
+	// lookup waits, for remotes whose lookups lag behind their writes.
+	SettleDelay time.Duration
+	// VerifyTries bounds the lookups of one unknown before it escalates.
+	// Zero or negative: DefaultVerifyTries.
+	VerifyTries int
+	// VerifyBackoff is the wait after a lookup that could not tell; it
+	// doubles after each, up to a minute. Zero or negative:
+	// DefaultVerifyBackoff.
+	VerifyBackoff time.Duration
+	// VerifyTimeout bounds one lookup. Zero or negative:
+	// DefaultVerifyTimeout.
+	VerifyTimeout time.Duration
+}
+
+// Defaults of a Remote's bounds.
+const (
+	DefaultResends       = 3
+	DefaultVerifyTries   = 5
+	DefaultVerifyBackoff = time.Second
+	DefaultVerifyTimeout = 10 * time.Second
+	maxVerifyBackoff     = time.Minute
+)
+
+// RemoteKind is what a Remote can do, as its policy sees it.
+type RemoteKind uint8
+
+const (
+	// RemoteUndeclared: no Remote was declared; no policy applies.
+	RemoteUndeclared RemoteKind = iota
+	// RemoteNeither: it can be neither asked nor sent the same key twice.
+	RemoteNeither
+	// RemoteDeduplicates: it remembers keys for a while.
+	RemoteDeduplicates
+	// RemoteVerifiable: it can be asked (with or without deduplication).
+	RemoteVerifiable
+)
+
+var remoteKindNames = [...]string{"undeclared", "neither", "deduplicates", "verifiable"}
+
+// String returns the kind in snake case.
+func (k RemoteKind) String() string { return enumName(remoteKindNames[:], int(k), "remote kind") }
+
+// Kind returns what r can do.
+func (r Remote) Kind() RemoteKind {
+	switch {
+	case r.Verifier != nil:
+		return RemoteVerifiable
+	case r.Deduplicates > 0:
+		return RemoteDeduplicates
+	}
+	return RemoteNeither
+}
+
+// withDefaults returns r with every bound left zero or negative at its
+// default.
+func (r Remote) withDefaults() Remote {
+	r.Resends = positiveOr(r.Resends, DefaultResends)
+	r.VerifyTries = positiveOr(r.VerifyTries, DefaultVerifyTries)
+	r.VerifyBackoff = positiveOr(r.VerifyBackoff, DefaultVerifyBackoff)
+	r.VerifyTimeout = positiveOr(r.VerifyTimeout, DefaultVerifyTimeout)
+	return r
+}
+
+// Finding is what a Verifier found at the remote.
+type Finding uint8
+
+const (
+	// FoundUnsure: the remote cannot tell (yet). The zero value, so a
+	// Verifier that returns Verification{} has said nothing.
+	FoundUnsure Finding = iota
+	// FoundHappened: the remote has the effect.
+	FoundHappened
+	// FoundNotHappened: the remote is certain it never received it.
+	FoundNotHappened
+)
+
+var findingNames = [...]string{"unsure", "happened", "not_happened"}
+
+// String returns the finding in snake case.
+func (f Finding) String() string { return enumName(findingNames[:], int(f), "finding") }
+
+// Verification is a Verifier's answer.
+type Verification struct {
+	Found     Finding
+	RemoteRef string // FoundHappened: the remote's reference, if any (at most 1024 bytes)
+	Code      string // a short stable reason, kept in the audit trail (at most 200 bytes)
+	Note      string // free text for the audit trail (at most 1024 bytes)
+}
+
+// Uncertain is one effect whose outcome is unknown, as a Verifier and the
+// audit trail see it: a command's journal entry or an outbox row.
+type Uncertain struct {
+	Subject Subject // SubjectJournal (Ref: the key) or SubjectOutbox (Ref: the row id)
+	// Name is the command's name or the row's destination: what the
+	// Remote was declared for.
+	Name string
+	// Key is the idempotency key the remote was given: the command's key,
+	// or the row's key. RemoteKey is the row's OutboxEntry.RemoteKey (the
+	// value HTTPSender sends); for a command, "" (its handler chose what
+	// to send).
+	Key       IdempotencyKey
+	RemoteKey string
+	Turn      TurnID
+	Case      CaseKey // a command's case; "" for a row
+	Payload   []byte
+	Attempts  int       // the attempts started (a row's attempt number)
+	Attempt   AttemptID // a command's attempt whose outcome is unknown; zero for a row
+	Status    string    // "outcome_unknown" or "needs_intervention"
+	Code      string    // why it is unknown (e.g. CodeLeaseEnded, CodeSendTimeout)
+	RemoteRef string
+	Created   time.Time // when it was admitted or enqueued
+	Since     time.Time // when it last changed
+}
+
+// Verifier looks an effect up at its remote by key. It is called under a
+// context that ends after Remote.VerifyTimeout and must honour it: an
+// answer given after that is discarded (and recorded as evidence), as is a
+// panic's. Answer FoundNotHappened only when the remote is certain it never
+// received the request: that answer sends it again.
+type Verifier interface {
+	Verify(ctx context.Context, u Uncertain) Verification
+}
+
+// VerifierFunc adapts a function to a Verifier.
+type VerifierFunc func(ctx context.Context, u Uncertain) Verification
+
+// Verify calls f(ctx, u).
+func (f VerifierFunc) Verify(ctx context.Context, u Uncertain) Verification { return f(ctx, u) }
+
+// WithDestination declares what the remote behind outbox destination dest
+// can do (see Remote). Later declarations of one destination replace
+// earlier ones. NewRecovery and NewDispatcher honour it.
+func WithDestination(dest string, r Remote) Option {
+	return func(s *settings) {
+		if s.destinations == nil {
+			s.destinations = make(map[string]Remote)
+		}
+		s.destinations[dest] = r
+	}
+}
+
+// WithCommand declares what the remote a command named name calls can do
+// (see Remote). New, NewRecovery and NewDispatcher honour it.
+func WithCommand(name string, r Remote) Option {
+	return func(s *settings) {
+		if s.commands == nil {
+			s.commands = make(map[string]Remote)
+		}
+		s.commands[name] = r
+	}
+}
+
+// rerunForbidden reports whether e is an attempt that died (Executing, its
+// lease ended at now) of a command whose declared Remote forbids running it
+// again blindly: one that can be asked (ask first), one that can do
+// neither, or one that deduplicates but no longer remembers the key or has
+// had its resends. Undeclared commands are run again, as before policies.
+func (s settings) rerunForbidden(e JournalEntry, now time.Time) bool {
+	if e.Status != JournalExecuting || e.LeaseUntil.After(now) {
+		return false
+	}
+	remote, declared := s.remoteFor(SubjectJournal, e.Name)
+	switch {
+	case !declared:
+		return false
+	case remote.Kind() != RemoteDeduplicates:
+		return true
+	}
+	return e.Attempts > remote.Resends || !now.Before(e.AdmittedAt.Add(remote.Deduplicates))
+}
+
+// remoteFor returns the Remote declared for subject kind k and name, and
+// whether one was.
+func (s settings) remoteFor(k SubjectKind, name string) (Remote, bool) {
+	var r Remote
+	var ok bool
+	switch k {
+	case SubjectOutbox:
+		r, ok = s.destinations[name]
+	case SubjectJournal:
+		r, ok = s.commands[name]
+	}
+	return r.withDefaults(), ok
+}

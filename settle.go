@@ -1,0 +1,174 @@
+package turnframe
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// Decision is how a person, the application or the policy settles an
+// uncertain outcome: Verdict, a Code kept on the entry or row (a
+// rejection's reason), the remote's reference if it gave one, who decided
+// (Actor; "" is ActorApp) and why (Note, for the audit trail).
+type Decision struct {
+	Verdict   Verdict
+	Code      string
+	RemoteRef string
+	Actor     Actor
+	Note      string
+}
+
+// Settle is the one way to resolve an uncertain outcome, of either kind:
+// subject names a command's journal entry (JournalSubject: account and key)
+// or an outbox row (OutboxSubject: account and row id). By d.Verdict:
+//
+//   - VerdictCompleted: the remote has it. An entry becomes Committed (with
+//     no events: what the remote did is the remote's record), a row
+//     Completed. d.Code, if given, is kept as the reason.
+//   - VerdictFailed: it does not and never will. An entry becomes Rejected,
+//     a row Failed, with d.Code.
+//   - VerdictResend: the remote certainly never received it, or it still
+//     remembers the key. An entry goes back to Pending (the next Execute of
+//     its turn runs it under the same key); a row to Pending, due now.
+//     d.Code, if given, is kept as the reason until the next attempt.
+//   - VerdictEscalate: nothing can settle it safely; it becomes
+//     NeedsIntervention, which only an actor that MayIntervene settles.
+//   - VerdictUnresolved: nothing is read or written; Settle returns nil
+//     once its input is valid, whatever the subject.
+//
+// It settles an OutcomeUnknown or NeedsIntervention entry or row, and an
+// entry left Executing on an abandoned turn whose lease ended (Stranded),
+// as Completed or Failed. The move is one transaction and lands in the
+// audit trail with d's actor, code and note.
+//
+// For the other verdicts — errors: ErrInvalid for a bad subject, verdict,
+// code, actor or note;
+// ErrNotFound for a subject that does not exist for its account;
+// ErrConflict for one whose outcome is not unknown (a concurrent settle won,
+// or it never was), for a resend of a command of an abandoned turn (it
+// would never run), and for a NeedsIntervention one and an actor that may
+// not intervene. Nothing is written on any error.
+func (r *Recovery) Settle(ctx context.Context, subject Subject, d Decision) error {
+	return r.settle(ctx, subject, d, fence{})
+}
+
+// fence is what a settlement of an uncertain outcome expects to find: the
+// attempt (an entry) or attempt number (a row) whose outcome was looked
+// into. Zero fields expect nothing. The policy fences every move, so a
+// finding about one send never settles a later one.
+type fence struct {
+	attempt  AttemptID
+	attempts int
+}
+
+// fenceOf returns the fence of u as it was read.
+func fenceOf(u Uncertain) fence {
+	if u.Subject.Kind == SubjectJournal {
+		return fence{attempt: u.Attempt}
+	}
+	return fence{attempts: u.Attempts}
+}
+
+func (r *Recovery) settle(ctx context.Context, subject Subject, d Decision, f fence) error {
+	if err := checkDecision(subject, d); err != nil {
+		return err
+	}
+	if d.Verdict == VerdictUnresolved {
+		return nil
+	}
+	var err error
+	var name string
+	switch subject.Kind {
+	case SubjectJournal:
+		name, err = r.settleEntry(ctx, subject, d, f)
+	case SubjectOutbox:
+		name, err = r.settleRow(ctx, subject, d, f)
+	default:
+		err = invalid("subject.kind", "a %v has no outcome to settle", subject.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("settle %v %s: %w", subject.Kind, subject.Ref, err)
+	}
+	labels := Labels{Outcome: d.Verdict.String()}
+	if subject.Kind == SubjectJournal {
+		labels.Command = name
+	} else {
+		labels.Destination = name
+	}
+	r.obs.count(SignalExternalReconciled, labels)
+	r.obs.logf(ctx, slog.LevelInfo, "turnframe: uncertain outcome settled",
+		slog.String("subject", subject.Kind.String()), slog.String("ref", subject.Ref),
+		slog.String("verdict", d.Verdict.String()), slog.String("actor", string(d.Actor.orApp())))
+	return nil
+}
+
+// checkDecision checks a Settle's input before anything is read.
+func checkDecision(subject Subject, d Decision) error {
+	if err := subject.Validate(); err != nil {
+		return err
+	}
+	if d.Verdict > VerdictEscalate {
+		return invalid("verdict", "%v is not a verdict", d.Verdict)
+	}
+	if err := CheckCode("code", d.Code); err != nil {
+		return err
+	}
+	if err := checkString("remote_ref", d.RemoteRef, 0, MaxRemoteRefLen); err != nil {
+		return err
+	}
+	if d.Actor != "" {
+		if err := d.Actor.Validate(); err != nil {
+			return err
+		}
+	}
+	return checkString("note", d.Note, 0, MaxNoteLen)
+}
+
+// settleEntry settles a journal entry by one Write with a reconciliation
+// (a settlement without an attempt).
+func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision, f fence) (string, error) {
+	key := IdempotencyKey(subject.Ref)
+	if err := key.Validate(); err != nil {
+		return "", prefixed("subject.ref", err)
+	}
+	e, err := r.store.ByKey(ctx, subject.Account, key)
+	if err != nil {
+		return "", err
+	}
+	s := Settlement{Key: key, Code: d.Code, RemoteRef: d.RemoteRef, Prior: f.attempt}
+	switch d.Verdict {
+	case VerdictCompleted:
+		s.To = JournalCommitted
+	case VerdictFailed:
+		s.To = JournalRejected
+	case VerdictResend:
+		s.To, s.RemoteRef = JournalPending, ""
+	case VerdictEscalate:
+		s.To = JournalNeedsIntervention
+	}
+	_, err = r.store.Apply(ctx, Write{
+		Account: subject.Account, Turn: e.Turn, Settle: []Settlement{s},
+		Actor: d.Actor, Note: d.Note, Now: r.cfg.now(),
+	})
+	return e.Name, err
+}
+
+// settleRow resolves an outbox row, checking first that it is the
+// account's.
+func (r *Recovery) settleRow(ctx context.Context, subject Subject, d Decision, f fence) (string, error) {
+	id, err := ParseOutboxID(subject.Ref)
+	if err != nil {
+		return "", prefixed("subject.ref", err)
+	}
+	rec, err := r.store.GetOutbox(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if rec.Account != subject.Account {
+		return "", ErrNotFound // another tenant's row reads as absent
+	}
+	return rec.Destination, r.store.Resolve(ctx, Resolution{
+		ID: id, Verdict: d.Verdict, Code: d.Code, RemoteRef: d.RemoteRef,
+		Actor: d.Actor, Note: d.Note, Now: r.cfg.now(), Attempts: f.attempts,
+	})
+}
