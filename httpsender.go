@@ -6,10 +6,12 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -39,6 +41,7 @@ import (
 //	2xx                                             → Completed "http.200" | …
 //	407 (a proxy refused to forward it)             → Retryable "http.proxy_auth"
 //	408, 429, 503                                   → Retryable "http.408" | "http.429" | "http.503"
+//	                                                  (429, 503: RetryAfter from Retry-After)
 //	409                                             → Unknown "http.409"
 //	500, 502, 504                                   → Unknown "http.500" | …
 //	any other 4xx                                   → Permanent "http.404" | …
@@ -70,10 +73,20 @@ import (
 // server gave up before it had the whole request (nothing was processed:
 // safe to send again), and 409 is what a remote that honours Idempotency-Key
 // answers while a request under the same key is still in progress (the
-// first may yet land: unknown, never a failure). Retry-After is not read;
-// the dispatcher's backoff governs. The remote's reference (Completed and
-// Unknown) is the response header named by WithRemoteRefHeader,
-// "X-Request-Id" by default.
+// first may yet land: unknown, never a failure). The remote's reference
+// (Completed and Unknown) is the response header named by
+// WithRemoteRefHeader, "X-Request-Id" by default.
+//
+// Retry-After is read on a 429 or a 503, and on no other answer: its delay
+// becomes Dispatched.RetryAfter, so the dispatcher waits max(its own backoff,
+// the delay) before the next send, never more than DispatchConfig.MaxBackoff
+// (the backoff cap). The value is delta-seconds ("120") or an HTTP-date (any
+// form http.ParseTime reads), counted from the moment the answer's headers
+// arrived, on this host's clock: a date already past is a delay of 0. A
+// value that is neither (negative, fractional, garbage) is ignored, and one
+// too large for a time.Duration is the largest Duration, which the backoff
+// cap then bounds. A 429 or 503 without a usable Retry-After waits the
+// backoff alone.
 //
 // Proxies: the default client uses none, whatever HTTP_PROXY, HTTPS_PROXY
 // and NO_PROXY say: the payload and its key go to the remote only. An app
@@ -228,7 +241,11 @@ func (s *HTTPSender) Send(ctx context.Context, entry OutboxEntry) Dispatched {
 	if err != nil {
 		return p.classifyFailure(ctx, err)
 	}
+	arrived := time.Now()
 	out := classifyHTTPStatus(resp.StatusCode, resp.Header.Get(s.refHeader))
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		out.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), arrived)
+	}
 	discardBody(resp.Body, bodyBudget(ctx, time.Now()), end)
 	return out
 }
@@ -279,6 +296,33 @@ func classifyHTTPStatus(status int, ref string) Dispatched {
 	default:
 		return Dispatched{Kind: DispatchUnknown, Code: code, RemoteRef: ref}
 	}
+}
+
+// maxDuration is the largest time.Duration.
+const maxDuration = time.Duration(math.MaxInt64)
+
+// parseRetryAfter returns the delay a Retry-After value v asks for, counted
+// from arrived, the time the answer came: delta-seconds (digits only), or an
+// HTTP-date, 0 for a date not after arrived. A value that is neither (empty,
+// negative, fractional, garbage) is 0: the backoff alone governs. A delay too
+// large for a Duration is maxDuration.
+func parseRetryAfter(v string, arrived time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs > int64(maxDuration/time.Second) {
+			return maxDuration // digits only: the one error is a value out of range
+		}
+		return time.Duration(secs) * time.Second
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return max(at.Sub(arrived), 0) // Sub saturates at maxDuration
 }
 
 // bodyBudget returns how long an answer's body may be read, for a send
