@@ -57,6 +57,7 @@ func (r *runner) compareFinal() {
 		}
 		return out, nil
 	})
+	r.compareHistories()
 }
 
 // compareClosed closes every store and checks that each method then says
@@ -78,6 +79,13 @@ func (r *runner) compareClosed() {
 		return nil, w.store.ReleaseClaim(ctx, outboxAt(w, 0, unknown), r.now)
 	})
 	r.do("read after close", func(w *world) (any, error) { return w.store.TurnPhase(ctx, acct, turn) })
+	r.do("expire after close", func(w *world) (any, error) { return w.store.ExpireClaims(ctx, r.now) })
+	r.do("history after close", func(w *world) (any, error) {
+		return w.store.History(ctx, turnframe.TurnSubject(acct, turn), 0, 10)
+	})
+	r.do("evidence after close", func(w *world) (any, error) {
+		return nil, w.store.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.TurnSubject(acct, turn), "", turnframe.ActorOperator, "", "", "", r.now))
+	})
 	r.do("list after close", func(w *world) (any, error) {
 		return w.store.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 1})
 	})

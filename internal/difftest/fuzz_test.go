@@ -28,8 +28,9 @@ func script(ops ...[]byte) []byte {
 
 // happyPath: a turn planned with two commands, both run and committed with
 // events and outbox rows (one ordered pair, one delayed), then claimed under
-// leases, extended, settled every way, released before, at and by force,
-// resolved, exhausted and requeued, pruned and read.
+// leases, extended, settled every way, expired before and at their end
+// (outcome unknown) and resent, released by force, resolved, exhausted and
+// requeued, pruned and read.
 var happyPath = script(
 	op(1, 0, 0, 0x0c, 1, 0x00, 0x01),                 // slot 0: a fresh turn planning k0, k1
 	op(1, 20, 0, 0x00, 0x92, 6),                      // run k0: commit, two rows (o1 delayed 180 ms, o2); advance skipped (k1 pending)
@@ -40,11 +41,13 @@ var happyPath = script(
 	op(1, 13, 0x00, 0x00, 0x00),                      // complete claim 0
 	op(1, 14, 1, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00), // batch: retry claim 1, complete claim 0 again (lost)
 	op(63, 11, 1, 3, 0x81, 2),                        // w2 claims 645 ms ahead under 20 ms leases: k0~1, k1
-	op(1, 15, 0x00),                                  // release a microsecond before those leases end: none
-	op(1, 15, 0x01),                                  // release at their end: both
+	op(1, 15, 0x00),                                  // expire a microsecond before those leases end: none
+	op(1, 15, 0x01),                                  // expire at their end: both outcome unknown
+	op(1, 16, 0x00, 0x03, 0x00),                      // resolve the first (k0~1): resend
+	op(1, 16, 0x00, 0x03, 0x00),                      // and the other (k1)
 	op(1, 11, 2, 3, 0x81, 7),                         // w3 claims them again, for an hour
 	op(1, 25, 0x00, 0x00),                            // force-release row 0 (k0~1), its lease live
-	op(1, 13, 0x04, 0x03, 0x00),                      // mark claim 4 (k1, w3) unknown
+	op(1, 13, 0x05, 0x03, 0x00),                      // mark claim 5 (k1, w3) unknown
 	op(1, 16, 0x00, 0x01, 0x00),                      // resolve the unknown row completed
 	op(63, 18, 0, 8), op(63, 18, 0, 8),               // TurnPhase, twice, 128 ms later: k0~1 is due again
 	op(1, 29, 0, 0x02, 0x00),         // claim it, fail it exhausted, requeue it, claim it again

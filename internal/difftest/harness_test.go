@@ -566,7 +566,7 @@ func (r *runner) run() {
 }
 
 func (r *runner) step(op byte) {
-	switch op % 32 {
+	switch op % 36 {
 	case 0, 1:
 		r.opBegin()
 	case 2, 3:
@@ -590,7 +590,7 @@ func (r *runner) step(op byte) {
 	case 14:
 		r.opSettleBatch()
 	case 15:
-		r.opRelease()
+		r.opExpire()
 	case 16:
 		r.opResolveOrRequeue()
 	case 17:
@@ -615,5 +615,13 @@ func (r *runner) step(op byte) {
 		r.opTakeOver()
 	case 31:
 		r.opBadCall()
+	case 32:
+		r.opEvidence()
+	case 33:
+		r.opPages13()
+	case 34:
+		r.opIntervene()
+	case 35:
+		r.opRowIntervene()
 	}
 }

@@ -2,6 +2,7 @@ package difftest_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -379,11 +380,12 @@ func (r *runner) opRejectOrUnknown() {
 }
 
 // opReconcile moves an entry as a reconciliation does (no attempt), or with
-// an attempt (which only the holder of an Executing entry may present). It
-// steers to the entries a reconciliation is for: outcome unknown, and
-// attempts stranded on an abandoned turn (Executing there: settled by a
-// reconciliation once the lease ended), now and then at a microsecond
-// before the entry's lease end or exactly at it.
+// an attempt (which only the holder of an Executing entry may present), as
+// one of the actors (c>>6), now and then escalating it (l&7 == 7). It
+// steers to the entries a reconciliation is for: outcome unknown, needs
+// intervention, attempts whose lease ended (declared unknown) and attempts
+// stranded on an abandoned turn (settled once the lease ended), now and
+// then at a microsecond before the entry's lease end or exactly at it.
 func (r *runner) opReconcile() {
 	s, acct, turn := r.slotWhere(func(acct turnframe.AccountID, turn turnframe.TurnID) bool {
 		return len(r.reconcilable(acct, turn)) > 0
@@ -395,9 +397,23 @@ func (r *runner) opReconcile() {
 	}
 	to := []turnframe.JournalStatus{turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending, turnframe.JournalExecuting}[c%4]
 	if to == turnframe.JournalExecuting && c&0x20 != 0 {
-		to = turnframe.JournalOutcomeUnknown // never a reconciliation's move
+		to = turnframe.JournalOutcomeUnknown // a reconciliation's move only once the attempt's lease ended
 	}
+	if l&7 == 7 {
+		to = turnframe.JournalNeedsIntervention // an escalation: from outcome unknown only
+	}
+	actor := reconcilers[c>>6]
 	st := turnframe.Settlement{Key: key, To: to}
+	switch to {
+	case turnframe.JournalOutcomeUnknown:
+		st.Code = turnframe.CodeLeaseEnded
+	case turnframe.JournalNeedsIntervention:
+		st.Code = turnframe.CodeNoSafeResolution
+	case turnframe.JournalCommitted:
+		if l&0x40 != 0 {
+			st.RemoteRef = "ref-r" // what the remote said, kept on the entry
+		}
+	}
 	kind := "none"
 	if c&0x10 != 0 {
 		st.Attempt, kind = r.attemptFor(acct, key, c)
@@ -414,21 +430,43 @@ func (r *runner) opReconcile() {
 		now, tl = e.LeaseUntil, "@own-end"
 	}
 	where := e.Status.String()
+	if e.Status == turnframe.JournalExecuting && !e.LeaseUntil.After(now) {
+		where += "-ended"
+	}
 	if e.Turn == turn && r.phase(acct, turn) == turnframe.PhaseAbandoned {
 		where += "-abandoned"
 		if e.Status == turnframe.JournalExecuting {
 			where = map[bool]string{true: "stranded", false: "executing-abandoned-live"}[!e.LeaseUntil.After(now)]
 		}
 	}
-	_, errs := r.apply(fmt.Sprintf("reconcile slot=%d key=%s to=%v attempt=%s from=%s%s", s, key, to, kind, where, tl),
-		turnframe.Write{Account: acct, Turn: turn, Now: now, Settle: []turnframe.Settlement{st}})
+	_, errs := r.apply(fmt.Sprintf("reconcile slot=%d key=%s to=%v attempt=%s from=%s actor=%q%s", s, key, to, kind, where, actor, tl),
+		turnframe.Write{Account: acct, Turn: turn, Now: now, Actor: actor, Note: "reconciled", Settle: []turnframe.Settlement{st}})
 	r.note(fmt.Sprintf("reconcile/%s/%s->%v %s", kind, where, to, errClass(errs[0])))
+	if e.Status == turnframe.JournalNeedsIntervention && kind == "none" {
+		r.note(fmt.Sprintf("intervene/%s->%v %s", mayIntervene(actor), to, errClass(errs[0])))
+	}
+}
+
+// reconcilers are the actors a reconciliation is made as: the app (as a
+// Write that names none), the policy, an operator, recovery.
+var reconcilers = [4]turnframe.Actor{"", turnframe.ActorPolicy, "operator:alice", turnframe.ActorRecovery}
+
+// mayIntervene names whether actor may move an entry or a row out of
+// NeedsIntervention.
+func mayIntervene(actor turnframe.Actor) string {
+	if actor.MayIntervene() {
+		return "may"
+	}
+	return "may-not"
 }
 
 // reconcilable returns the keys of the turn's entries a reconciliation is
-// for: outcome unknown ones, and, on an abandoned turn, executing ones.
+// for: outcome unknown and needs intervention ones, and, on an abandoned
+// turn, executing ones. (opIntervene declares attempts of open turns
+// unknown.)
 func (r *runner) reconcilable(acct turnframe.AccountID, turn turnframe.TurnID) []turnframe.IdempotencyKey {
 	ks := r.withStatus(acct, turn, turnframe.JournalOutcomeUnknown)
+	ks = append(ks, r.withStatus(acct, turn, turnframe.JournalNeedsIntervention)...)
 	if r.phase(acct, turn) == turnframe.PhaseAbandoned {
 		ks = append(ks, r.withStatus(acct, turn, turnframe.JournalExecuting)...)
 	}
@@ -568,14 +606,14 @@ func (r *runner) opClaim() {
 	if len(cs) == 0 || l>>6 > 1 {
 		return
 	}
-	// Another dispatcher releases ended leases a microsecond before this
-	// claim's lease ends, or exactly at its end.
+	// Recovery expires ended leases a microsecond before this claim's
+	// lease ends, or exactly at its end.
 	at, tl := cs[0].LeaseUntil.Add(-time.Microsecond), "@end-1us"
 	if l>>6 == 1 {
 		at, tl = cs[0].LeaseUntil, "@end"
 	}
-	vals, errs := r.do("claim/release"+tl, func(w *world) (any, error) {
-		ids, err := w.store.ReleaseExpiredClaims(r.ctx, at)
+	vals, errs := r.do("claim/expire"+tl, func(w *world) (any, error) {
+		ids, err := w.store.ExpireClaims(r.ctx, at)
 		out := make([]string, len(ids))
 		for i, id := range ids {
 			out[i] = w.norm(id)
@@ -583,7 +621,7 @@ func (r *runner) opClaim() {
 		return out, err
 	})
 	if errs[0] == nil {
-		r.note("claim/release" + tl + " " + map[bool]string{true: "some", false: "none"}[len(vals[0].([]string)) > 0])
+		r.note("claim/expire" + tl + " " + map[bool]string{true: "some", false: "none"}[len(vals[0].([]string)) > 0])
 	}
 }
 
@@ -687,17 +725,17 @@ func (r *runner) nearLease(c byte) (time.Time, string) {
 	return r.timeAt(0xc0|c&0x2f, r.now)
 }
 
-// opRelease releases ended leases at a time drawn around lease ends (where
+// opExpire expires ended leases at a time drawn around lease ends (where
 // "ended at" and "ended before" part ways), at now, ahead, or in the past.
-func (r *runner) opRelease() {
+func (r *runner) opExpire() {
 	c := r.b()
 	var at time.Time
 	var tl string
 	switch c >> 6 {
 	case 0:
 		at, tl = r.nearLease(c)
-		// Mostly around the lease end of a row Dispatching now: where a
-		// release that ends a lease early or late differs.
+		// Mostly around the lease end of a row Dispatching now: where an
+		// expiry that ends a lease early or late differs.
 		if ends := r.dispatchingEnds(); len(ends) > 0 && c&0x20 == 0 {
 			end := ends[int(c>>2&7)%len(ends)]
 			switch c & 3 {
@@ -719,8 +757,8 @@ func (r *runner) opRelease() {
 			at, tl = r.past[len(r.past)-1-int(c&0x3f)%len(r.past)], "@past"
 		}
 	}
-	vals, errs := r.do("release expired claims"+tl, func(w *world) (any, error) {
-		ids, err := w.store.ReleaseExpiredClaims(r.ctx, at)
+	vals, errs := r.do("expire claims"+tl, func(w *world) (any, error) {
+		ids, err := w.store.ExpireClaims(r.ctx, at)
 		out := make([]string, len(ids)) // in enqueue order, as the contract says
 		for i, id := range ids {
 			out[i] = w.norm(id)
@@ -729,20 +767,20 @@ func (r *runner) opRelease() {
 	})
 	if errs[0] == nil {
 		n := map[bool]string{true: "some", false: "none"}[len(vals[0].([]string)) > 0]
-		r.note("release" + tl + " " + n)
+		r.note("expire" + tl + " " + n)
 	}
 }
 
 // rowWith returns, mostly, the index (into every world's outbox list, which
-// all hold the same rows in the same order) of a row in status want as the
-// first world holds it; -1 now and then, or when there is none.
-func (r *runner) rowWith(c byte, want turnframe.OutboxStatus) int {
+// all hold the same rows in the same order) of a row in one of the statuses
+// want as the first world holds it; -1 now and then, or when there is none.
+func (r *runner) rowWith(c byte, want ...turnframe.OutboxStatus) int {
 	if c&0x80 != 0 {
 		return -1
 	}
 	var idx []int
 	for i, id := range r.worlds[0].outbox {
-		if rec, err := r.mem().GetOutbox(r.ctx, id); err == nil && rec.Status == want {
+		if rec, err := r.mem().GetOutbox(r.ctx, id); err == nil && slices.Contains(want, rec.Status) {
 			idx = append(idx, i)
 		}
 	}
@@ -787,17 +825,37 @@ func (r *runner) opResolveOrRequeue() {
 		})
 		return
 	}
-	i := r.rowWith(c, turnframe.OutboxOutcomeUnknown)
-	verdict := turnframe.Verdict(v % 5)
+	i := r.rowWith(c, turnframe.OutboxOutcomeUnknown, turnframe.OutboxNeedsIntervention)
+	verdict := turnframe.Verdict(v % 6) // 0 (unresolved) and 5 are no verdict: ErrInvalid
+	actor := resolvers[v>>4&7]
 	now, tl := r.timeAt(t, r.now)
-	r.do(fmt.Sprintf("resolve row=%d/%d verdict=%v%s", c, i, verdict, tl), func(w *world) (any, error) {
+	from := "any" // a row drawn at random, the zero id or one no store has
+	if i >= 0 {
+		if rec, err := r.mem().GetOutbox(r.ctx, r.worlds[0].outbox[i]); err == nil {
+			from = rec.Status.String()
+		}
+	}
+	ref := ""
+	if t&1 != 0 {
+		ref = "ref-res"
+	}
+	_, errs := r.do(fmt.Sprintf("resolve row=%d/%d from=%s verdict=%v actor=%q%s", c, i, from, verdict, actor, tl), func(w *world) (any, error) {
 		id := rowAt(w, i, c, unknown)
-		if err := w.store.Resolve(r.ctx, id, verdict, "why", now); err != nil {
+		res := turnframe.Resolution{ID: id, Verdict: verdict, Code: "why", RemoteRef: ref, Actor: actor, Note: "resolved", Now: now}
+		if err := w.store.Resolve(r.ctx, res); err != nil {
 			return nil, err
 		}
 		return w.store.GetOutbox(r.ctx, id)
 	})
+	r.note(fmt.Sprintf("resolve/%s/%v %s", from, verdict, errClass(errs[0])))
+	if from == turnframe.OutboxNeedsIntervention.String() {
+		r.note(fmt.Sprintf("resolve/intervention/%s %s", mayIntervene(actor), errClass(errs[0])))
+	}
 }
+
+// resolvers are the actors a resolution is made as.
+var resolvers = [8]turnframe.Actor{"", turnframe.ActorApp, turnframe.ActorOperator, "app:x",
+	turnframe.ActorPolicy, turnframe.ActorRecovery, "worker:w1", "operator:alice"}
 
 func (r *runner) opPrune() {
 	t := r.b()
@@ -815,7 +873,7 @@ func (r *runner) opRead() {
 	_, acct, turn := r.slot()
 	c := r.b()
 	ctx := r.ctx
-	switch c % 12 {
+	switch c % 14 {
 	case 0:
 		r.do("ForTurn", func(w *world) (any, error) { return w.store.ForTurn(ctx, acct, turn) })
 	case 1:
@@ -837,7 +895,7 @@ func (r *runner) opRead() {
 		r.do("CaseRevision "+string(cs), func(w *world) (any, error) { return w.store.CaseRevision(ctx, acct, cs) })
 	case 5:
 		d := r.b()
-		f := turnframe.OutboxFilter{Status: turnframe.OutboxStatus(d % 7), Limit: pick(r, limits)}
+		f := turnframe.OutboxFilter{Status: turnframe.OutboxStatus(d % 8), Limit: pick(r, limits)} // 7 is no status
 		if d&0x80 != 0 {
 			f.Account = acct
 		}
@@ -881,6 +939,10 @@ func (r *runner) opRead() {
 			key = badKeys[int(d)%len(badKeys)]
 		}
 		r.do(fmt.Sprintf("ByKey-bad %q", key), func(w *world) (any, error) { return w.store.ByKey(ctx, acct, key) })
+	case 12:
+		r.opListAfter(acct)
+	case 13:
+		r.opHistory(acct, turn)
 	}
 }
 
@@ -1227,7 +1289,7 @@ func (r *runner) opBadCall() {
 	acct := accounts[int(t>>4)%len(accounts)]
 	var name string
 	var do func(w *world) (any, error)
-	switch c % 14 {
+	switch c % 18 {
 	case 0:
 		name, do = "ClaimDue"+tl, func(w *world) (any, error) {
 			cs, err := w.store.ClaimDue(r.ctx, bad, 1, "w1", time.Nanosecond)
@@ -1261,8 +1323,8 @@ func (r *runner) opBadCall() {
 			return classes(res), err
 		}
 	case 5:
-		name, do = "ReleaseExpiredClaims"+tl, func(w *world) (any, error) {
-			ids, err := w.store.ReleaseExpiredClaims(r.ctx, bad)
+		name, do = "ExpireClaims"+tl, func(w *world) (any, error) {
+			ids, err := w.store.ExpireClaims(r.ctx, bad)
 			return len(ids), err
 		}
 	case 6:
@@ -1275,7 +1337,7 @@ func (r *runner) opBadCall() {
 		name, do = "Prune"+tl, func(w *world) (any, error) { return w.store.Prune(r.ctx, bad) }
 	case 10:
 		name, do = "Resolve"+tl, func(w *world) (any, error) {
-			return nil, w.store.Resolve(r.ctx, outboxAt(w, t, unknown), turnframe.VerdictCompleted, "", bad)
+			return nil, w.store.Resolve(r.ctx, turnframe.Resolution{ID: outboxAt(w, t, unknown), Verdict: turnframe.VerdictCompleted, Now: bad})
 		}
 	case 11:
 		m := []string{"Complete", "Retry", "Fail", "MarkUnknown"}[int(t>>3)%4]
@@ -1298,6 +1360,9 @@ func (r *runner) opBadCall() {
 	case 13:
 		key := badKeys[int(t)%len(badKeys)]
 		name, do = fmt.Sprintf("ByKey %q", key), func(w *world) (any, error) { return w.store.ByKey(r.ctx, acct, key) }
+	default:
+		r.opBadCallOfIssue13(c, t, acct)
+		return
 	}
 	_, errs := r.do("bad/"+name, do)
 	want := "ok"

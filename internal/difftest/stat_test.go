@@ -19,12 +19,12 @@ const reachInputs = 100
 var mustReach = []string{
 	// Turns, journal and outbox as before.
 	"begin ok", "admit ok", "admit Conflict", "admit Invalid", "commit ok", "commit Conflict", "outcome ok",
-	"phase ok", "claim ok", "settle ok", "settle ClaimLost", "release ok", "resolve ok", "requeue ok",
+	"phase ok", "claim ok", "settle ok", "settle ClaimLost", "expire ok", "resolve ok", "requeue ok",
 	"prune ok", "reconcile ok", "ListUnfinishedTurns ok", "bad-write Invalid",
-	// Claims under leases: held and lost extensions; releases a microsecond
+	// Claims under leases: held and lost extensions; expiries a microsecond
 	// before, at and after a lease's end; forced releases of every kind.
-	"extend held", "extend ClaimLost", "release@end-1us none", "release@end some", "release@end+1us some",
-	"claim/release@end-1us none", "claim/release@end some",
+	"extend held", "extend ClaimLost", "expire@end-1us none", "expire@end some", "expire@end+1us some",
+	"claim/expire@end-1us none", "claim/expire@end some",
 	"releaseclaim/live ok", "releaseclaim/ended ok", "releaseclaim/not-dispatching Conflict",
 	"releaseclaim/missing NotFound", "releaseclaim/zero Invalid",
 	// Takes: a correct Prior, a stale one, a live lease, an ended one, the
@@ -54,6 +54,25 @@ var mustReach = []string{
 	// Out-of-range times and bad keys at the methods other than Apply, and
 	// the valid edges MinTime and MaxTime.
 	"bad-call Invalid (range Invalid)", "bad-call ok (range ok)",
+	// Issue 13. A reconciliation declares an attempt whose lease ended
+	// unknown (refused while it runs), escalates an unknown entry, and only
+	// an actor that may intervene settles what needs intervention; the
+	// attempt that ran settles nothing once declared unknown.
+	"intervene/declare-early Conflict", "intervene/declare-at-end ok", "intervene/late-attempt Conflict",
+	"intervene/escalate ok", "intervene/settle/may ok", "intervene/settle/may-not Conflict", "intervene/settle/operator ok",
+	"reconcile/none/outcome_unknown->needs_intervention ok",
+	// A claim expires only at its lease end, to outcome unknown; Resolve
+	// by every verdict, escalation included; from needs intervention for
+	// an actor that may, refused to one that may not, and never escalated
+	// again.
+	"row-intervene/expire-early none", "row-intervene/expire-at-end some", "row-intervene/policy/escalate ok",
+	"row-intervene/may/completed ok", "row-intervene/may/resend ok", "row-intervene/may/escalate Conflict",
+	"row-intervene/may-not/failed Conflict",
+	"resolve/outcome_unknown/escalate ok", "resolve/outcome_unknown/resend ok",
+	"resolve/intervention/may ok",
+	// The audit trail and the outbox cursor.
+	"history some", "history none", "history Invalid", "evidence ok", "evidence NotFound", "evidence Invalid",
+	"list after some", "list after NotFound", "outbox pages several", "bad13 Invalid",
 }
 
 // TestDecoderReachesRealFlows proves the random inputs the differential run

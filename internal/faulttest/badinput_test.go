@@ -35,7 +35,10 @@ func long(n int) string { return strings.Repeat("x", n) }
 //   - planned: planned, with p1 pending and x1 executing under attempt
 //     xAttempt, leased for an hour from t0;
 //   - unknownTurn: its command u1 outcome unknown (attempt uAttempt);
-//   - abandoned: abandoned, its command v1 outcome unknown.
+//   - abandoned: abandoned, its command v1 outcome unknown;
+//   - intervention: its command n1 escalated to needs intervention by the
+//     policy (attempt nAttempt), and n2 committed with one row, claimed,
+//     marked unknown and escalated (interventionRow).
 type fixture struct {
 	store      turnframe.Store
 	path       string // sqlitestore only
@@ -50,6 +53,10 @@ type fixture struct {
 	unknownTurn turnframe.TurnID
 	uAttempt    turnframe.AttemptID
 	abandoned   turnframe.TurnID
+
+	intervention    turnframe.TurnID
+	nAttempt        turnframe.AttemptID
+	interventionRow turnframe.OutboxID
 }
 
 type opener struct {
@@ -129,6 +136,25 @@ func newFixture(t *testing.T, o opener) *fixture {
 	f.abandoned = plan("abandoned", "v1")
 	unknown(f.abandoned, "v1", take(f.abandoned, "v1"))
 	is.NoErr(rt.Abandon(bg, f.account, f.abandoned, "gone"))
+
+	f.intervention = plan("intervention", "n1", "n2")
+	f.nAttempt = take(f.intervention, "n1")
+	unknown(f.intervention, "n1", f.nAttempt)
+	_, err = store.Apply(bg, turnframe.Write{Account: f.account, Turn: f.intervention, Now: t0, Actor: turnframe.ActorPolicy,
+		Settle: []turnframe.Settlement{{Key: "n1", To: turnframe.JournalNeedsIntervention, Code: turnframe.CodeNoSafeResolution}}})
+	is.NoErr(err)
+	n2 := take(f.intervention, "n2")
+	_, err = store.Apply(bg, turnframe.Write{Account: f.account, Turn: f.intervention, Now: t0,
+		Settle: []turnframe.Settlement{{Key: "n2", To: turnframe.JournalCommitted, Attempt: n2}},
+		Events: []turnframe.Event{{Case: "c1", Type: "booked"}}, Outbox: []turnframe.OutboxMessage{{Destination: "pay"}}})
+	is.NoErr(err)
+	claims, err = store.ClaimDue(bg, t0, 10, "w1", fixtureLease)
+	is.NoErr(err)
+	is.Equal(len(claims), 1) // n2's row
+	is.NoErr(store.MarkUnknown(bg, claims[0], "ref", t0))
+	f.interventionRow = claims[0].ID
+	is.NoErr(store.Resolve(bg, turnframe.Resolution{ID: f.interventionRow, Verdict: turnframe.VerdictEscalate,
+		Code: turnframe.CodeNoSafeResolution, Actor: turnframe.ActorPolicy, Now: t0}))
 	return f
 }
 
@@ -239,12 +265,15 @@ func badCallsOfTheNewContract() []call {
 			return settle(ctx, f, turnframe.OutboxSettlement{Claim: f.claim, To: turnframe.OutboxPending, Code: "c", RetryAt: at, Now: t0})
 		})
 		add("Resolve/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, f.unknownRow, turnframe.VerdictCompleted, "", at)
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.unknownRow, Verdict: turnframe.VerdictCompleted, Now: at})
 		})
 		add("Requeue/At"+bt.name, "at", func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.unknownRow, at) })
-		add("ReleaseExpiredClaims/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
-			_, err := f.store.ReleaseExpiredClaims(ctx, at)
+		add("ExpireClaims/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ExpireClaims(ctx, at)
 			return err
+		})
+		add("RecordEvidence/At"+bt.name, "at", func(ctx context.Context, f *fixture) error {
+			return f.store.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.OutboxSubject(f.account, f.unknownRow), "", turnframe.ActorPolicy, "", "", "", at))
 		})
 		add("ReleaseClaim/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, at) })
 		add("Prune/Before"+bt.name, "finished_before", func(ctx context.Context, f *fixture) error {
@@ -355,6 +384,82 @@ func badCallsOfTheNewContract() []call {
 		_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{Account: " \xff", After: f.turn}, 10)
 		return err
 	})
+	return append(calls, badCallsOfIssue13()...)
+}
+
+// badCallsOfIssue13 are the bad inputs of the audit trail and of
+// intervention: a resolution's actor and note, a write's actor and note,
+// history reads and evidence records.
+func badCallsOfIssue13() []call {
+	var calls []call
+	add := func(name, field string, do func(ctx context.Context, f *fixture) error) {
+		calls = append(calls, call{name: name, field: field, do: do})
+	}
+	resolve := func(mod func(r *turnframe.Resolution)) func(ctx context.Context, f *fixture) error {
+		return func(ctx context.Context, f *fixture) error {
+			res := turnframe.Resolution{ID: f.unknownRow, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy, Now: t0}
+			mod(&res)
+			return f.store.Resolve(ctx, res)
+		}
+	}
+	add("Resolve/ActorControlChar", "actor", resolve(func(r *turnframe.Resolution) { r.Actor = "policy\n" }))
+	add("Resolve/ActorOversize", "actor", resolve(func(r *turnframe.Resolution) { r.Actor = turnframe.Actor(long(201)) }))
+	add("Resolve/NoteOversize", "note", resolve(func(r *turnframe.Resolution) { r.Note = long(turnframe.MaxNoteLen + 1) }))
+	add("Resolve/RemoteRefOversize", "remote_ref", resolve(func(r *turnframe.Resolution) { r.RemoteRef = long(turnframe.MaxRemoteRefLen + 1) }))
+	add("Resolve/VerdictPastEscalate", "verdict", resolve(func(r *turnframe.Resolution) { r.Verdict = turnframe.VerdictEscalate + 1 }))
+	write := func(mod func(w *turnframe.Write)) func(ctx context.Context, f *fixture) error {
+		return func(ctx context.Context, f *fixture) error {
+			w := turnframe.Write{Account: f.account, Turn: f.unknownTurn, Now: t0, Actor: turnframe.ActorOperator,
+				Settle: []turnframe.Settlement{{Key: "u1", To: turnframe.JournalNeedsIntervention}}}
+			mod(&w)
+			_, err := f.store.Apply(ctx, w)
+			return err
+		}
+	}
+	add("Apply/ActorControlChar", "write.actor", write(func(w *turnframe.Write) { w.Actor = "op\x00" }))
+	add("Apply/ActorNonUTF8", "write.actor", write(func(w *turnframe.Write) { w.Actor = turnframe.Actor(badUTF8) }))
+	add("Apply/NoteOversize", "write.note", write(func(w *turnframe.Write) { w.Note = long(turnframe.MaxNoteLen + 1) }))
+	subject := func(f *fixture) turnframe.Subject { return turnframe.TurnSubject(f.account, f.turn) }
+	for _, tc := range []struct {
+		name, field string
+		mod         func(s *turnframe.Subject)
+	}{
+		{"NoKind", "subject.kind", func(s *turnframe.Subject) { s.Kind = 0 }},
+		{"KindOutOfRange", "subject.kind", func(s *turnframe.Subject) { s.Kind = 9 }},
+		{"EmptyAccount", "subject.account", func(s *turnframe.Subject) { s.Account = "" }},
+		{"EmptyRef", "subject.ref", func(s *turnframe.Subject) { s.Ref = "" }},
+		{"NonUTF8Ref", "subject.ref", func(s *turnframe.Subject) { s.Ref = badUTF8 }},
+	} {
+		add("History/Subject"+tc.name, tc.field, func(ctx context.Context, f *fixture) error {
+			sub := subject(f)
+			tc.mod(&sub)
+			_, err := f.store.History(ctx, sub, 0, 10)
+			return err
+		})
+		add("RecordEvidence/Subject"+tc.name, tc.field, func(ctx context.Context, f *fixture) error {
+			sub := subject(f)
+			tc.mod(&sub)
+			return f.store.RecordEvidence(ctx, turnframe.NewEvidence(sub, "", turnframe.ActorOperator, "", "", "", t0))
+		})
+	}
+	for _, limit := range []int{0, -1, turnframe.MaxLimit + 1} {
+		add(fmt.Sprintf("History/Limit%d", limit), "limit", func(ctx context.Context, f *fixture) error {
+			_, err := f.store.History(ctx, subject(f), 0, limit)
+			return err
+		})
+	}
+	evidence := func(mod func(r *turnframe.HistoryRecord)) func(ctx context.Context, f *fixture) error {
+		return func(ctx context.Context, f *fixture) error {
+			rec := turnframe.NewEvidence(turnframe.JournalSubject(f.account, "u1"), "", turnframe.ActorPolicy, "c", "r", "n", t0)
+			mod(&rec)
+			return f.store.RecordEvidence(ctx, rec)
+		}
+	}
+	add("RecordEvidence/NoActor", "actor", evidence(func(r *turnframe.HistoryRecord) { r.Actor = "" }))
+	add("RecordEvidence/CodeOversize", "code", evidence(func(r *turnframe.HistoryRecord) { r.Code = long(201) }))
+	add("RecordEvidence/RemoteRefOversize", "remote_ref", evidence(func(r *turnframe.HistoryRecord) { r.RemoteRef = long(turnframe.MaxRemoteRefLen + 1) }))
+	add("RecordEvidence/NoteOversize", "note", evidence(func(r *turnframe.HistoryRecord) { r.Note = long(turnframe.MaxNoteLen + 1) }))
+	add("RecordEvidence/ZeroAt", "at", evidence(func(r *turnframe.HistoryRecord) { r.At = time.Time{} }))
 	return calls
 }
 
@@ -558,24 +663,24 @@ func badCallsBefore() []call {
 		{name: "Settle/RetryZeroAt", do: settle(func(s *turnframe.OutboxSettlement) { s.To = turnframe.OutboxPending })},
 		{name: "Settle/ZeroNow", do: settle(func(s *turnframe.OutboxSettlement) { s.Now = time.Time{} })},
 		{name: "Resolve/ZeroID", do: func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, turnframe.OutboxID{}, turnframe.VerdictCompleted, "", t0)
+			return f.store.Resolve(ctx, turnframe.Resolution{Verdict: turnframe.VerdictCompleted, Now: t0})
 		}},
 		{name: "Resolve/Unresolved", do: func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictUnresolved, "", t0)
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.claim.ID, Verdict: turnframe.VerdictUnresolved, Now: t0})
 		}},
 		{name: "Resolve/VerdictOutOfRange", do: func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, f.claim.ID, 9, "", t0)
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.claim.ID, Verdict: 9, Now: t0})
 		}},
 		{name: "Resolve/OversizeCode", do: func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictFailed, long(201), t0)
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.claim.ID, Verdict: turnframe.VerdictFailed, Code: long(201), Now: t0})
 		}},
 		{name: "Resolve/ZeroNow", do: func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictFailed, "", time.Time{})
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.claim.ID, Verdict: turnframe.VerdictFailed})
 		}},
 		{name: "Requeue/ZeroID", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, turnframe.OutboxID{}, t0) }},
 		{name: "Requeue/ZeroAt", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, time.Time{}) }},
-		{name: "ReleaseExpiredClaims/ZeroTime", do: func(ctx context.Context, f *fixture) error {
-			_, err := f.store.ReleaseExpiredClaims(ctx, time.Time{})
+		{name: "ExpireClaims/ZeroTime", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ExpireClaims(ctx, time.Time{})
 			return err
 		}},
 		{name: "GetOutbox/ZeroID", do: func(ctx context.Context, f *fixture) error {
@@ -662,12 +767,19 @@ func validCalls() []call {
 			return err
 		}},
 		{name: "Resolve", do: func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictCompleted, "", t0)
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.unknownRow, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy, Now: t0})
 		}},
 		{name: "Requeue", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, t0) }},
-		{name: "ReleaseExpiredClaims", do: func(ctx context.Context, f *fixture) error {
-			_, err := f.store.ReleaseExpiredClaims(ctx, t0.Add(time.Hour))
+		{name: "ExpireClaims", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ExpireClaims(ctx, t0.Add(2*fixtureLease))
 			return err
+		}},
+		{name: "History", do: func(ctx context.Context, f *fixture) error {
+			_, err := f.store.History(ctx, turnframe.OutboxSubject(f.account, f.unknownRow), 0, 10)
+			return err
+		}},
+		{name: "RecordEvidence", do: func(ctx context.Context, f *fixture) error {
+			return f.store.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.OutboxSubject(f.account, f.unknownRow), "", turnframe.ActorPolicy, "lookup.unsure", "", "", t0))
 		}},
 		{name: "GetOutbox", do: func(ctx context.Context, f *fixture) error { _, err := f.store.GetOutbox(ctx, f.claim.ID); return err }},
 		{name: "ListOutbox", do: func(ctx context.Context, f *fixture) error {
@@ -717,7 +829,7 @@ func dumpStore(t *testing.T, f *fixture) string {
 	var b strings.Builder
 	rows, err := f.store.ListOutbox(bg, turnframe.OutboxFilter{Limit: 100})
 	fmt.Fprintf(&b, "%+v %v\n", rows, err)
-	for _, turn := range []turnframe.TurnID{f.turn, f.planned, f.unknownTurn, f.abandoned} {
+	for _, turn := range []turnframe.TurnID{f.turn, f.planned, f.unknownTurn, f.abandoned, f.intervention} {
 		e, err := f.store.ForTurn(bg, f.account, turn)
 		fmt.Fprintf(&b, "%+v %v\n", e, err)
 		st, err := f.store.LoadTurn(bg, f.account, turn)
@@ -729,6 +841,21 @@ func dumpStore(t *testing.T, f *fixture) string {
 	fmt.Fprintf(&b, "%+v %v\n", ev, err)
 	un, err := f.store.ListUnfinishedTurns(bg, turnframe.RecoveryScope{}, 100)
 	fmt.Fprintf(&b, "%+v %v\n", un, err)
+	// The audit trail: of every turn, every key and every row.
+	subjects := []turnframe.Subject{}
+	for _, turn := range []turnframe.TurnID{f.turn, f.planned, f.unknownTurn, f.abandoned, f.intervention} {
+		subjects = append(subjects, turnframe.TurnSubject(f.account, turn))
+	}
+	for _, key := range []turnframe.IdempotencyKey{"k1", "k2", "p1", "x1", "u1", "v1", "n1", "n2"} {
+		subjects = append(subjects, turnframe.JournalSubject(f.account, key))
+	}
+	for _, r := range rows {
+		subjects = append(subjects, turnframe.OutboxSubject(r.Account, r.ID))
+	}
+	for _, s := range subjects {
+		h, err := f.store.History(bg, s, 0, 100)
+		fmt.Fprintf(&b, "%v %s: %+v %v\n", s.Kind, s.Ref, h, err)
+	}
 	return b.String()
 }
 

@@ -39,9 +39,6 @@ func (nopRecoveryHandler) ResumeCommands(context.Context, turnframe.TurnPhaseMar
 func (nopRecoveryHandler) RegenerateResponse(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
 	return nil
 }
-func (nopRecoveryHandler) ReconcileExternal(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
-	return nil
-}
 
 // apiCalls are bad calls of the Runtime, Dispatcher, Recovery and
 // HTTPSender, each with the error class it must return.
@@ -110,14 +107,26 @@ func apiCalls() []struct {
 		{"Runtime.Abandon/OversizeCode", inv, func(ctx context.Context, f *fixture) error {
 			return rt(f).Abandon(ctx, f.account, f.turn, long(201))
 		}},
-		{"Runtime.ReconcileCommand/EmptyKey", inv, func(ctx context.Context, f *fixture) error {
-			return rt(f).ReconcileCommand(ctx, f.account, "", turnframe.VerdictCompleted, "")
+		{"Recovery.Settle/EmptyRef", inv, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.JournalSubject(f.account, ""), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		}},
-		{"Runtime.ReconcileCommand/VerdictOutOfRange", inv, func(ctx context.Context, f *fixture) error {
-			return rt(f).ReconcileCommand(ctx, f.account, "k1", 17, "")
+		{"Recovery.Settle/VerdictOutOfRange", inv, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.JournalSubject(f.account, "u1"), turnframe.Decision{Verdict: 17})
 		}},
-		{"Runtime.ReconcileCommand/NonUTF8Code", inv, func(ctx context.Context, f *fixture) error {
-			return rt(f).ReconcileCommand(ctx, f.account, "k1", turnframe.VerdictFailed, badUTF8)
+		{"Recovery.Settle/NonUTF8Code", inv, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.JournalSubject(f.account, "u1"), turnframe.Decision{Verdict: turnframe.VerdictFailed, Code: badUTF8})
+		}},
+		{"Recovery.Settle/ActorControlChar", inv, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.OutboxSubject(f.account, f.unknownRow), turnframe.Decision{Verdict: turnframe.VerdictFailed, Actor: "op\n"})
+		}},
+		{"Recovery.Settle/OversizeNote", inv, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.OutboxSubject(f.account, f.unknownRow), turnframe.Decision{Verdict: turnframe.VerdictFailed, Note: long(turnframe.MaxNoteLen + 1)})
+		}},
+		{"Recovery.Settle/ATurnHasNoOutcome", inv, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.TurnSubject(f.account, f.turn), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
+		}},
+		{"Recovery.Settle/RowRefNotAnID", inv, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.Subject{Kind: turnframe.SubjectOutbox, Account: f.account, Ref: "not-an-id"}, turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		}},
 		{"Recovery.Decide/ZeroTurn", inv, func(ctx context.Context, f *fixture) error {
 			_, err := rec(f).Decide(ctx, f.account, turnframe.TurnID{})
@@ -131,12 +140,12 @@ func apiCalls() []struct {
 			_, err := rec(f).Unfinished(ctx, turnframe.RecoveryScope{}, 0)
 			return err
 		}},
-		{"Recovery.Sweep/NilHandler", inv, func(ctx context.Context, f *fixture) error {
-			_, err := rec(f).Sweep(ctx, turnframe.RecoveryScope{}, 10, nil)
+		{"Recovery.Recover/NilHandler", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Recover(ctx, turnframe.RecoveryScope{}, nil)
 			return err
 		}},
-		{"Recovery.Sweep/NegativeLimit", inv, func(ctx context.Context, f *fixture) error {
-			_, err := rec(f).Sweep(ctx, turnframe.RecoveryScope{}, -1, nopRecoveryHandler{})
+		{"Recovery.Recover/BadAccount", inv, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Recover(ctx, turnframe.RecoveryScope{Account: turnframe.AccountID(badUTF8)}, nopRecoveryHandler{})
 			return err
 		}},
 		{"Recovery.CaseEvents/EmptyCase", inv, func(ctx context.Context, f *fixture) error {
@@ -148,16 +157,6 @@ func apiCalls() []struct {
 			return err
 		}},
 		{"Dispatcher.RunOnce/ZeroNow", inv, func(ctx context.Context, f *fixture) error { _, err := disp(f).RunOnce(ctx, time.Time{}); return err }},
-		{"Dispatcher.ReleaseExpiredClaims/ZeroTime", inv, func(ctx context.Context, f *fixture) error {
-			_, err := disp(f).ReleaseExpiredClaims(ctx, time.Time{})
-			return err
-		}},
-		{"Dispatcher.Reconcile/ZeroID", inv, func(ctx context.Context, f *fixture) error {
-			_, err := disp(f).Reconcile(ctx, turnframe.OutboxID{}, turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
-				return turnframe.Reconciled{}
-			}), t0)
-			return err
-		}},
 		{"NewHTTPSender/NotHTTP", inv, func(context.Context, *fixture) error {
 			_, err := turnframe.NewHTTPSender(map[string]string{"pay": "ftp://example.com/x"})
 			return err
@@ -218,13 +217,13 @@ func apiCallsOfTheNewContract() []struct {
 	disp := func(f *fixture) *turnframe.Dispatcher {
 		return turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w9"})
 	}
-	completed := turnframe.ReconcilerFunc(func(context.Context, turnframe.OutboxRecord) turnframe.Reconciled {
-		return turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}
-	})
 	for _, bc := range badClocks {
 		at := bc.t
 		rt := func(f *fixture) *turnframe.Runtime {
 			return turnframe.New(f.store, turnframe.WithClock(func() time.Time { return at }))
+		}
+		rec := func(f *fixture) *turnframe.Recovery {
+			return turnframe.NewRecovery(f.store, turnframe.WithClock(func() time.Time { return at }))
 		}
 		add("Runtime.Receive/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
 			r := rt(f)
@@ -245,8 +244,15 @@ func apiCallsOfTheNewContract() []struct {
 		add("Runtime.Abandon/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
 			return rt(f).Abandon(ctx, f.account, f.planned, "gone")
 		})
-		add("Runtime.ReconcileCommand/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
-			return rt(f).ReconcileCommand(ctx, f.account, "u1", turnframe.VerdictCompleted, "")
+		add("Recovery.Settle/EntryClock"+bc.name, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.JournalSubject(f.account, "u1"), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
+		})
+		add("Recovery.Settle/RowClock"+bc.name, func(ctx context.Context, f *fixture) error {
+			return rec(f).Settle(ctx, turnframe.OutboxSubject(f.account, f.unknownRow), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
+		})
+		add("Recovery.Recover/Clock"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := rec(f).Recover(ctx, turnframe.RecoveryScope{}, nopRecoveryHandler{})
+			return err
 		})
 		if bc.t.IsZero() {
 			continue // a zero time is "not given" to the calls below: covered elsewhere
@@ -255,16 +261,8 @@ func apiCallsOfTheNewContract() []struct {
 			_, err := disp(f).RunOnce(ctx, at)
 			return err
 		})
-		add("Dispatcher.ReleaseExpiredClaims/Now"+bc.name, func(ctx context.Context, f *fixture) error {
-			_, err := disp(f).ReleaseExpiredClaims(ctx, at)
-			return err
-		})
-		add("Dispatcher.Reconcile/Now"+bc.name, func(ctx context.Context, f *fixture) error {
-			_, err := disp(f).Reconcile(ctx, f.unknownRow, completed, at)
-			return err
-		})
-		add("Recovery.Sweep/UpdatedBefore"+bc.name, func(ctx context.Context, f *fixture) error {
-			_, err := turnframe.NewRecovery(f.store).Sweep(ctx, turnframe.RecoveryScope{UpdatedBefore: at}, 10, nopRecoveryHandler{})
+		add("Recovery.Recover/UpdatedBefore"+bc.name, func(ctx context.Context, f *fixture) error {
+			_, err := turnframe.NewRecovery(f.store).Recover(ctx, turnframe.RecoveryScope{UpdatedBefore: at}, nopRecoveryHandler{})
 			return err
 		})
 		add("Recovery.Unfinished/UpdatedBefore"+bc.name, func(ctx context.Context, f *fixture) error {
@@ -288,8 +286,8 @@ func apiCallsOfTheNewContract() []struct {
 			_, err := turnframe.New(f.store).Plan(ctx, f.account, f.planned, turnframe.Plan{Commands: []turnframe.Command{{Key: key, Case: "c1", Name: "book"}}})
 			return err
 		})
-		add("Runtime.ReconcileCommand/Key"+bk.name, func(ctx context.Context, f *fixture) error {
-			return turnframe.New(f.store).ReconcileCommand(ctx, f.account, key, turnframe.VerdictCompleted, "")
+		add("Recovery.Settle/Key"+bk.name, func(ctx context.Context, f *fixture) error {
+			return turnframe.NewRecovery(f.store).Settle(ctx, turnframe.JournalSubject(f.account, key), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		})
 	}
 	add("Runtime.Plan/AnswerBasisOutOfRange", func(ctx context.Context, f *fixture) error {
@@ -342,19 +340,20 @@ func TestEntryPointsCancelledContext(t *testing.T) {
 		"Runtime.Receive": func() error { _, err := rt.Receive(cancelled, f.account, rt.NewConversationID(), "hi"); return err },
 		"Runtime.Execute": func() error { _, err := rt.Execute(cancelled, f.account, f.turn, okHandler); return err },
 		"Runtime.Abandon": func() error { return rt.Abandon(cancelled, f.account, f.turn, "x") },
-		"Runtime.ReconcileCommand": func() error {
-			return rt.ReconcileCommand(cancelled, f.account, "k1", turnframe.VerdictCompleted, "")
+		"Recovery.Settle": func() error {
+			return turnframe.NewRecovery(f.store).Settle(cancelled, turnframe.JournalSubject(f.account, "u1"), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		},
-		"Recovery.Sweep": func() error {
-			_, err := turnframe.NewRecovery(f.store).Sweep(cancelled, turnframe.RecoveryScope{}, 10, nopRecoveryHandler{})
+		"Recovery.Recover": func() error {
+			_, err := turnframe.NewRecovery(f.store).Recover(cancelled, turnframe.RecoveryScope{}, nopRecoveryHandler{})
 			return err
 		},
 		"Dispatcher.RunOnce": func() error {
 			_, err := turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w9"}).RunOnce(cancelled, t0.Add(time.Hour))
 			return err
 		},
-		"Dispatcher.ReleaseExpiredClaims": func() error {
-			_, err := turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w9"}).ReleaseExpiredClaims(cancelled, t0.Add(time.Hour))
+		"Recovery.RecoverAfterTheLeases": func() error {
+			_, err := turnframe.NewRecovery(f.store, turnframe.WithClock(func() time.Time { return t0.Add(2 * fixtureLease) })).
+				Recover(cancelled, turnframe.RecoveryScope{}, nopRecoveryHandler{})
 			return err
 		},
 	}
@@ -369,9 +368,9 @@ func TestEntryPointsCancelledContext(t *testing.T) {
 }
 
 // TestProgrammerErrorsPanicAsDocumented: the constructors document a panic
-// for a nil store, a nil sender and a bad worker id, and Reconcile for a nil
-// reconciler: programmer errors, not inputs. Each panics with a message
-// naming what was wrong, and nothing else does.
+// for a nil store, a nil sender and a bad worker id: programmer errors, not
+// inputs. Each panics with a message naming what was wrong, and nothing
+// else does.
 func TestProgrammerErrorsPanicAsDocumented(t *testing.T) {
 	f := newFixture(t, openers[0])
 	cases := map[string]func(){
@@ -383,9 +382,6 @@ func TestProgrammerErrorsPanicAsDocumented(t *testing.T) {
 		"NewDispatcher/NonUTF8Worker": func() { turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: badUTF8}) },
 		"NewDispatcher/OversizeBatch": func() {
 			turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w", BatchSize: turnframe.MaxLimit + 1})
-		},
-		"Dispatcher.Reconcile/NilReconciler": func() {
-			turnframe.NewDispatcher(f.store, okSender, turnframe.DispatchConfig{WorkerID: "w"}).Reconcile(bg, f.claim.ID, nil, t0)
 		},
 	}
 	for name, do := range cases {

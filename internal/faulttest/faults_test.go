@@ -81,6 +81,17 @@ func (d *domain) Handle(ctx context.Context, c turnframe.Call) turnframe.Outcome
 	return turnframe.Reject("no")
 }
 
+// Verify answers, as the remote would, whether the effect of u is there:
+// the Verifier of the Remote the app declares for kUnknown commands.
+func (d *domain) Verify(ctx context.Context, u turnframe.Uncertain) turnframe.Verification {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.applied[u.Key] > 0 {
+		return turnframe.Verification{Found: turnframe.FoundHappened, Code: "found"}
+	}
+	return turnframe.Verification{Found: turnframe.FoundNotHappened, Code: "absent"}
+}
+
 // app is an application over a (faulty) store: it runs turns and acts on
 // recovery's decisions.
 type app struct {
@@ -90,12 +101,20 @@ type app struct {
 	dom   *domain
 }
 
-// newApp runs its turns with a clock fixed at now: a restart after a crash
-// is an app whose clock is past the leases the crashed one took (the
-// runtime resumes a command only once its attempt's lease ended).
+// newApp runs its turns and its recovery with a clock fixed at now: a
+// restart after a crash is an app whose clock is past the leases the
+// crashed one took (the runtime resumes a command only once its attempt's
+// lease ended, and recovery expires only claims whose lease ended). It
+// declares the remote of kUnknown commands verifiable by the domain, so
+// recovery's policy settles their unknown outcomes; outbox destinations
+// are left undeclared (a claim whose lease ended is sent again, under the
+// same key).
 func newApp(store turnframe.Store, dom *domain, now time.Time) *app {
-	return &app{store: store, rt: turnframe.New(store, turnframe.WithClock(func() time.Time { return now })),
-		rec: turnframe.NewRecovery(store), dom: dom}
+	opts := []turnframe.Option{
+		turnframe.WithClock(func() time.Time { return now }),
+		turnframe.WithCommand(kUnknown, turnframe.Remote{Verifier: dom}),
+	}
+	return &app{store: store, rt: turnframe.New(store, opts...), rec: turnframe.NewRecovery(store, opts...), dom: dom}
 }
 
 // afterLeases is how long after a crash its recovery runs: past every lease
@@ -144,42 +163,38 @@ func (a *app) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarke
 	return a.rt.Deliver(ctx, m.Account, m.Turn, "regenerated")
 }
 
-// ReconcileExternal asks the domain whether the effect is there.
-func (a *app) ReconcileExternal(ctx context.Context, m turnframe.TurnPhaseMarker, act turnframe.RecoveryAction) error {
-	for _, e := range act.Entries {
-		a.dom.mu.Lock()
-		ok := a.dom.applied[e.Key] > 0
-		a.dom.mu.Unlock()
-		v := turnframe.VerdictFailed
-		if ok {
-			v = turnframe.VerdictCompleted
-		}
-		if err := a.rt.ReconcileCommand(ctx, e.Account, e.Key, v, "absent"); err != nil {
-			return err
-		}
+// recoverErrors returns every failure a Recover reported: its error, a
+// turn's, a policy write's.
+func recoverErrors(rep turnframe.RecoverReport, err error) []error {
+	errs := []error{err}
+	for _, f := range rep.Turns.Failures {
+		errs = append(errs, f.Err)
 	}
-	if m.Phase.IsTerminal() {
-		return nil
+	for _, p := range rep.Policy {
+		errs = append(errs, p.Err)
 	}
-	return a.finish(ctx, m.Account, m.Turn)
+	return errs
 }
 
-// recoverAll sweeps until nothing is unfinished: what a restart does.
+// recoverAll recovers until nothing is unfinished: what a restart does.
+// Nothing may need a person: every unknown outcome here can be looked up.
 func (a *app) recoverAll(t *testing.T) {
 	t.Helper()
 	for range 5 {
-		rep, err := a.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, a)
-		if err != nil {
-			t.Fatalf("sweep without faults: %v", err)
+		rep, err := a.rec.Recover(bg, turnframe.RecoveryScope{}, a)
+		for _, err := range recoverErrors(rep, err) {
+			if err != nil {
+				t.Fatalf("recover without faults: %v", err)
+			}
 		}
-		for _, f := range rep.Failures {
-			t.Fatalf("sweep without faults: turn %v (%v): %v", f.Turn, f.Action, f.Err)
+		if len(rep.NeedsIntervention) > 0 {
+			t.Fatalf("recover without faults left %d outcomes to a person: %+v", len(rep.NeedsIntervention), rep.NeedsIntervention)
 		}
-		if rep.Turns == 0 {
+		if rep.Turns.Turns == 0 && len(rep.Policy) == 0 && len(rep.Expired) == 0 {
 			return
 		}
 	}
-	t.Fatal("turns still unfinished after five sweeps")
+	t.Fatal("turns still unfinished after five recoveries")
 }
 
 // heldCalls returns, for every command text planned that is Executing (its
@@ -350,8 +365,8 @@ func TestRuntimeFaults(t *testing.T) {
 		// run its command again: it may be running elsewhere.
 		held := heldCalls(t, fs, dom, "T")
 		early := newApp(fs, dom, t0.Add(time.Second))
-		if _, err := early.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, early); err != nil {
-			t.Fatalf("sweep inside the leases: %v", err)
+		if _, err := early.rec.Recover(bg, turnframe.RecoveryScope{}, early); err != nil {
+			t.Fatalf("recover inside the leases: %v", err)
 		}
 		for key, calls := range held {
 			dom.mu.Lock()
@@ -371,12 +386,15 @@ func TestRuntimeFaults(t *testing.T) {
 		}
 		checkTurn(t, fs, dom, "T")
 		checkRows(t, fs, "T")
+		checkTrail(t, fs, "T")
 	})
 }
 
 // TestDispatcherFaults: a dispatch whose Nth store call fails reports it
-// (an error, or a row Unsettled); releasing the expired claims and
-// dispatching again completes every row, each applied at the remote once.
+// (an error, or a row Unsettled); recovery past the leases expires its
+// claims (outcome unknown, resent under the same key as the destination
+// declares no Remote), and dispatching again completes every row, each
+// applied at the remote once.
 func TestDispatcherFaults(t *testing.T) {
 	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
 		is := is.New(t)
@@ -412,14 +430,20 @@ func TestDispatcherFaults(t *testing.T) {
 		}
 		surfaced(t, fs, errs...)
 		fs.disarm()
-		// At the crash's time no lease has ended: nothing is released.
-		released, err := d.ReleaseExpiredClaims(bg, now)
+		// At the crash's time no lease has ended: nothing expires.
+		rep, err := newApp(fs, dom, now).rec.Recover(bg, turnframe.RecoveryScope{}, nopRecoveryHandler{})
 		is.NoErr(err)
-		is.Equal(len(released), 0) // a live lease is never released
+		is.Equal(len(rep.Expired), 0) // a live lease is never expired
 		// Later: the leases of the failed sweep's claims have ended.
 		later := now.Add(afterLeases)
-		_, err = d.ReleaseExpiredClaims(bg, later)
+		rep, err = newApp(fs, dom, later).rec.Recover(bg, turnframe.RecoveryScope{}, nopRecoveryHandler{})
 		is.NoErr(err)
+		for _, p := range rep.Policy {
+			is.NoErr(p.Err)                                  // every expired row
+			is.Equal(p.Outcome, turnframe.PolicyResent)      // is sent again under its key
+			is.Equal(p.Code, turnframe.CodeUndeclaredResend) // as no Remote was declared
+		}
+		is.Equal(len(rep.Policy), len(rep.Expired)) // and only those
 		for range 10 {
 			rep, err := d.RunOnce(bg, later)
 			is.NoErr(err)
@@ -439,12 +463,14 @@ func TestDispatcherFaults(t *testing.T) {
 			dups += sends[r.RemoteKey()] - 1
 		}
 		is.True(dups <= unsettled) // only a row whose settlement failed (reported Unsettled) is sent twice
+		checkTrail(t, fs, "D", "E")
 	})
 }
 
-// TestRecoveryFaults: a recovery sweep whose Nth store call fails reports
-// the failure; the next sweep finishes every turn, whatever state the crash
-// left it in.
+// TestRecoveryFaults: a recovery whose Nth store call fails reports the
+// failure; the next recovery finishes every turn, whatever state the crash
+// left it in: the unknown outcome of U settled by the policy of its
+// command's Remote, which looks it up.
 func TestRecoveryFaults(t *testing.T) {
 	texts := []string{"R", "P", "X", "C", "U"}
 	eachFault(t, func(t *testing.T, k storeKind, fs *faultStore, n int, mode failMode) {
@@ -483,17 +509,13 @@ func TestRecoveryFaults(t *testing.T) {
 		// at call n; the next restart is past the leases that sweep took.
 		a := newApp(fs, dom, t0.Add(afterLeases))
 		fs.arm(n, mode)
-		rep, err := a.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, a)
-		errs := []error{err}
-		for _, f := range rep.Failures {
-			errs = append(errs, f.Err)
-		}
-		surfaced(t, fs, errs...)
+		surfaced(t, fs, recoverErrors(a.rec.Recover(bg, turnframe.RecoveryScope{}, a))...)
 		fs.disarm()
 		newApp(fs, dom, t0.Add(2*afterLeases)).recoverAll(t)
 		for _, text := range texts {
 			checkTurn(t, fs, dom, text)
 		}
 		checkRows(t, fs, texts...)
+		checkTrail(t, fs, texts...)
 	})
 }

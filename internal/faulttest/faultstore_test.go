@@ -147,14 +147,14 @@ func (s *faultStore) MarkUnknown(ctx context.Context, c turnframe.Claim, ref str
 func (s *faultStore) Settle(ctx context.Context, sts []turnframe.OutboxSettlement) ([]error, error) {
 	return run(s, "Settle", func() ([]error, error) { return s.inner.Settle(ctx, sts) })
 }
-func (s *faultStore) Resolve(ctx context.Context, id turnframe.OutboxID, v turnframe.Verdict, code string, now time.Time) error {
-	return run0(s, "Resolve", func() error { return s.inner.Resolve(ctx, id, v, code, now) })
+func (s *faultStore) Resolve(ctx context.Context, res turnframe.Resolution) error {
+	return run0(s, "Resolve", func() error { return s.inner.Resolve(ctx, res) })
 }
 func (s *faultStore) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
 	return run0(s, "Requeue", func() error { return s.inner.Requeue(ctx, id, at) })
 }
-func (s *faultStore) ReleaseExpiredClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
-	return run(s, "ReleaseExpiredClaims", func() ([]turnframe.OutboxID, error) { return s.inner.ReleaseExpiredClaims(ctx, now) })
+func (s *faultStore) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+	return run(s, "ExpireClaims", func() ([]turnframe.OutboxID, error) { return s.inner.ExpireClaims(ctx, now) })
 }
 func (s *faultStore) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
 	return run0(s, "ReleaseClaim", func() error { return s.inner.ReleaseClaim(ctx, id, now) })
@@ -167,5 +167,11 @@ func (s *faultStore) ListOutbox(ctx context.Context, f turnframe.OutboxFilter) (
 }
 func (s *faultStore) Prune(ctx context.Context, before time.Time) (int, error) {
 	return run(s, "Prune", func() (int, error) { return s.inner.Prune(ctx, before) })
+}
+func (s *faultStore) History(ctx context.Context, subject turnframe.Subject, after int64, limit int) ([]turnframe.HistoryRecord, error) {
+	return run(s, "History", func() ([]turnframe.HistoryRecord, error) { return s.inner.History(ctx, subject, after, limit) })
+}
+func (s *faultStore) RecordEvidence(ctx context.Context, rec turnframe.HistoryRecord) error {
+	return run0(s, "RecordEvidence", func() error { return s.inner.RecordEvidence(ctx, rec) })
 }
 func (s *faultStore) Close() error { return s.inner.Close() }

@@ -14,7 +14,9 @@ import (
 // refusals are well-formed calls the state refuses: a take whose Prior is
 // not the attempt the entry is under, a take-over of a live lease, a
 // settlement by an attempt that does not hold the entry, a stale attempt on
-// an unknown outcome, a resend on an abandoned turn, a lost claim. None is
+// an unknown outcome, a resend on an abandoned turn, a lost claim, a move
+// out of needs intervention by an actor that may not intervene, a cursor
+// or an evidence subject that does not exist. None is
 // bad input: each must keep its class (ErrConflict, ErrClaimLost,
 // ErrNotFound), never be ErrInvalid, and write nothing.
 func refusals() []struct {
@@ -95,7 +97,61 @@ func refusals() []struct {
 		}},
 		{"Requeue/NotFailed", conflict, func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.unknownRow, t0) }},
 		{"Resolve/NotUnknown", conflict, func(ctx context.Context, f *fixture) error {
-			return f.store.Resolve(ctx, f.claim.ID, turnframe.VerdictCompleted, "", t0)
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.claim.ID, Verdict: turnframe.VerdictCompleted, Now: t0})
+		}},
+		{"Resolve/Missing", notFound, func(ctx context.Context, f *fixture) error {
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: ids.OutboxID(t0), Verdict: turnframe.VerdictCompleted, Now: t0})
+		}},
+		// Issue 13: intervention, expiry, paging and evidence.
+		{"Apply/InterveneAsThePolicy", conflict, func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.intervention, Actor: turnframe.ActorPolicy,
+				Settle: []turnframe.Settlement{{Key: "n1", To: turnframe.JournalCommitted}}})
+		}},
+		{"Apply/InterveneAsRecovery", conflict, func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.intervention, Actor: turnframe.ActorRecovery,
+				Settle: []turnframe.Settlement{{Key: "n1", To: turnframe.JournalPending}}})
+		}},
+		{"Apply/InterveneAsAWorker", conflict, func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.intervention, Actor: turnframe.WorkerActor("w1"),
+				Settle: []turnframe.Settlement{{Key: "n1", To: turnframe.JournalRejected, Code: "no"}}})
+		}},
+		{"Apply/InterveneWithTheAttemptThatRan", conflict, func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.intervention, Actor: turnframe.ActorOperator,
+				Settle: []turnframe.Settlement{{Key: "n1", To: turnframe.JournalCommitted, Attempt: f.nAttempt}}})
+		}},
+		{"Apply/EscalateAnEntryThatNeedsInterventionAgain", conflict, func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.intervention, Actor: turnframe.ActorOperator,
+				Settle: []turnframe.Settlement{{Key: "n1", To: turnframe.JournalNeedsIntervention}}})
+		}},
+		{"Apply/DeclareALiveAttemptUnknown", conflict, func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.planned, Now: t0.Add(fixtureLease - time.Microsecond), Actor: turnframe.ActorRecovery,
+				Settle: []turnframe.Settlement{{Key: "x1", To: turnframe.JournalOutcomeUnknown, Code: turnframe.CodeLeaseEnded}}})
+		}},
+		{"Apply/EscalateARunningAttempt", conflict, func(ctx context.Context, f *fixture) error {
+			return apply(ctx, f, turnframe.Write{Turn: f.planned, Now: t0.Add(2 * fixtureLease), Actor: turnframe.ActorPolicy,
+				Settle: []turnframe.Settlement{{Key: "x1", To: turnframe.JournalNeedsIntervention}}})
+		}},
+		{"Resolve/InterventionAsThePolicy", conflict, func(ctx context.Context, f *fixture) error {
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.interventionRow, Verdict: turnframe.VerdictResend, Actor: turnframe.ActorPolicy, Now: t0})
+		}},
+		{"Resolve/InterventionAsAWorker", conflict, func(ctx context.Context, f *fixture) error {
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.interventionRow, Verdict: turnframe.VerdictCompleted, Actor: "worker:w1", Now: t0})
+		}},
+		{"Resolve/EscalateAgain", conflict, func(ctx context.Context, f *fixture) error {
+			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.interventionRow, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorOperator, Now: t0})
+		}},
+		{"ListOutbox/AfterAMissingRow", notFound, func(ctx context.Context, f *fixture) error {
+			_, err := f.store.ListOutbox(ctx, turnframe.OutboxFilter{After: ids.OutboxID(t0), Limit: 10})
+			return err
+		}},
+		{"RecordEvidence/MissingKey", notFound, func(ctx context.Context, f *fixture) error {
+			return f.store.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.JournalSubject(f.account, "never"), "", turnframe.ActorOperator, "", "", "", t0))
+		}},
+		{"RecordEvidence/AnotherTenantsRow", notFound, func(ctx context.Context, f *fixture) error {
+			return f.store.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.OutboxSubject("other", f.unknownRow), "", turnframe.ActorOperator, "", "", "", t0))
+		}},
+		{"RecordEvidence/AnotherTenantsTurn", notFound, func(ctx context.Context, f *fixture) error {
+			return f.store.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.TurnSubject("other", f.turn), "", turnframe.ActorOperator, "", "", "", t0))
 		}},
 	}
 }

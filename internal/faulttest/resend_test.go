@@ -9,20 +9,16 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-// TestResendOnDeliveredTurnSurvivesACrash shows a crash window the
-// recovery contract leaves open (reported to the owners of turn.go and
-// recovery.go; this test fails until it is closed).
+// TestResendOnDeliveredTurnSurvivesACrash closes a crash window of the
+// recovery contract.
 //
 // A turn is delivered ("we are verifying your payment") while a command is
-// outcome unknown. Reconciliation finds the remote never received it and
-// answers VerdictResend: ReconcileCommand puts the entry back to Pending.
-// The process crashes before it calls Execute for that turn, as
-// ReconcileCommand's doc asks it to. After the restart, the recovery sweep
-// must find the pending entry and resume it. It does not:
-// ListUnfinishedTurns lists turns that are non-terminal or hold an
-// OutcomeUnknown entry, and this turn is Delivered with a Pending one, so
-// it is never listed, and Decide would say ActionNothing (terminal phase
-// before pending entries). The intended effect is lost for good.
+// outcome unknown. A person finds the remote never received it and settles
+// it VerdictResend: Recovery.Settle puts the entry back to Pending. The
+// process crashes before it calls Execute for that turn. After the
+// restart, Recover must find the pending entry (a delivered turn holding
+// a pending entry is unfinished) and resume it, or the intended effect is
+// lost for good.
 func TestResendOnDeliveredTurnSurvivesACrash(t *testing.T) {
 	for _, k := range storeKinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -36,13 +32,14 @@ func TestResendOnDeliveredTurnSurvivesACrash(t *testing.T) {
 			e, err := store.ByKey(bg, faultAccount, "U-0")
 			is.NoErr(err)
 			is.Equal(e.Status, turnframe.JournalOutcomeUnknown)
-			is.NoErr(a.rt.ReconcileCommand(bg, faultAccount, "U-0", turnframe.VerdictResend, ""))
+			is.NoErr(a.rec.Settle(bg, turnframe.JournalSubject(faultAccount, "U-0"),
+				turnframe.Decision{Verdict: turnframe.VerdictResend, Actor: turnframe.ActorOperator, Note: "the remote never got it"}))
 			// Crash here: Execute for the turn never runs.
 
 			restarted := newApp(store, dom, t0.Add(afterLeases))
 			var resumed []turnframe.TurnID
 			h := &resumeSpy{app: restarted, resumed: &resumed}
-			_, err = restarted.rec.Sweep(bg, turnframe.RecoveryScope{}, turnframe.MaxLimit, h)
+			_, err = restarted.rec.Recover(bg, turnframe.RecoveryScope{}, h)
 			is.NoErr(err)
 			is.Equal(resumed, []turnframe.TurnID{e.Turn}) // recovery resumes the resent command
 
@@ -53,7 +50,7 @@ func TestResendOnDeliveredTurnSurvivesACrash(t *testing.T) {
 	}
 }
 
-// resumeSpy records which turns a sweep resumed, and resumes them.
+// resumeSpy records which turns a recovery resumed, and resumes them.
 type resumeSpy struct {
 	*app
 	resumed *[]turnframe.TurnID
