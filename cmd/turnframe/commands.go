@@ -28,6 +28,7 @@ func commandList() []*command {
 		outboxCommand(),
 		turnsCommand(),
 		showCommand(),
+		historyCommand(),
 		settleCommand(),
 		requeueCommand(),
 		releaseCommand(),

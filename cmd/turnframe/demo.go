@@ -13,33 +13,51 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func demoCommand() *command {
 	return &command{
 		name:    "demo",
-		summary: "play a booking conversation against a misbehaving payments server",
+		summary: "play a booking conversation against three misbehaving remotes",
 		help: `Plays a five-turn booking conversation through turnframe, over a fresh SQLite
-file and a real HTTP payments server on 127.0.0.1 that keeps a ledger by
-Idempotency-Key and misbehaves on purpose: it refuses a connection once,
-answers 503 once, accepts a charge and then hangs past the send timeout, and
-answers 400 once. One process "crashes" after a commit and before its answer,
-and again in the middle of a command; a second process recovers the turns
-from the file, dispatches the outbox until nothing is due (the clock jumps
-over backoffs: nothing sleeps), reconciles the unknown charge against the
-ledger and requeues the refused one.
+file and a real HTTP server on 127.0.0.1 standing for three remotes, each
+keeping a ledger by Idempotency-Key, each declared to turnframe for what it
+can do about an effect whose outcome is unknown:
 
-It ends with a table of every intended charge: the ledger's count, the final
-state of its outbox row and of its turn. The exit status is 0 only if every
-charge landed exactly once; otherwise it is 1 and the discrepancy is named.`,
+  payments  can be asked: a Verifier looks a charge up in its ledger by key
+            (it charges again on a repeated request)
+  parking   deduplicates: it remembers a key for a day and answers a
+            repeated request as the first
+  bakery    can do neither: it cannot be asked, and bakes again on a repeat
+
+Each remote meets an uncertain outcome. A payments charge is accepted and
+then hangs past the send timeout (others meet a refused connection and a 503,
+which are retried). The first "process" dies in the middle of a command, and
+at the same moment in the middle of sending the cake order (its claim's lease
+then ends with the row dispatching), after committing a turn it never
+answered. A second process calls Recover, as an application does at start-up
+and from its loop: it expires the dead claim, resolves every unknown outcome by
+the policy of its remote, resumes the cut-short command, answers the turn left
+unanswered, dispatches (the garage answers 500 once) and calls Recover again.
+What the policy could not settle safely — the cake — a person settles
+(Recovery.Settle, as 'turnframe settle' does) after asking the bakery, and the
+demo prints that row's audit trail. The clock jumps over backoffs and leases:
+nothing sleeps. --seed chooses which charge meets which trouble, whether the
+garage booked before its 500 and whether the cake order had left.
+
+It ends with a table of every intended effect: its ledger count, the final
+state of its outbox row, turn and journal entry, and how its unknown outcome,
+if any, was resolved. The exit status is 0 only if every effect landed exactly
+once and nothing is left unknown but what the table says a person settled;
+otherwise it is 1 and the discrepancy is named.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := fs.String("db", "", "write the demo database to `file`, which must not exist (default: a new temporary folder)")
-			seed := fs.Int64("seed", 0, "`seed` choosing which charge meets which misbehaviour (0: from the clock)")
-			timeout := fs.Duration("send-timeout", 200*time.Millisecond, "how long a send waits for the payments server")
+			seed := fs.Int64("seed", 0, "`seed` choosing which effect meets which trouble (0: from the clock)")
+			timeout := fs.Duration("send-timeout", 200*time.Millisecond, "how long a send waits for a remote")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -54,22 +72,29 @@ charge landed exactly once; otherwise it is 1 and the discrepancy is named.`,
 }
 
 // The demo runtime's command timeout and lease margin: an attempt holds
-// its command for 15 s of the demo's clock.
+// its command for 15 s of the demo's clock. A dispatcher's claim is leased
+// for the send timeout plus demoClaimMargin.
 const (
 	demoCommandTimeout = 10 * time.Second
 	demoLeaseMargin    = 5 * time.Second
+	demoClaimMargin    = 5 * time.Second
 )
+
+// parkingMemory is how long the parking garage remembers an idempotency
+// key, as declared to turnframe (Remote.Deduplicates).
+const parkingMemory = 24 * time.Hour
 
 // demoOptions configure runDemo; zero fields take their defaults.
 type demoOptions struct {
 	DBPath      string        // the database to write; "" for a new temporary folder
-	Seed        int64         // chooses which charge meets which misbehaviour; 0 from the clock
+	Seed        int64         // chooses which effect meets which trouble; 0 from the clock
 	SendTimeout time.Duration // how long a send waits; 0 for 200ms
 }
 
 // runDemo plays the demo, writing its narrative and summary to w. It returns
-// nil only if every intended charge landed exactly once; a discrepancy is an
-// error naming it.
+// nil only if every intended effect landed exactly once and nothing was
+// left unknown but what a person settled; a discrepancy is an error naming
+// it.
 func runDemo(ctx context.Context, w io.Writer, opts demoOptions) error {
 	if opts.Seed == 0 {
 		opts.Seed = time.Now().UnixNano()%1_000_000 + 1
@@ -90,20 +115,11 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) error {
 		byTurn:  make(map[turnframe.TurnID]*effect),
 		byRow:   make(map[turnframe.OutboxID]*effect),
 		booking: "booking/friday-8pm",
+		late:    newLateAnswers(),
 	}
 	d.start = d.clock.Now()
-	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x7475726e6672616d))
-	script := make(map[string]misbehaviour)
-	perm := rng.Perm(len(d.effects))
-	for _, e := range d.effects {
-		e.key = turnframe.IdempotencyKey("booking-friday/" + strings.ReplaceAll(e.item, " ", "-"))
-	}
-	for i, m := range []misbehaviour{refuseConnection, answer503, acceptThenHang, answer400} {
-		e := d.effects[perm[i]]
-		e.trouble = m
-		script[e.remoteKey()] = m
-	}
-	d.server, err = newPaymentsServer(script)
+	script := d.cast(demoRand(opts.Seed))
+	d.server, err = newRemoteServer(script)
 	if err != nil {
 		return err
 	}
@@ -112,6 +128,50 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) error {
 		return err
 	}
 	return d.play(ctx)
+}
+
+// demoRand is the random source a seed stands for.
+func demoRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0x7475726e6672616d)) }
+
+// cast chooses, with rng, which trouble each effect meets, and returns the
+// server's script: the payments charges meet a refused connection, a 503
+// and an accepted charge that hangs, in an order of rng's; the garage
+// answers 500 before or after booking; the cake order's process dies after
+// or before its request left.
+func (d *demo) cast(rng *rand.Rand) map[string]misbehaviour {
+	var payments []*effect
+	for _, e := range d.effects {
+		switch e.dest {
+		case destPayments:
+			payments = append(payments, e)
+		case destParking:
+			e.trouble = []misbehaviour{answer500AfterBooking, answer500BeforeBooking}[rng.IntN(2)]
+		case destBakery:
+			e.trouble = []misbehaviour{diesMidSend, diesBeforeSend}[rng.IntN(2)]
+		}
+	}
+	troubles := []misbehaviour{refuseConnection, answer503, acceptThenHang}
+	for i, j := range rng.Perm(len(payments)) {
+		payments[j].trouble = troubles[i]
+	}
+	script := make(map[string]misbehaviour)
+	for _, e := range d.effects {
+		if e.dest != destBakery { // the bakery's trouble is its sender's death, not the server's
+			script[e.remoteKey()] = e.trouble
+		}
+	}
+	return script
+}
+
+// remotes declares what each destination's remote can do: the options
+// every Runtime, Recovery and Dispatcher of the demo is made with, so the
+// policy that resolves an unknown outcome is the one declared here.
+func (d *demo) remotes() []turnframe.Option {
+	return []turnframe.Option{
+		turnframe.WithDestination(destPayments, turnframe.Remote{Verifier: d.server.paymentsVerifier()}),
+		turnframe.WithDestination(destParking, turnframe.Remote{Deduplicates: parkingMemory}),
+		turnframe.WithDestination(destBakery, turnframe.Remote{}),
+	}
 }
 
 // demoPath returns where the demo writes its database: path, which must not
@@ -139,23 +199,13 @@ type demo struct {
 	path    string
 	clock   *demoClock
 	start   time.Time
-	server  *paymentsServer
+	server  *remoteServer
 	sender  turnframe.Sender
 	effects []*effect
 	byTurn  map[turnframe.TurnID]*effect
 	byRow   map[turnframe.OutboxID]*effect
 	booking turnframe.CaseKey
-}
-
-// process is what one application process holds: its own store handle,
-// runtime, recovery and dispatcher over the shared file.
-type process struct {
-	name  string
-	store *sqlitestore.Store
-	rt    *turnframe.Runtime
-	rec   *turnframe.Recovery
-	disp  *turnframe.Dispatcher
-	shop  *booking
+	late    *lateAnswers
 }
 
 // lockedWriter serialises writes: the library's log lines (logger) may
@@ -171,11 +221,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// logger is the logger of the demo's runtimes, recoveries and dispatchers:
+// logger is the logger of one process's runtime, recovery and dispatcher:
 // the library's warnings and errors (an unknown outcome, a late answer),
-// written into the narrative where they happen rather than to stderr.
-func (d *demo) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(narrativeLog{d}, &slog.HandlerOptions{
+// written into the narrative where they happen rather than to stderr —
+// until dead is set: a dead process says nothing.
+func (d *demo) logger(dead *atomic.Bool) *slog.Logger {
+	return slog.New(slog.NewTextHandler(narrativeLog{d: d, dead: dead}, &slog.HandlerOptions{
 		Level: slog.LevelWarn,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey {
@@ -187,10 +238,15 @@ func (d *demo) logger() *slog.Logger {
 }
 
 // narrativeLog writes each log record as one line of the narrative.
-type narrativeLog struct{ d *demo }
+type narrativeLog struct {
+	d    *demo
+	dead *atomic.Bool
+}
 
 func (n narrativeLog) Write(p []byte) (int, error) {
-	n.d.say("  log: %s", strings.TrimRight(string(p), "\n"))
+	if !n.dead.Load() {
+		n.d.say("  log: %s", strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
 }
 
@@ -200,218 +256,121 @@ func (d *demo) say(format string, args ...any) {
 }
 
 func (d *demo) play(ctx context.Context) error {
-	fmt.Fprintf(d.w, "turnframe demo (seed %d): five charges that must each land exactly once\n", d.opts.Seed)
+	fmt.Fprintf(d.w, "turnframe demo (seed %d): five effects on three remotes, each to land exactly once\n", d.opts.Seed)
 	fmt.Fprintf(d.w, "database: %s\n", d.path)
-	fmt.Fprintf(d.w, "payments: %s (ledger keyed by Idempotency-Key; send timeout %v)\n", d.server.URL(), d.opts.SendTimeout)
+	fmt.Fprintf(d.w, "remotes:  %s (send timeout %v), each with a ledger by Idempotency-Key, declared as\n", d.server.URL(), d.opts.SendTimeout)
+	fmt.Fprintf(d.w, "  %-9s turnframe.Remote{Verifier: …}: a lookup by key (it charges again on a repeat)\n", destPayments)
+	fmt.Fprintf(d.w, "  %-9s turnframe.Remote{Deduplicates: %v}: it answers a repeated key as the first\n", destParking, parkingMemory)
+	fmt.Fprintf(d.w, "  %-9s turnframe.Remote{}: it can neither be asked nor deduplicate\n", destBakery)
 	for _, e := range d.effects {
 		if e.trouble != behaveWell {
-			fmt.Fprintf(d.w, "  the %s charge will meet: %s\n", e.item, e.trouble)
+			fmt.Fprintf(d.w, "  the %s (%s) will meet: %s\n", e.item, e.dest, e.trouble)
 		}
 	}
 	fmt.Fprintln(d.w)
-
-	p1, err := d.startProcess(ctx, "process-1", true)
-	if err != nil {
+	if err := d.processOne(ctx); err != nil {
 		return err
 	}
-	defer p1.store.Close()
-	d.say("process-1 starts: store, runtime, recovery, dispatcher")
-	conv := p1.rt.NewConversationID()
-	for _, e := range d.effects[:3] {
-		if err := d.playTurn(ctx, p1, conv, e, true); err != nil {
-			return err
-		}
-	}
-	if _, err := d.sweep(ctx, p1); err != nil {
-		return err
-	}
-	if err := d.playTurn(ctx, p1, conv, d.effects[3], false); err != nil {
-		return err
-	}
-	d.say("turn %d  process-1 dies after the commit, before delivering the answer", d.effects[3].n)
-	leaseUntil, err := d.crashMidExecution(ctx, p1, conv, d.effects[4])
-	if err != nil {
-		return err
-	}
-	d.say("process-1 is gone: its runtime, recovery and dispatcher are abandoned")
-	p1.store.Close()
-
-	// The dead attempt holds its command until its lease ends: until then
-	// another process must take it for still running, not resume it.
-	d.clock.AdvanceTo(leaseUntil.Add(time.Second))
-	d.say("turn %d  the dead attempt's lease on %s ended at t+%v: the command may be resumed",
-		d.effects[4].n, d.effects[4].command, leaseUntil.Sub(d.start).Round(time.Second))
 	p2, err := d.startProcess(ctx, "process-2", false)
 	if err != nil {
 		return err
 	}
 	defer p2.store.Close()
-	d.say("process-2 starts over the same file: new store, runtime, recovery, dispatcher")
-	if err := d.recoverTurns(ctx, p2); err != nil {
-		return err
-	}
-	if err := d.settleOutbox(ctx, p2); err != nil {
+	d.say("process-2 starts over the same file: new store, runtime, recovery and dispatcher, with the same declarations")
+	if err := d.processTwo(ctx, p2); err != nil {
 		return err
 	}
 	fmt.Fprintln(d.w)
 	return d.summary(ctx, p2)
 }
 
-func (d *demo) startProcess(ctx context.Context, name string, create bool) (*process, error) {
-	var opts []sqlitestore.Option
-	if !create {
-		opts = append(opts, sqlitestore.WithExisting()) // a restarted process finds its file
-	}
-	store, err := sqlitestore.Open(ctx, d.path, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &process{
-		name:  name,
-		store: store,
-		// An attempt holds its command for the command timeout plus the
-		// lease margin: a short one, so the demo's second process may
-		// resume the command the first one died in, seconds later.
-		rt: turnframe.New(store, turnframe.WithClock(d.clock.Now), turnframe.WithLogger(d.logger()),
-			turnframe.WithCommandTimeout(demoCommandTimeout), turnframe.WithLeaseMargin(demoLeaseMargin)),
-		rec: turnframe.NewRecovery(store, turnframe.WithLogger(d.logger())),
-		disp: turnframe.NewDispatcher(store, d.sender, turnframe.DispatchConfig{
-			WorkerID:       name,
-			SendTimeout:    d.opts.SendTimeout,
-			InitialBackoff: time.Second,
-			MaxAttempts:    5,
-		}, turnframe.WithLogger(d.logger())),
-		shop: newBooking(),
-	}, nil
-}
-
-// playTurn receives e's message, plans and executes its command and, if
-// deliver, answers.
-func (d *demo) playTurn(ctx context.Context, p *process, conv turnframe.ConversationID, e *effect, deliver bool) error {
-	d.clock.Advance(2 * time.Second)
-	if err := d.receiveAndPlan(ctx, p, conv, e); err != nil {
-		return err
-	}
-	rep, err := p.rt.Execute(ctx, demoAccount, e.turn, p.shop)
-	if err != nil {
-		return fmt.Errorf("turn %d: %w", e.n, err)
-	}
-	res := rep.Results[0]
-	if res.Kind != turnframe.ResultCommitted || len(res.OutboxIDs) != 1 {
-		return fmt.Errorf("turn %d: %s ended %v, not committed with one outbox row", e.n, e.command, res.Kind)
-	}
-	d.noteRow(e, res.OutboxIDs[0])
-	d.say("turn %d  %s committed: its event and outbox row %s in one transaction", e.n, e.command, e.row)
-	if !deliver {
-		return nil
-	}
-	return d.deliver(ctx, p, e, res.EventIDs)
-}
-
-func (d *demo) receiveAndPlan(ctx context.Context, p *process, conv turnframe.ConversationID, e *effect) error {
-	turn, err := p.rt.Receive(ctx, demoAccount, conv, e.text)
-	if err != nil {
-		return fmt.Errorf("turn %d: %w", e.n, err)
-	}
-	e.turn = turn
-	d.byTurn[turn] = e
-	d.say("turn %d  user: %q", e.n, e.text)
-	if _, err := p.rt.Plan(ctx, demoAccount, turn, e.plan(d.booking)); err != nil {
-		return fmt.Errorf("turn %d: %w", e.n, err)
-	}
-	return nil
-}
-
-func (d *demo) noteRow(e *effect, id turnframe.OutboxID) {
-	e.row = id
-	d.byRow[id] = e
-}
-
-func (d *demo) deliver(ctx context.Context, p *process, e *effect, ids []turnframe.EventID) error {
-	events, err := p.store.EventsByID(ctx, demoAccount, ids)
+// processOne plays the first process: three charges, answered and
+// dispatched; the cake order, committed and claimed for sending; and the
+// parking command, during which the process dies. It returns once the
+// leases the dead process held have ended on the demo's clock.
+func (d *demo) processOne(ctx context.Context) error {
+	p1, err := d.startProcess(ctx, "process-1", true)
 	if err != nil {
 		return err
 	}
-	text := answer(events)
-	if err := p.rt.Deliver(ctx, demoAccount, e.turn, text); err != nil {
-		return fmt.Errorf("turn %d: %w", e.n, err)
-	}
-	d.say("turn %d  assistant: %q", e.n, text)
-	return nil
-}
-
-// crashMidExecution plays e's turn until its command runs, then kills the
-// "process" under it: the context of Execute is cancelled while the handler
-// is inside the command, so Execute returns with the journal entry still
-// Executing, exactly as a crash leaves it. It returns when the dead
-// attempt's lease on the entry ends.
-func (d *demo) crashMidExecution(ctx context.Context, p *process, conv turnframe.ConversationID, e *effect) (time.Time, error) {
-	d.clock.Advance(2 * time.Second)
-	if err := d.receiveAndPlan(ctx, p, conv, e); err != nil {
-		return time.Time{}, err
-	}
-	xctx, die := context.WithCancel(ctx)
-	defer die()
-	gone := make(chan struct{})
-	p.shop.mu.Lock()
-	p.shop.crash = func(_ context.Context, call turnframe.Call) bool {
-		if call.Command.Key != e.key {
-			return false
+	defer p1.store.Close()
+	d.say("process-1 starts: store, runtime, recovery and dispatcher, with the three declarations")
+	conv := p1.rt.NewConversationID()
+	for _, e := range d.effects[:3] {
+		if err := d.playTurn(ctx, p1, conv, e, true); err != nil {
+			return err
 		}
-		die()  // the process dies while the command runs…
-		<-gone // …and nothing it would have said is ever read
-		return true
 	}
-	p.shop.mu.Unlock()
-	_, err := p.rt.Execute(xctx, demoAccount, e.turn, p.shop)
-	close(gone)
-	if err == nil || !errors.Is(err, context.Canceled) {
-		return time.Time{}, fmt.Errorf("turn %d: the execution was to be cut short, got %v", e.n, err)
+	if err := d.dispatchUntilIdle(ctx, p1); err != nil {
+		return err
 	}
-	entry, err := p.store.ByKey(ctx, demoAccount, e.key)
+	cake, parking := d.effects[3], d.effects[4]
+	if err := d.playTurn(ctx, p1, conv, cake, false); err != nil {
+		return err
+	}
+	d.clock.Advance(2 * time.Second)
+	if err := d.receiveAndPlan(ctx, p1, conv, parking); err != nil {
+		return err
+	}
+	claimEnds, err := d.claimAndDie(ctx, p1, cake)
 	if err != nil {
-		return time.Time{}, err
+		return err
 	}
-	if entry.Status != turnframe.JournalExecuting || entry.LeaseUntil.IsZero() {
-		return time.Time{}, fmt.Errorf("turn %d: %s is %s after the crash, not executing under a lease", e.n, e.key, entry.Status)
+	why := ", and mid-send of the " + cake.item + " order"
+	if cake.trouble == diesBeforeSend {
+		why = ", and before the " + cake.item + " order left"
 	}
-	d.say("turn %d  %s started (attempt %d, journal entry %s, leased until t+%v); process-1 dies mid-execution",
-		e.n, e.command, entry.Attempts, entry.Status, entry.LeaseUntil.Sub(d.start).Round(time.Second))
-	return entry.LeaseUntil, nil
-}
-
-// demoClock is the demo's time: it moves only when the demo moves it, so a
-// backoff is skipped over instead of slept through. Safe for concurrent use.
-type demoClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newDemoClock() *demoClock {
-	// It starts a few minutes in the past, so the simulated run ends before
-	// the real now and the operator commands see its rows as past.
-	return &demoClock{t: time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Second)}
-}
-
-// Now returns the demo's current time.
-func (c *demoClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock d forward.
-func (c *demoClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// AdvanceTo moves the clock to t, if t is later.
-func (c *demoClock) AdvanceTo(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.t) {
-		c.t = t
+	attemptEnds, release, err := d.crashMidExecution(ctx, p1, parking, why)
+	if err != nil {
+		return err
 	}
+	d.say("process-1 is gone: turn %d was never answered, the %s row is still claimed, the %s command still executing",
+		cake.n, cake.item, parking.command)
+	p1.dead.Store(true)
+	p1.store.Close()
+	// The handler the process died in is still a goroutine here: let it
+	// return now, into the closed store, and wait for its late answer to be
+	// refused, so it is never written to the file, whatever the timing.
+	late := d.late.count()
+	release()
+	if err := d.late.waitFor(ctx, late+1); err != nil {
+		return err
+	}
+
+	// A dead holder's claim and attempt hold their row and command until
+	// their leases end: until then another process must take them for live.
+	ends := claimEnds
+	if attemptEnds.After(ends) {
+		ends = attemptEnds
+	}
+	d.clock.AdvanceTo(ends.Add(time.Second))
+	d.say("the leases process-1 held ended by t+%v: the claim on the %s row at t+%v, the attempt on %s at t+%v",
+		d.since(ends), cake.item, d.since(claimEnds), parking.command, d.since(attemptEnds))
+	return nil
 }
+
+// processTwo plays the second process: Recover at start-up, dispatching,
+// Recover again from its loop, dispatching, and the operator's settlement
+// of what the policy handed to a person.
+func (d *demo) processTwo(ctx context.Context, p2 *process) error {
+	if err := d.recover(ctx, p2, "at start-up", turnframe.RecoveryScope{}); err != nil {
+		return err
+	}
+	if err := d.dispatchUntilIdle(ctx, p2); err != nil {
+		return err
+	}
+	// From a running process, Recover leaves alone the turns that may be
+	// in flight: those updated within an attempt's lease.
+	d.clock.Advance(5 * time.Second)
+	scope := turnframe.RecoveryScope{UpdatedBefore: d.clock.Now().Add(-(demoCommandTimeout + demoLeaseMargin))}
+	if err := d.recover(ctx, p2, "from its loop", scope); err != nil {
+		return err
+	}
+	if err := d.dispatchUntilIdle(ctx, p2); err != nil {
+		return err
+	}
+	return d.operator(ctx, p2)
+}
+
+// since is how long after the demo's start t was, rounded for the narrative.
+func (d *demo) since(t time.Time) time.Duration { return t.Sub(d.start).Round(time.Second) }

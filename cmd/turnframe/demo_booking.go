@@ -13,30 +13,37 @@ import (
 // demoAccount is the tenant the demo's turns belong to.
 const demoAccount turnframe.AccountID = "trattoria"
 
-// effect is one intended charge of the demo: one user turn, the one command
-// it plans, and the one outbox row its commit enqueues.
+// effect is one intended effect of the demo: one user turn, the one command
+// it plans, and the one outbox row its commit enqueues to one remote.
 type effect struct {
 	n       int    // the turn's number, from 1
 	text    string // what the user says
 	command string // the command's name
-	item    string // what is charged
+	dest    string // the outbox destination: the remote it goes to
+	item    string // what is charged, ordered or booked
 	cents   int    // how much
 	key     turnframe.IdempotencyKey
-	trouble misbehaviour // what the payments server does to its first send
+	trouble misbehaviour // what happens to its first send
 
 	turn turnframe.TurnID   // set once received
 	row  turnframe.OutboxID // set once committed
 }
 
-// bookingScript returns the conversation the demo plays, one effect a turn.
+// bookingScript returns the conversation the demo plays, one effect a turn:
+// three charges to the payments remote, a cake ordered from the bakery and
+// a space booked at the parking garage.
 func bookingScript() []*effect {
-	return []*effect{
-		{n: 1, text: "A table for two on Friday at 8pm, please.", command: "book_table", item: "deposit", cents: 2000},
-		{n: 2, text: "Add the tasting menu for both of us.", command: "add_menu", item: "tasting menu", cents: 9000},
-		{n: 3, text: "And a bottle of the Rioja.", command: "add_wine", item: "Rioja", cents: 4500},
-		{n: 4, text: "Can you reserve a parking space too?", command: "book_parking", item: "parking", cents: 1000},
-		{n: 5, text: "It is her birthday: add a cake.", command: "add_cake", item: "cake", cents: 2500},
+	effects := []*effect{
+		{n: 1, text: "A table for two on Friday at 8pm, please.", command: "book_table", dest: destPayments, item: "deposit", cents: 2000},
+		{n: 2, text: "Add the tasting menu for both of us.", command: "add_menu", dest: destPayments, item: "tasting menu", cents: 9000},
+		{n: 3, text: "And a bottle of the Rioja.", command: "add_wine", dest: destPayments, item: "Rioja", cents: 4500},
+		{n: 4, text: "It is her birthday: order a cake from the bakery.", command: "order_cake", dest: destBakery, item: "cake", cents: 2500},
+		{n: 5, text: "Can you reserve a parking space too?", command: "book_parking", dest: destParking, item: "parking", cents: 1000},
 	}
+	for _, e := range effects {
+		e.key = turnframe.IdempotencyKey("booking-friday/" + strings.ReplaceAll(e.item, " ", "-"))
+	}
+	return effects
 }
 
 // remoteKey is the Idempotency-Key the HTTPSender sends for e's row: its key
@@ -49,7 +56,7 @@ func (e *effect) label() string { return fmt.Sprintf("%s %s", e.item, euros(e.ce
 
 func euros(cents int) string { return fmt.Sprintf("€%d.%02d", cents/100, cents%100) }
 
-// item is the payload of a command, of its event and of its charge.
+// item is the payload of a command, of its event and of its outbox row.
 type item struct {
 	Booking string `json:"booking"`
 	Item    string `json:"item"`
@@ -75,16 +82,23 @@ func (e *effect) plan(booking turnframe.CaseKey) turnframe.Plan {
 }
 
 // booking is the demo's domain: a Handler that adds an item to the booking
-// (an event) and asks for its charge (an outbox message), committed together.
-// crash, when set, is called first and may stop the call the way a dying
-// process would.
+// (an event) and asks its remote for it (an outbox message to the command's
+// destination), committed together. crash, when set, is called first and
+// may stop the call the way a dying process would.
 type booking struct {
 	mu    sync.Mutex
 	calls map[turnframe.IdempotencyKey]int
+	dests map[string]string // command name → destination
 	crash func(ctx context.Context, call turnframe.Call) bool
 }
 
-func newBooking() *booking { return &booking{calls: make(map[turnframe.IdempotencyKey]int)} }
+func newBooking(effects []*effect) *booking {
+	b := &booking{calls: make(map[turnframe.IdempotencyKey]int), dests: make(map[string]string)}
+	for _, e := range effects {
+		b.dests[e.command] = e.dest
+	}
+	return b
+}
 
 // Handle implements turnframe.Handler.
 func (b *booking) Handle(ctx context.Context, call turnframe.Call) turnframe.Outcome {
@@ -99,9 +113,13 @@ func (b *booking) Handle(ctx context.Context, call turnframe.Call) turnframe.Out
 	if err := json.Unmarshal(call.Command.Payload, &it); err != nil {
 		return turnframe.Reject("demo.bad_payload")
 	}
+	dest := b.dests[call.Command.Name]
+	if dest == "" {
+		return turnframe.Reject("demo.unknown_command")
+	}
 	return turnframe.Commit(
 		[]turnframe.Event{{Case: call.Command.Case, Type: "booking.item_added", Data: call.Command.Payload}},
-		turnframe.OutboxMessage{Destination: "payments", Payload: call.Command.Payload},
+		turnframe.OutboxMessage{Destination: dest, Payload: call.Command.Payload},
 	)
 }
 

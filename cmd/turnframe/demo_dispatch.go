@@ -3,18 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/turnframe/turnframe"
 )
 
-// maxSweeps bounds the dispatch sweeps of one settleOutbox round: far more
+// maxSweeps bounds the dispatch sweeps of one dispatchUntilIdle: far more
 // than the demo needs, so a dispatcher that never finishes is a failure, not
 // a hang.
 const maxSweeps = 50
 
 // sweep runs one dispatch sweep at the demo's time and narrates each row.
+// A send that hung answers late, from its own goroutine, after RunOnce
+// returned: sweep waits until that answer is recorded as evidence, so the
+// narrative (and the row's history) is the same on every run.
 func (d *demo) sweep(ctx context.Context, p *process) (turnframe.DispatchReport, error) {
+	late := d.late.count()
 	rep, err := p.disp.RunOnce(ctx, d.clock.Now())
 	if err != nil {
 		return rep, err
@@ -23,86 +26,43 @@ func (d *demo) sweep(ctx context.Context, p *process) (turnframe.DispatchReport,
 		return rep, nil
 	}
 	d.say("dispatch: %s claimed %d due row(s)", p.name, rep.Claimed())
+	hung := 0
 	for _, list := range [][]turnframe.OutboxID{rep.Completed, rep.Retried, rep.Failed, rep.Unknown, rep.Unsettled} {
 		for _, id := range list {
-			if err := d.narrateRow(ctx, p, id); err != nil {
+			rec, err := p.store.GetOutbox(ctx, id)
+			if err != nil {
 				return rep, err
 			}
+			d.narrateRow(rec)
+			if rec.Status == turnframe.OutboxOutcomeUnknown && rec.LastCode == turnframe.CodeSendTimeout {
+				hung++
+			}
 		}
+	}
+	if hung > 0 {
+		if err := d.late.waitFor(ctx, late+hung); err != nil {
+			return rep, err
+		}
+		d.say("  the hung request's own answer came after its deadline: kept as evidence in the row's history, never read as its outcome")
 	}
 	return rep, nil
 }
 
-func (d *demo) narrateRow(ctx context.Context, p *process, id turnframe.OutboxID) error {
-	rec, err := p.store.GetOutbox(ctx, id)
-	if err != nil {
-		return err
-	}
-	name := id.String()
-	if e := d.byRow[id]; e != nil {
-		name = e.label()
-	}
+func (d *demo) narrateRow(rec turnframe.OutboxRecord) {
 	var what string
 	switch rec.Status {
 	case turnframe.OutboxCompleted:
-		what = fmt.Sprintf("completed, charge %s", rec.RemoteRef)
+		what = fmt.Sprintf("completed, %s", rec.RemoteRef)
 	case turnframe.OutboxPending:
 		what = fmt.Sprintf("retryable (%s): due again in %v", rec.LastCode, rec.DueAt.Sub(d.clock.Now()))
 	case turnframe.OutboxFailed:
 		what = fmt.Sprintf("failed, permanent (%s)", rec.LastCode)
 	case turnframe.OutboxOutcomeUnknown:
-		what = "outcome unknown: no answer within the send timeout; never sent again, to be reconciled"
+		what = fmt.Sprintf("outcome unknown (%s): never sent again blindly; Recover resolves it by its remote's policy", rec.LastCode)
 	default:
 		what = rec.Status.String()
 	}
-	d.say("  %-20s attempt %d: %s", name, rec.Attempts, what)
-	return nil
-}
-
-// settleOutbox dispatches until nothing is due, reconciles unknown rows
-// against the ledger, requeues refused rows once (the operator's
-// "turnframe requeue"), and starts over until nothing is left to do.
-func (d *demo) settleOutbox(ctx context.Context, p *process) error {
-	requeued := make(map[turnframe.OutboxID]bool)
-	for round := 0; round < 4; round++ {
-		if err := d.dispatchUntilIdle(ctx, p); err != nil {
-			return err
-		}
-		unknown, err := p.store.ListOutbox(ctx, turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: 100})
-		if err != nil {
-			return err
-		}
-		for _, rec := range unknown {
-			d.clock.Advance(time.Second)
-			ans, err := p.disp.Reconcile(ctx, rec.ID, d.server.reconciler(), d.clock.Now())
-			if err != nil {
-				return err
-			}
-			d.say("reconcile: %s: asked the ledger for key %q: %s", d.rowName(rec.ID), rec.RemoteKey(), ans.Verdict)
-		}
-		failed, err := p.store.ListOutbox(ctx, turnframe.OutboxFilter{Status: turnframe.OutboxFailed, Limit: 100})
-		if err != nil {
-			return err
-		}
-		n := 0
-		for _, rec := range failed {
-			if requeued[rec.ID] {
-				continue // refused twice: it stays failed, and the summary says so
-			}
-			requeued[rec.ID] = true
-			n++
-			d.clock.Advance(30 * time.Second)
-			if err := p.store.Requeue(ctx, rec.ID, d.clock.Now()); err != nil {
-				return err
-			}
-			d.say("operator: the card is fixed; `turnframe requeue %s` puts the %s row (%s) back to pending",
-				rec.ID, d.rowName(rec.ID), rec.LastCode)
-		}
-		if len(unknown) == 0 && n == 0 {
-			return nil
-		}
-	}
-	return nil
+	d.say("  %-20s to %-8s attempt %d: %s", d.rowName(rec.ID), rec.Destination, rec.Attempts, what)
 }
 
 // dispatchUntilIdle sweeps until no row is pending; when nothing is due yet,

@@ -16,8 +16,16 @@ import (
 // cell goes through cell, so no stored value can add a row or split a
 // column; an empty cell prints as "-", so every column stays readable by awk.
 func writeTable(w io.Writer, header []string, rows [][]string) error {
+	return writeRows(w, header, rows)
+}
+
+// writeRows is writeTable without a header line when header is nil: the
+// rows of a table printed a page at a time.
+func writeRows(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	if header != nil {
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+	}
 	for _, row := range rows {
 		cells := make([]string, len(row))
 		for i, c := range row {
@@ -38,6 +46,72 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jsonArray streams a JSON array, one element at a time, formatted as
+// writeJSON formats a whole one; indent is the indentation of the line the
+// array begins on. Nothing but the element being written is held.
+type jsonArray struct {
+	w      io.Writer
+	indent string
+	n      int
+}
+
+func newJSONArray(w io.Writer, indent string) *jsonArray { return &jsonArray{w: w, indent: indent} }
+
+// add writes one element.
+func (a *jsonArray) add(v any) error {
+	b, err := json.MarshalIndent(v, a.indent+"  ", "  ")
+	if err != nil {
+		return err
+	}
+	sep := ",\n"
+	if a.n == 0 {
+		sep = "[\n"
+	}
+	a.n++
+	_, err = io.WriteString(a.w, sep+a.indent+"  "+string(b))
+	return err
+}
+
+// close ends the array (without a newline after it).
+func (a *jsonArray) close() error {
+	end := "\n" + a.indent + "]"
+	if a.n == 0 {
+		end = "[]"
+	}
+	_, err := io.WriteString(a.w, end)
+	return err
+}
+
+// writeJSONWithArray writes the JSON object v, as writeJSON would, with one
+// more field, name, whose value is an array that stream writes element by
+// element: so a long list (a subject's history) is never held whole.
+func writeJSONWithArray(w io.Writer, v any, name string, stream func(*jsonArray) error) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	body, ok := strings.CutSuffix(string(b), "\n}")
+	if !ok {
+		return fmt.Errorf("write JSON: %T is not a non-empty object", v)
+	}
+	key, err := json.Marshal(name)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, body+",\n  "+string(key)+": "); err != nil {
+		return err
+	}
+	arr := newJSONArray(w, "  ")
+	if err := stream(arr); err != nil {
+		return err
+	}
+	if err := arr.close(); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "\n}\n")
+	return err
 }
 
 // writeFields writes name/value pairs as two aligned columns, skipping empty

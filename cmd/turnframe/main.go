@@ -2,7 +2,8 @@
 // operator's tool for a turnframe SQLite database, including one that a
 // running application has open.
 //
-// The demo plays a booking conversation against a misbehaving payments server
+// The demo plays a booking conversation against three misbehaving remotes —
+// one that can be asked, one that deduplicates, one that can do neither —
 // and proves that every intended effect landed exactly once:
 //
 //	go run ./cmd/turnframe demo
@@ -15,14 +16,15 @@
 // or newer than theirs is refused, unchanged. migrate is the one command that
 // creates or migrates a file:
 //
-//	turnframe status  --db app.db                 counts, oldest due row, ended leases, unknown rows
+//	turnframe status  --db app.db                 what needs a person, counts, oldest due row, ended leases, unknowns
 //	turnframe outbox  --db app.db --status failed list outbox rows
 //	turnframe turns   --db app.db --unfinished    list turns recovery still has to finish
-//	turnframe show    --db app.db ID              one outbox row, or a turn with its journal and events
-//	turnframe settle  --db app.db ID completed    settle an outcome_unknown row (completed|failed|resend)
+//	turnframe show    --db app.db ID              one outbox row, or a turn with its journal and events; its history
+//	turnframe history --db app.db ID              the audit trail of a row or a turn (--account A KEY: of a command)
+//	turnframe settle  --db app.db ID completed    settle an outcome_unknown or needs_intervention row (--account A KEY: a command)
 //	turnframe requeue --db app.db ID              send a failed row again, with a fresh attempt budget
-//	turnframe release --db app.db                 put claims whose lease ended back to pending
-//	turnframe release --db app.db --force ID...   put rows back whatever their lease (they may be sent twice)
+//	turnframe release --db app.db                 mark claims whose lease ended outcome_unknown
+//	turnframe release --db app.db --force ID...   put rows back to pending whatever their lease (they may be sent twice)
 //	turnframe prune   --db app.db --older-than 30d delete finished rows (never a key)
 //	turnframe migrate --db app.db                 bring the schema up to date (may create the file)
 //	turnframe version [--db app.db]

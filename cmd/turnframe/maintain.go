@@ -15,24 +15,30 @@ func releaseCommand() *command {
 	return &command{
 		name:    "release",
 		args:    "[--force ID...]",
-		summary: "put claims whose lease ended back to pending; --force ID: one row, whatever its lease",
+		summary: "mark claims whose lease ended outcome_unknown; --force ID: back to pending, whatever its lease",
 		help: `Every claim of an outbox row is a lease: the dispatcher holds the row until
 the lease ends, and extends it for as long as its send runs. A lease that
 ended means its dispatcher stopped (it died, or lost the database) without
-settling the row. Without arguments, release moves every dispatching row
-whose lease has ended now back to pending (attempts and due time kept), so a
-dispatcher claims it again, and prints their ids. A claim whose lease still
-runs is never released this way: its send may still be under way.
+settling the row — possibly after its request left. Without arguments,
+release does what the application's Recover does first: it marks every
+dispatching row whose lease has ended now outcome_unknown (code
+turnframe.lease_ended; attempts kept), never pending, because its send may
+have started, and prints their ids. The application's Recover then resolves
+each by the policy of its destination's remote (looked up, resent under the
+same key where the remote deduplicates, or handed to a person), or you settle
+one by hand with 'turnframe settle ID completed|failed|resend'. A claim whose
+lease still runs is never touched this way: its send may still be under way.
 
 There is no age to give: the lease says how long a claim may be held, so an
-age could only release a live claim too early. With --force and row ids,
-release puts those rows back to pending whatever their lease, for when you
-know their dispatcher is gone for good. If it is in fact still sending, the
-row may be sent twice (under the same idempotency key): release says so.`,
+age could only take a live claim too early. With --force and row ids, release
+puts those rows back to pending whatever their lease, for when you know their
+dispatcher is gone for good and that sending them again is safe. If it is in
+fact still sending, or its request had left, the row may be sent twice (under
+the same idempotency key): release says so.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
-			force := fs.Bool("force", false, "release the rows named by id, whatever their lease (the row may be sent twice)")
-			fs.Var(removedOlderThan{}, "older-than", "refused: an `age` cannot tell a live claim from a dead one; claims are leases, and release frees exactly the ended ones")
+			force := fs.Bool("force", false, "put the rows named by id back to pending, whatever their lease (the row may be sent twice)")
+			fs.Var(removedOlderThan{}, "older-than", "refused: an `age` cannot tell a live claim from a dead one; claims are leases, and release takes exactly the ended ones")
 			jsonOut := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				var ids []turnframe.OutboxID
@@ -55,15 +61,15 @@ row may be sent twice (under the same idempotency key): release says so.`,
 				}
 				defer store.Close()
 				now := e.now().UTC()
-				out := releaseJSON{At: at(now), Forced: *force, Released: []string{}}
+				out := releaseJSON{At: at(now), Forced: *force, Released: []string{}, Expired: []string{}}
 				var failed []error
 				if !*force {
-					released, err := store.ReleaseExpiredClaims(ctx, now)
+					expired, err := store.ExpireClaims(ctx, now)
 					if err != nil {
 						return describeBusy(err, db.busy)
 					}
-					for _, id := range released {
-						out.Released = append(out.Released, id.String())
+					for _, id := range expired {
+						out.Expired = append(out.Expired, id.String())
 					}
 				} else {
 					fmt.Fprintf(e.stderr, "turnframe release: warning: --force releases a claim whatever its lease: "+
@@ -76,18 +82,25 @@ row may be sent twice (under the same idempotency key): release says so.`,
 						out.Released = append(out.Released, id.String())
 					}
 				}
-				if *jsonOut {
+				switch {
+				case *jsonOut:
 					if err := writeJSON(e.stdout, out); err != nil {
 						return err
 					}
-				} else {
-					what := "claim(s) whose lease had ended"
-					if *force {
-						what = "claim(s), forced"
-					}
-					fmt.Fprintf(e.stdout, "released %d %s, at %s\n", len(out.Released), what, stamp(now))
+				case *force:
+					fmt.Fprintf(e.stdout, "released %d claim(s), forced, back to pending at %s\n", len(out.Released), stamp(now))
 					for _, id := range out.Released {
 						fmt.Fprintln(e.stdout, id)
+					}
+				default:
+					fmt.Fprintf(e.stdout, "marked %d claim(s) whose lease had ended outcome_unknown, at %s: their send may have started\n",
+						len(out.Expired), stamp(now))
+					for _, id := range out.Expired {
+						fmt.Fprintln(e.stdout, id)
+					}
+					if len(out.Expired) > 0 {
+						fmt.Fprintf(e.stdout, "the app's Recover resolves them by the policy of their destination's remote; "+
+							"or settle each by hand: 'turnframe settle ID completed|failed|resend'\n")
 					}
 				}
 				return errors.Join(failed...)
@@ -96,10 +109,13 @@ row may be sent twice (under the same idempotency key): release says so.`,
 	}
 }
 
-// releaseJSON is what "release --json" prints.
+// releaseJSON is what "release --json" prints: without --force, the rows
+// whose lease had ended, now outcome_unknown (Expired); with it, the rows
+// put back to pending (Released).
 type releaseJSON struct {
 	At       jsonTime `json:"at"`
 	Forced   bool     `json:"forced"`
+	Expired  []string `json:"expired"`
 	Released []string `json:"released"`
 }
 
@@ -137,8 +153,9 @@ func (removedOlderThan) String() string { return "" }
 
 func (removedOlderThan) Set(string) error {
 	return errors.New("release takes no age any more: every claim is a lease, and 'turnframe release' " +
-		"puts back exactly the claims whose lease has ended (their dispatcher stopped); an age could release " +
-		"a claim still being sent. To release a row whatever its lease, name it: 'turnframe release --force ID'")
+		"takes exactly the claims whose lease has ended (their dispatcher stopped) and marks them outcome_unknown; " +
+		"an age could take a claim still being sent. To put a row back to pending whatever its lease, name it: " +
+		"'turnframe release --force ID'")
 }
 
 func pruneCommand() *command {

@@ -25,12 +25,14 @@ func TestStatus(t *testing.T) {
 		code, out, stderr := cli(t, "status", "--db", f.path)
 		is.Equal(stderr, "")
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "pending 3  dispatching 2  completed 1  failed 1  outcome_unknown 1"))
+		is.True(strings.Contains(out, "pending 3  dispatching 2  completed 1  failed 1  outcome_unknown 1  needs_intervention 0"))
 		is.True(strings.Contains(out, "received 1  interpreted 0  planned 1  executing 0  committed 0  delivered 4  abandoned 0"))
-		is.True(strings.Contains(out, "oldest due row:   "+f.due.String())) // the retried row, due since t0
-		is.True(strings.Contains(out, f.unknown.String()+"  acme"))         // the unknown row is listed
-		is.True(strings.Contains(out, "outbox rows 1, journal entries 1"))  // both kinds of unknown are counted
-		is.True(!strings.Contains(out, f.later.String()))                   // a row not due yet is no one's concern
+		is.True(strings.Contains(out, "oldest due row:      "+f.due.String()))                  // the retried row, due since t0
+		is.True(strings.Contains(out, f.unknown.String()+"  acme"))                             // the unknown row is listed
+		is.True(strings.Contains(out, "acme     key-ask-remote  ask-remote"))                   // and so is the unknown entry
+		is.True(strings.Contains(out, "outcome unknown:     outbox rows 1, journal entries 1")) // both kinds of unknown are counted
+		is.True(strings.Contains(out, "needs intervention:  outbox rows 0, journal entries 0")) // nothing needs a person yet
+		is.True(!strings.Contains(out, f.later.String()))                                       // a row not due yet is no one's concern
 	})
 	t.Run("JSON", func(t *testing.T) {
 		is := is.New(t)
@@ -38,13 +40,18 @@ func TestStatus(t *testing.T) {
 		is.Equal(code, exitOK)
 		var st statusJSON
 		is.NoErr(json.Unmarshal([]byte(out), &st))
-		is.Equal(st.Outbox, map[string]int{"pending": 3, "dispatching": 2, "completed": 1, "failed": 1, "outcome_unknown": 1})
+		is.Equal(st.Outbox, map[string]int{"pending": 3, "dispatching": 2, "completed": 1, "failed": 1, "outcome_unknown": 1, "needs_intervention": 0})
 		is.Equal(st.Turns["delivered"], 4)
 		is.Equal(st.OldestDue.ID, f.due.String())
 		is.Equal(len(st.Unknown), 1)
 		is.Equal(st.Unknown[0].ID, f.unknown.String())
 		is.Equal(st.Unknown[0].LastCode, "http.timeout") // the sender's code, kept on an unknown row
 		is.Equal(st.UnknownJournal, 1)
+		is.Equal(len(st.UnknownEntries), 1)
+		is.Equal(st.UnknownEntries[0].Key, "key-ask-remote")
+		is.Equal(st.UnknownEntries[0].Turn, f.unknownDelivered.String()) // what settle and history need
+		is.Equal(st.NeedsInterventionRows, 0)
+		is.Equal(len(st.NeedsIntervention), 0)
 	})
 	// Issue 12, item 13: a held row is not due, and is never named the
 	// oldest due row.
@@ -60,7 +67,7 @@ func TestStatus(t *testing.T) {
 
 		code, out, _ = cli(t, "status", "--db", f.path)
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "due now:          1 (and 1 held behind an earlier row of their order key)"))
+		is.True(strings.Contains(out, "due now:             1 (and 1 held behind an earlier row of their order key)"))
 		is.True(!strings.Contains(out, f.held.String())) // the held row is named nowhere
 	})
 	// Issue 11, item 5: status shows the claims whose lease ended, and how
@@ -82,9 +89,10 @@ func TestStatus(t *testing.T) {
 
 		code, out, _ = cli(t, "status", "--db", f.path)
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "claims:           2 dispatching, 1 with the lease ended"))
+		is.True(strings.Contains(out, "claims:              2 dispatching, 1 with the lease ended"))
 		is.True(strings.Contains(out, f.claimed.String()+"  dead-worker")) // the ended lease is listed
 		is.True(strings.Contains(out, "turnframe release'"))               // with what to do
+		is.True(strings.Contains(out, "marks them outcome_unknown"))       // and what that does
 		is.True(!strings.Contains(out, f.live.String()))                   // a live lease is no one's concern
 	})
 	t.Run("TakesNoClaimAge", func(t *testing.T) {
@@ -270,36 +278,6 @@ func TestShow(t *testing.T) {
 	})
 }
 
-func TestSettle(t *testing.T) {
-	f := mustFixture(t)
-	t.Run("AnUnknownRowCompleted", func(t *testing.T) {
-		is := is.New(t)
-		code, out, stderr := cli(t, "settle", "--db", f.path, f.unknown.String(), "completed")
-		is.Equal(stderr, "")
-		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "outcome_unknown → completed"))
-		rec, err := openFixture(t, f).GetOutbox(context.Background(), f.unknown)
-		is.NoErr(err)
-		is.Equal(rec.Status, turnframe.OutboxCompleted)
-		is.Equal(rec.LastCode, "operator.completed")
-	})
-	t.Run("ARowThatIsNotUnknownExits2Unchanged", func(t *testing.T) {
-		is := is.New(t)
-		code, _, stderr := cli(t, "settle", "--db", f.path, f.failed.String(), "resend", "--code", "x")
-		is.Equal(code, exitUsage)
-		is.True(strings.Contains(stderr, "is failed; only an outcome_unknown row is resolved"))
-		rec, err := openFixture(t, f).GetOutbox(context.Background(), f.failed)
-		is.NoErr(err)
-		is.Equal(rec.Status, turnframe.OutboxFailed)
-	})
-	t.Run("AnUnknownIDExits2", func(t *testing.T) {
-		is := is.New(t)
-		code, _, stderr := cli(t, "settle", "--db", f.path, "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3", "failed")
-		is.Equal(code, exitUsage)
-		is.True(strings.Contains(stderr, "no outbox row 01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"))
-	})
-}
-
 func TestRequeue(t *testing.T) {
 	f := mustFixture(t)
 	t.Run("AFailedRowIsPendingAgain", func(t *testing.T) {
@@ -319,24 +297,35 @@ func TestRequeue(t *testing.T) {
 	})
 }
 
-// TestRelease proves issue 11, item 5, for the operator: release puts back
-// only claims whose lease ended; forcing one names it, warns, and goes
-// through ReleaseClaim; an age is refused with the reason.
+// TestRelease proves issue 11, item 5, and issue 13 for the operator:
+// release takes only claims whose lease ended, and marks them
+// outcome_unknown (ExpireClaims), never pending, since their send may have
+// started; forcing one names it, warns, and goes through ReleaseClaim to
+// pending; an age is refused with the reason.
 func TestRelease(t *testing.T) {
 	cases := []struct {
 		name     string
 		args     func(f fixture) []string
 		code     int
-		stdout   []string // what stdout says
-		stderr   []string // what stderr says
-		released func(f fixture) []turnframe.OutboxID
+		stdout   []string                             // what stdout says
+		stderr   []string                             // what stderr says
+		released func(f fixture) []turnframe.OutboxID // back to pending
+		expired  func(f fixture) []turnframe.OutboxID // now outcome_unknown
 	}{
 		{
-			name:     "OnlyEndedLeasesGoBack",
-			args:     func(fixture) []string { return []string{"release"} },
-			code:     exitOK,
-			stdout:   []string{"released 1 claim(s) whose lease had ended"},
-			released: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.claimed} },
+			name: "OnlyEndedLeasesBecomeOutcomeUnknown",
+			args: func(fixture) []string { return []string{"release"} },
+			code: exitOK,
+			stdout: []string{"marked 1 claim(s) whose lease had ended outcome_unknown", "their send may have started",
+				"the app's Recover resolves them", "turnframe settle ID"},
+			expired: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.claimed} },
+		},
+		{
+			name:    "OnlyEndedLeasesAsJSON",
+			args:    func(fixture) []string { return []string{"release", "--json"} },
+			code:    exitOK,
+			stdout:  []string{`"forced": false`, `"expired": [`, `"released": []`},
+			expired: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.claimed} },
 		},
 		{
 			name:   "AnAgeIsAUsageErrorThatExplainsLeases",
@@ -348,7 +337,7 @@ func TestRelease(t *testing.T) {
 			name:     "ForceReleasesALiveLeaseWithAWarning",
 			args:     func(f fixture) []string { return []string{"release", "--force", f.live.String()} },
 			code:     exitOK,
-			stdout:   []string{"released 1 claim(s), forced"},
+			stdout:   []string{"released 1 claim(s), forced, back to pending"},
 			stderr:   []string{"warning", "may be sent twice", "claimed by live-worker", "runs for"},
 			released: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.live} },
 		},
@@ -398,22 +387,35 @@ func TestRelease(t *testing.T) {
 			for _, want := range tc.stderr {
 				is.True(strings.Contains(stderr, want)) // stderr says it
 			}
-			var released []turnframe.OutboxID
+			var released, expired []turnframe.OutboxID
 			if tc.released != nil {
 				released = tc.released(f)
+			}
+			if tc.expired != nil {
+				expired = tc.expired(f)
 			}
 			store := openFixture(t, f)
 			for _, id := range []turnframe.OutboxID{f.claimed, f.live} {
 				rec, err := store.GetOutbox(context.Background(), id)
 				is.NoErr(err)
 				want := turnframe.OutboxDispatching
-				if slices.Contains(released, id) {
+				switch {
+				case slices.Contains(released, id):
 					want = turnframe.OutboxPending
-					is.True(strings.Contains(stdout, id.String())) // the released id is printed
+				case slices.Contains(expired, id):
+					want = turnframe.OutboxOutcomeUnknown
+					is.Equal(rec.LastCode, turnframe.CodeLeaseEnded) // why it is unknown
+					last := lastRecord(t, store, turnframe.OutboxSubject(fixtureAccount, id))
+					is.Equal(last.From, "dispatching")            // the audit trail has the expiry…
+					is.Equal(last.To, "outcome_unknown")          //
+					is.Equal(last.Actor, turnframe.ActorRecovery) // …as recovery's
+				}
+				if want != turnframe.OutboxDispatching {
+					is.True(strings.Contains(stdout, id.String())) // the id is printed
 					is.Equal(rec.Attempts, 1)                      // attempts kept
 					is.True(rec.LeaseUntil.IsZero())               // the lease is gone
 				}
-				is.Equal(rec.Status, want) // released, or left with its worker
+				is.Equal(rec.Status, want) // released, expired, or left with its worker
 			}
 		})
 	}
@@ -497,6 +499,7 @@ func TestBusyDatabase(t *testing.T) {
 
 	for _, args := range [][]string{
 		{"settle", f.unknown.String(), "failed"},
+		{"settle", "--account", "acme", "key-ask-remote", "failed"},
 		{"requeue", f.failed.String()},
 		{"release"},
 		{"prune", "--older-than", "1m"},
@@ -511,6 +514,7 @@ func TestBusyDatabase(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"status"}, {"outbox"}, {"turns", "--unfinished"}, {"show", f.delivered.String()}, {"version"},
+		{"history", f.unknown.String()}, {"history", "--account", "acme", "key-ask-remote"},
 	} {
 		t.Run("AReadWorks_"+args[0], func(t *testing.T) {
 			is := is.New(t)
@@ -544,6 +548,8 @@ func TestNotATurnframeDatabase(t *testing.T) {
 		{"status"}, {"outbox"}, {"turns"}, {"turns", "--unfinished"},
 		{"show", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"},
 		{"settle", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3", "completed"},
+		{"settle", "--account", "acme", "key-1", "completed"},
+		{"history", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"}, {"history", "--account", "acme", "key-1"},
 		{"requeue", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"},
 		{"release"}, {"release", "--force", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3"}, {"prune", "--older-than", "1h"},
 		{"version"},

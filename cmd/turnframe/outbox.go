@@ -13,10 +13,10 @@ func outboxCommand() *command {
 		summary: "list outbox rows, oldest first",
 		help: `Lists outbox rows in enqueue order, oldest first, read through the read pool.
 --status keeps one status (pending, dispatching, completed, failed,
-outcome_unknown); --account keeps one tenant. ATTEMPTS counts every attempt,
-BASE the ones made before the row's last requeue (the dispatcher allows a
-full budget beyond it); DUE is shown for pending rows, LEASE UNTIL for
-dispatching ones. A cell holding a control character prints as a quoted Go
+outcome_unknown, needs_intervention); --account keeps one tenant. ATTEMPTS
+counts every attempt, BASE the ones made before the row's last requeue (the
+dispatcher allows a full budget beyond it); DUE is shown for pending rows,
+LEASE UNTIL for dispatching ones. A cell holding a control character prints as a quoted Go
 string, so no stored value can forge a row.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
@@ -32,7 +32,7 @@ string, so no stored value can forge a row.`,
 				if *status != "" {
 					s, err := turnframe.ParseOutboxStatus(*status)
 					if err != nil {
-						return usagef("--status %q is not an outbox status (pending, dispatching, completed, failed, outcome_unknown)", *status)
+						return usagef("--status %q is not an outbox status (pending, dispatching, completed, failed, outcome_unknown, needs_intervention)", *status)
 					}
 					filter.Status = s
 				}

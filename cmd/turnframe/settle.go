@@ -5,72 +5,203 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func settleCommand() *command {
 	return &command{
 		name:    "settle",
-		args:    "ID completed|failed|resend",
-		summary: "settle an outcome_unknown outbox row once you know what the remote did",
-		help: `Settles an outbox row whose outcome is unknown, once you have found out from
-the remote system what happened to it (I15: turnframe never sends it again on
-its own):
+		args:    "ID VERDICT | --account A KEY VERDICT",
+		summary: "settle an outcome_unknown or needs_intervention outbox row or journal entry, once you know",
+		help: `Settles an effect whose outcome is unknown, once you have found out from the
+remote system what happened to it (I15: turnframe never sends or runs it again
+blindly): the outbox row with this ID, or, with --account, the command that
+account admitted under KEY (its journal entry). VERDICT is one of
 
-  completed  the remote has it: the row is completed
-  failed     the remote does not have it and never will: the row is failed
-  resend     the remote certainly never received it: the row is pending again,
-             due now, and the next dispatch sends it under the same key
+  completed  the remote has it: the row is completed, the command committed
+  failed     the remote does not have it and never will: the row is failed,
+             the command rejected (with --code)
+  resend     the remote certainly never received it (or still remembers its
+             key): the row is pending again, due now, and the next dispatch
+             sends it under the same key; the command is pending again, and
+             the next Execute of its turn runs it under the same key
+  escalate   an outcome_unknown one needs someone else to decide: it becomes
+             needs_intervention
 
-The write is one immediate transaction; it waits up to --busy-timeout for the
-application's writes. A row in any other status is refused (exit 2), unchanged.`,
+It settles outcome_unknown and needs_intervention rows and entries (what the
+application's Recovery.Recover left to a person: 'turnframe status' lists
+them), and a command left executing on an abandoned turn once its attempt's
+lease ended (completed or failed), through Recovery.Settle, the one settle
+path: the move and its audit record ('turnframe history') are one immediate
+transaction, which waits up to --busy-timeout for the application's writes.
+Only a person or the application may settle what needs intervention, so
+--actor may not be "recovery", "policy" or "worker:…". Anything else — a row
+or entry in another status, a resend of a command whose turn was abandoned —
+is refused (exit 2), unchanged.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
-			code := fs.String("code", "", "the reason `code` kept on the row (default: operator.VERDICT)")
+			account := fs.String("account", "", "settle the journal entry this `account` admitted under KEY, instead of an outbox row")
+			code := fs.String("code", "", "the reason `code` kept on the row or entry (default: operator.VERDICT)")
+			ref := fs.String("ref", "", "the remote system's `reference` for the effect, if it gave one")
+			note := fs.String("note", "", "why, in a few words, for the audit trail (at most 1024 bytes)")
+			actor := fs.String("actor", string(turnframe.ActorOperator), "who decides, as the audit trail records it (like operator:alice)")
 			return func(ctx context.Context, e *env, args []string) error {
-				id, err := parseOutboxID(args, "the id of an outbox row")
+				req, err := parseSettle(args, settleFlags{account: *account, code: *code, ref: *ref, note: *note, actor: *actor})
 				if err != nil {
 					return err
-				}
-				if len(args) < 2 {
-					return usagef("missing the verdict: completed, failed or resend")
-				}
-				if len(args) > 2 {
-					return usagef("unexpected argument %q", args[2])
-				}
-				v, err := turnframe.ParseVerdict(args[1])
-				if err != nil || v == turnframe.VerdictUnresolved {
-					return usagef("%q is not a verdict: completed, failed or resend", args[1])
-				}
-				c := *code
-				if c == "" {
-					c = "operator." + v.String()
-				}
-				if err := turnframe.CheckCode("code", c); err != nil {
-					return usagef("--code: %v", err)
 				}
 				store, err := db.open(ctx)
 				if err != nil {
 					return err
 				}
 				defer store.Close()
-				before, err := store.GetOutbox(ctx, id)
-				if err != nil {
-					return fmt.Errorf("no outbox row %s: %w", id, err)
+				rec := turnframe.NewRecovery(store, turnframe.WithClock(e.now), turnframe.WithLogger(warnLogger(e.stderr)))
+				if req.entry {
+					return settleEntry(ctx, e, store, rec, req, db)
 				}
-				if err := store.Resolve(ctx, id, v, c, e.now()); err != nil {
-					return explainWrite(err, db)
-				}
-				after, err := store.GetOutbox(ctx, id)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(e.stdout, "settled %s: %s → %s (code %s)\n", id, before.Status, after.Status, cell(c))
-				return nil
+				return settleRow(ctx, e, store, rec, req, db)
 			}
 		},
 	}
+}
+
+// settleFlags are settle's flags as given.
+type settleFlags struct {
+	account, code, ref, note, actor string
+}
+
+// settleRequest is a settle command line, checked.
+type settleRequest struct {
+	entry    bool // a journal entry (account and key), not an outbox row
+	id       turnframe.OutboxID
+	account  turnframe.AccountID
+	key      turnframe.IdempotencyKey
+	decision turnframe.Decision
+}
+
+// parseSettle checks a settle command line before anything is opened.
+func parseSettle(args []string, f settleFlags) (settleRequest, error) {
+	var req settleRequest
+	if f.account != "" {
+		req.entry, req.account = true, turnframe.AccountID(f.account)
+		if err := req.account.Validate(); err != nil {
+			return req, usagef("--account: %v", err)
+		}
+		if len(args) == 0 {
+			return req, usagef("missing the key of the command to settle")
+		}
+		req.key = turnframe.IdempotencyKey(args[0])
+		if err := req.key.Validate(); err != nil {
+			return req, usagef("%q is not an idempotency key: %v", args[0], err)
+		}
+	} else {
+		id, err := parseOutboxID(args, "the id of an outbox row (or --account A KEY for a journal entry)")
+		if err != nil {
+			return req, err
+		}
+		req.id = id
+	}
+	if len(args) < 2 {
+		return req, usagef("missing the verdict: completed, failed, resend or escalate")
+	}
+	if len(args) > 2 {
+		return req, usagef("unexpected argument %q", args[2])
+	}
+	v, err := turnframe.ParseVerdict(args[1])
+	if err != nil || v == turnframe.VerdictUnresolved {
+		return req, usagef("%q is not a verdict: completed, failed, resend or escalate", args[1])
+	}
+	actor := turnframe.Actor(f.actor)
+	if err := actor.Validate(); err != nil {
+		return req, usagef("--actor: %v", err)
+	}
+	if !actor.MayIntervene() {
+		return req, usagef("--actor %q may not settle by hand: %q, %q and %q are turnframe's own recovery, policy and dispatch workers; "+
+			"name the person deciding (like %q)", f.actor, turnframe.ActorRecovery, turnframe.ActorPolicy, "worker:…", "operator:alice")
+	}
+	code := f.code
+	if code == "" {
+		code = "operator." + v.String()
+	}
+	if err := turnframe.CheckCode("code", code); err != nil {
+		return req, usagef("--code: %v", err)
+	}
+	if len(f.ref) > turnframe.MaxRemoteRefLen {
+		return req, usagef("--ref is %d bytes; at most %d", len(f.ref), turnframe.MaxRemoteRefLen)
+	}
+	if len(f.note) > turnframe.MaxNoteLen {
+		return req, usagef("--note is %d bytes; at most %d", len(f.note), turnframe.MaxNoteLen)
+	}
+	req.decision = turnframe.Decision{Verdict: v, Code: code, RemoteRef: f.ref, Actor: actor, Note: f.note}
+	return req, nil
+}
+
+// settleRow settles an outbox row through Recovery.Settle, under the
+// account read from the row itself.
+func settleRow(ctx context.Context, e *env, store *sqlitestore.Store, rec *turnframe.Recovery, req settleRequest, db *dbFlags) error {
+	before, err := store.GetOutbox(ctx, req.id)
+	if err != nil {
+		return fmt.Errorf("no outbox row %s: %w", req.id, err)
+	}
+	if err := rec.Settle(ctx, turnframe.OutboxSubject(before.Account, req.id), req.decision); err != nil {
+		return explainWrite(err, db)
+	}
+	after, err := store.GetOutbox(ctx, req.id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
+		cell(before.Destination), before.Status, after.Status, cell(string(req.decision.Actor)), settledDetail(after.LastCode, after.RemoteRef))
+	return nil
+}
+
+// settleEntry settles a journal entry through Recovery.Settle.
+func settleEntry(ctx context.Context, e *env, store *sqlitestore.Store, rec *turnframe.Recovery, req settleRequest, db *dbFlags) error {
+	before, err := store.ByKey(ctx, req.account, req.key)
+	if err != nil {
+		return fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(req.account)), cell(string(req.key)), err)
+	}
+	if err := rec.Settle(ctx, turnframe.JournalSubject(req.account, req.key), req.decision); err != nil {
+		return explainWrite(err, db)
+	}
+	after, err := store.ByKey(ctx, req.account, req.key)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
+		cell(string(req.account)), cell(before.Name), before.Turn, before.Status, after.Status, cell(string(req.decision.Actor)),
+		settledDetail(after.Code, after.RemoteRef))
+	return nil
+}
+
+// settledDetail is the code and reference a settlement left, for its line.
+func settledDetail(code, ref string) string {
+	s := ""
+	if code != "" {
+		s += " (code " + cell(code)
+	}
+	if ref != "" {
+		if s == "" {
+			s += " ("
+		} else {
+			s += ", "
+		}
+		s += "ref " + cell(ref)
+	}
+	if s != "" {
+		s += ")"
+	}
+	return s
+}
+
+// warnLogger is the logger of the library calls a command makes: warnings
+// and errors, to the command's stderr.
+func warnLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 func requeueCommand() *command {
@@ -114,12 +245,13 @@ far). A row in any other status is refused (exit 2), unchanged.`,
 	}
 }
 
-// explainWrite words a refused operator write: a row whose status the
-// store's rule refuses (the error names it), or a database that stayed busy.
+// explainWrite words a refused operator write: a row or entry whose status
+// the store's rule refuses (the error names it), or a database that stayed
+// busy.
 func explainWrite(err error, db *dbFlags) error {
 	if errors.Is(err, turnframe.ErrConflict) {
-		// The store's rule refused the move; its error names the row's status.
-		return fmt.Errorf("refused, nothing changed (look with 'turnframe show'): %w", err)
+		// The store's rule refused the move; its error names the status.
+		return fmt.Errorf("refused, nothing changed (look with 'turnframe show' or 'turnframe history'): %w", err)
 	}
 	return describeBusy(err, db.busy)
 }

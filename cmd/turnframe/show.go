@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,7 +22,8 @@ many count against its current budget, once requeued), its last code and, while
 it is dispatching, when its claim's lease ends; or else the turn with this id:
 its text and answer, its journal entries (with when the lease of an executing
 one ends), the events they committed, the outbox rows they enqueued, and what
-recovery would decide for it. An id that is neither is an error (exit 2).
+recovery would decide for it. Either ends with its history, oldest first, as
+'turnframe history' prints it. An id that is neither is an error (exit 2).
 A value holding a control character prints as a quoted Go string.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
@@ -43,10 +43,16 @@ A value holding a control character prints as a quoted Go string.`,
 				defer store.Close()
 				rec, err := store.GetOutbox(ctx, id)
 				if err == nil {
+					subject := turnframe.OutboxSubject(rec.Account, id)
 					if *asJSON {
-						return writeJSON(e.stdout, map[string]any{"kind": "outbox", "outbox": outboxView(rec)})
+						return writeJSONWithArray(e.stdout, map[string]any{"kind": "outbox", "outbox": outboxView(rec)}, "history",
+							func(arr *jsonArray) error { return streamHistoryJSON(ctx, arr, store, subject) })
 					}
-					return printOutboxRecord(e, rec)
+					if err := printOutboxRecord(e, rec); err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "\nhistory:\n")
+					return printHistory(ctx, e.stdout, store, subject)
 				}
 				if !errors.Is(err, turnframe.ErrNotFound) {
 					return err
@@ -56,10 +62,16 @@ A value holding a control character prints as a quoted Go string.`,
 				if err != nil {
 					return err
 				}
+				subject := turnframe.TurnSubject(t.turn.Account, turnID)
 				if *asJSON {
-					return writeJSON(e.stdout, t.json())
+					return writeJSONWithArray(e.stdout, t.json(), "history",
+						func(arr *jsonArray) error { return streamHistoryJSON(ctx, arr, store, subject) })
 				}
-				return t.print(e)
+				if err := t.print(e); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "\nhistory of the turn's phase (each command's own: 'turnframe history --account %s KEY'):\n", cell(string(t.turn.Account)))
+				return printHistory(ctx, e.stdout, store, subject)
 			}
 		},
 	}
@@ -133,15 +145,13 @@ type turnDetail struct {
 // the account is looked up first with read-only SQL. ErrNotFound when no
 // turn has this id.
 func readTurn(ctx context.Context, store *sqlitestore.Store, id turnframe.TurnID) (turnDetail, error) {
-	var account string
-	err := store.ReadDB().QueryRowContext(ctx, "SELECT account FROM turns WHERE id = ?", id.String()).Scan(&account)
-	if errors.Is(err, sql.ErrNoRows) {
+	acct, err := turnAccount(ctx, store, id)
+	if errors.Is(err, turnframe.ErrNotFound) {
 		return turnDetail{}, fmt.Errorf("no outbox row or turn has the id %s: %w", id, turnframe.ErrNotFound)
 	}
 	if err != nil {
-		return turnDetail{}, fmt.Errorf("find turn %s: %w", id, err)
+		return turnDetail{}, err
 	}
-	acct := turnframe.AccountID(account)
 	var t turnDetail
 	if t.turn, err = store.LoadTurn(ctx, acct, id); err != nil {
 		return t, err

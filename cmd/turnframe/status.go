@@ -16,15 +16,20 @@ import (
 func statusCommand() *command {
 	return &command{
 		name:    "status",
-		summary: "counts per outbox status and turn phase, the oldest due row, ended leases, unknown outcomes",
+		summary: "what needs a person, counts per status and phase, the oldest due row, ended leases, unknowns",
 		help: `Summarises a turnframe database, read through the read pool (it never waits
-for the application's writes): how many outbox rows are in each status; how
-many are due now — rows a claim would take now, not rows held behind an
-earlier row of their order key, which are counted apart — and how long the
-oldest of them has waited; how many turns are in each phase; which claims'
-leases have ended, and how long ago (a dispatcher that died holding them:
-'turnframe release' puts them back); and which rows and journal entries are
-outcome unknown, awaiting reconciliation ('turnframe settle').`,
+for the application's writes). First what needs a person: the outbox rows and
+journal entries that need intervention — outcomes nothing could settle safely,
+which only a person or the application settles ('turnframe settle'; 'turnframe
+history' says why each got there). Then how many outbox rows are in each
+status; how many are due now — rows a claim would take now, not rows held
+behind an earlier row of their order key, which are counted apart — and how
+long the oldest of them has waited; how many turns are in each phase; which
+claims' leases have ended, and how long ago (a dispatcher that died holding
+them: the application's Recover, or 'turnframe release', marks them
+outcome_unknown); and which rows and journal entries are outcome unknown,
+which the application's Recover resolves by the policy of their remote, or a
+person with 'turnframe settle'. Each list shows at most 100.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
@@ -61,9 +66,24 @@ type statusJSON struct {
 	OldestDue      *dueJSON       `json:"oldest_due"`   // the due row that has waited longest, if any
 	EndedLeases    []leaseJSON    `json:"ended_leases"` // dispatching rows whose lease ended (at most 100)
 	EndedLeaseRows int            `json:"ended_lease_rows"`
-	Unknown        []outboxJSON   `json:"unknown"` // outbox rows awaiting reconciliation (at most 100)
+	Unknown        []outboxJSON   `json:"unknown"` // outcome_unknown outbox rows (at most 100)
 	UnknownRows    int            `json:"unknown_rows"`
-	UnknownJournal int            `json:"unknown_journal_entries"` // commands awaiting Runtime.ReconcileCommand
+	UnknownJournal int            `json:"unknown_journal_entries"` // outcome_unknown commands
+	UnknownEntries []statusEntry  `json:"unknown_entries"`         // the first of them (at most 100)
+	// NeedsIntervention lists the outbox rows a person must settle (at most
+	// 100), NeedsInterventionEntries the journal entries (at most 100).
+	NeedsIntervention        []outboxJSON  `json:"needs_intervention"`
+	NeedsInterventionRows    int           `json:"needs_intervention_rows"`
+	NeedsInterventionJournal int           `json:"needs_intervention_journal_entries"`
+	NeedsInterventionEntries []statusEntry `json:"needs_intervention_entries"`
+}
+
+// statusEntry is a journal entry as status lists it: with its account and
+// turn, which settle and history need.
+type statusEntry struct {
+	Account string `json:"account"`
+	Turn    string `json:"turn"`
+	entryJSON
 }
 
 type dueJSON struct {
@@ -105,7 +125,7 @@ func heldCondition() string {
 // freeCondition is the half of the claim's rule about order keys.
 func freeCondition() string {
 	var holding []string
-	for s := turnframe.OutboxPending; s <= turnframe.OutboxOutcomeUnknown; s++ {
+	for _, s := range outboxStatuses() {
 		if s.HoldsOrder() {
 			holding = append(holding, "'"+s.String()+"'")
 		}
@@ -124,9 +144,10 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 	st := statusJSON{
 		Path: store.Path(), At: at(now),
 		Outbox: map[string]int{}, Turns: map[string]int{},
-		EndedLeases: []leaseJSON{}, Unknown: []outboxJSON{},
+		EndedLeases: []leaseJSON{}, Unknown: []outboxJSON{}, UnknownEntries: []statusEntry{},
+		NeedsIntervention: []outboxJSON{}, NeedsInterventionEntries: []statusEntry{},
 	}
-	for s := turnframe.OutboxPending; s <= turnframe.OutboxOutcomeUnknown; s++ {
+	for _, s := range outboxStatuses() {
 		st.Outbox[s.String()] = 0
 	}
 	for p := turnframe.PhaseReceived; p <= turnframe.PhaseAbandoned; p++ {
@@ -160,25 +181,92 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 	if st.EndedLeases, st.EndedLeaseRows, err = endedLeases(ctx, store, now); err != nil {
 		return st, err
 	}
-	unknown, err := store.ListOutbox(ctx, turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: statusListLimit})
-	if err != nil {
+	if st.NeedsIntervention, err = uncertainRows(ctx, store, turnframe.OutboxNeedsIntervention); err != nil {
 		return st, err
 	}
-	for _, r := range unknown {
-		st.Unknown = append(st.Unknown, outboxView(r))
+	st.NeedsInterventionRows = st.Outbox[turnframe.OutboxNeedsIntervention.String()]
+	if st.NeedsInterventionEntries, st.NeedsInterventionJournal, err = uncertainEntries(ctx, store, turnframe.JournalNeedsIntervention); err != nil {
+		return st, err
+	}
+	if st.Unknown, err = uncertainRows(ctx, store, turnframe.OutboxOutcomeUnknown); err != nil {
+		return st, err
 	}
 	st.UnknownRows = st.Outbox[turnframe.OutboxOutcomeUnknown.String()]
-	if err := db.QueryRowContext(ctx,
-		"SELECT count(*) FROM journal WHERE status = 'outcome_unknown'").Scan(&st.UnknownJournal); err != nil {
-		return st, fmt.Errorf("count unknown journal entries: %w", err)
+	if st.UnknownEntries, st.UnknownJournal, err = uncertainEntries(ctx, store, turnframe.JournalOutcomeUnknown); err != nil {
+		return st, err
 	}
 	return st, nil
+}
+
+// outboxStatuses returns every outbox status, in the order status prints
+// them.
+func outboxStatuses() []turnframe.OutboxStatus {
+	return []turnframe.OutboxStatus{
+		turnframe.OutboxPending, turnframe.OutboxDispatching, turnframe.OutboxCompleted, turnframe.OutboxFailed,
+		turnframe.OutboxOutcomeUnknown, turnframe.OutboxNeedsIntervention,
+	}
+}
+
+// uncertainRows returns the first statusListLimit outbox rows in status s,
+// oldest first.
+func uncertainRows(ctx context.Context, store *sqlitestore.Store, s turnframe.OutboxStatus) ([]outboxJSON, error) {
+	rows, err := store.ListOutbox(ctx, turnframe.OutboxFilter{Status: s, Limit: statusListLimit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]outboxJSON, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, outboxView(r))
+	}
+	return out, nil
+}
+
+// uncertainEntries returns the journal entries in status s, longest in it
+// first (at most statusListLimit), and how many there are. The store has no
+// listing of entries by status, so SQL finds them, and ByKey reads each as
+// the store sees it.
+func uncertainEntries(ctx context.Context, store *sqlitestore.Store, s turnframe.JournalStatus) ([]statusEntry, int, error) {
+	db := store.ReadDB()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM journal WHERE status = ?", s.String()).Scan(&n); err != nil {
+		return nil, 0, fmt.Errorf("count %s journal entries: %w", s, err)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT account, key FROM journal WHERE status = ? ORDER BY updated_at, seq LIMIT ?",
+		s.String(), statusListLimit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list %s journal entries: %w", s, err)
+	}
+	type found struct{ account, key string }
+	var keys []found
+	for rows.Next() {
+		var f found
+		if err := rows.Scan(&f.account, &f.key); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("list %s journal entries: %w", s, err)
+		}
+		keys = append(keys, f)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, 0, err
+	}
+	out := []statusEntry{}
+	for _, f := range keys {
+		e, err := store.ByKey(ctx, turnframe.AccountID(f.account), turnframe.IdempotencyKey(f.key))
+		if err != nil {
+			return nil, 0, err
+		}
+		if e.Status != s {
+			continue // settled since the listing
+		}
+		out = append(out, statusEntry{Account: f.account, Turn: e.Turn.String(), entryJSON: entryView(e)})
+	}
+	return out, n, nil
 }
 
 // endedLeases returns the claims whose lease ended at now, longest ended
 // first (at most statusListLimit), and how many there are. SQL finds the
 // candidates by the lease index; turnframe.LeaseEnded, the rule
-// ReleaseExpiredClaims applies, decides which of them are listed.
+// ExpireClaims applies, decides which of them are listed.
 func endedLeases(ctx context.Context, store *sqlitestore.Store, now time.Time) ([]leaseJSON, int, error) {
 	db := store.ReadDB()
 	const ended = "status = 'dispatching' AND lease_until <= ?"
@@ -245,7 +333,7 @@ func countInto(ctx context.Context, db *sql.DB, into map[string]int, query strin
 
 func (st statusJSON) print(e *env) error {
 	var outbox, turns []string
-	for s := turnframe.OutboxPending; s <= turnframe.OutboxOutcomeUnknown; s++ {
+	for _, s := range outboxStatuses() {
 		outbox = append(outbox, fmt.Sprintf("%s %d", s, st.Outbox[s.String()]))
 	}
 	for p := turnframe.PhaseReceived; p <= turnframe.PhaseAbandoned; p++ {
@@ -262,17 +350,33 @@ func (st statusJSON) print(e *env) error {
 	claims := fmt.Sprintf("%d dispatching, %d with the lease ended", st.Outbox[turnframe.OutboxDispatching.String()], st.EndedLeaseRows)
 	if err := writeFields(e.stdout, [][2]string{
 		{"database", st.Path},
+		{"needs intervention", fmt.Sprintf("outbox rows %d, journal entries %d (a person must settle each)", st.NeedsInterventionRows, st.NeedsInterventionJournal)},
 		{"outbox", strings.Join(outbox, "  ")},
 		{"due now", due},
 		{"turns", strings.Join(turns, "  ")},
 		{"oldest due row", oldest},
 		{"claims", claims},
-		{"outcome unknown", fmt.Sprintf("outbox rows %d, journal entries %d (awaiting reconciliation)", st.UnknownRows, st.UnknownJournal)},
+		{"outcome unknown", fmt.Sprintf("outbox rows %d, journal entries %d (the app's Recover resolves them by policy)", st.UnknownRows, st.UnknownJournal)},
 	}); err != nil {
 		return err
 	}
+	if len(st.NeedsIntervention) > 0 {
+		fmt.Fprintf(e.stdout, "\noutbox rows that need intervention: nothing could settle them safely; find out from the remote, then\n"+
+			"'turnframe settle ID completed|failed|resend' ('turnframe history ID' says how each got here):\n")
+		if err := writeUncertainRows(e, st.NeedsIntervention); err != nil {
+			return err
+		}
+	}
+	if len(st.NeedsInterventionEntries) > 0 {
+		fmt.Fprintf(e.stdout, "\njournal entries that need intervention: find out from the remote, then\n"+
+			"'turnframe settle --account A KEY completed|failed|resend' ('turnframe history --account A KEY' says how each got here):\n")
+		if err := writeUncertainEntries(e, st.NeedsInterventionEntries); err != nil {
+			return err
+		}
+	}
 	if len(st.EndedLeases) > 0 {
-		fmt.Fprintf(e.stdout, "\nclaims whose lease ended: their dispatcher stopped without settling them (put them back with 'turnframe release'):\n")
+		fmt.Fprintf(e.stdout, "\nclaims whose lease ended: their dispatcher stopped without settling them, so their send may have started\n"+
+			"(the app's Recover, or 'turnframe release', marks them outcome_unknown):\n")
 		var rows [][]string
 		for _, c := range st.EndedLeases {
 			rows = append(rows, []string{c.ID, c.ClaimedBy, stamp(c.ClaimedAt.Time), stamp(c.LeaseUntil.Time), c.EndedAgo + " ago"})
@@ -282,14 +386,34 @@ func (st statusJSON) print(e *env) error {
 		}
 	}
 	if len(st.Unknown) > 0 {
-		fmt.Fprintf(e.stdout, "\noutbox rows awaiting reconciliation (settle each with 'turnframe settle ID completed|failed|resend'):\n")
-		var rows [][]string
-		for _, r := range st.Unknown {
-			rows = append(rows, []string{r.ID, r.Account, r.Key, r.Destination, itoa(r.Attempts), r.LastCode, stamp(r.UpdatedAt.Time)})
+		fmt.Fprintf(e.stdout, "\noutbox rows whose outcome is unknown (the app's Recover resolves them by the policy of their remote;\n"+
+			"or settle one with 'turnframe settle ID completed|failed|resend|escalate'):\n")
+		if err := writeUncertainRows(e, st.Unknown); err != nil {
+			return err
 		}
-		if err := writeTable(e.stdout, []string{"ID", "ACCOUNT", "KEY", "DESTINATION", "ATTEMPTS", "LAST CODE", "SINCE"}, rows); err != nil {
+	}
+	if len(st.UnknownEntries) > 0 {
+		fmt.Fprintf(e.stdout, "\njournal entries whose outcome is unknown (the app's Recover resolves them by the policy of their remote;\n"+
+			"or settle one with 'turnframe settle --account A KEY completed|failed|resend|escalate'):\n")
+		if err := writeUncertainEntries(e, st.UnknownEntries); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func writeUncertainRows(e *env, list []outboxJSON) error {
+	var rows [][]string
+	for _, r := range list {
+		rows = append(rows, []string{r.ID, r.Account, r.Key, r.Destination, itoa(r.Attempts), r.LastCode, stamp(r.UpdatedAt.Time)})
+	}
+	return writeTable(e.stdout, []string{"ID", "ACCOUNT", "KEY", "DESTINATION", "ATTEMPTS", "LAST CODE", "SINCE"}, rows)
+}
+
+func writeUncertainEntries(e *env, list []statusEntry) error {
+	var rows [][]string
+	for _, j := range list {
+		rows = append(rows, []string{j.Account, j.Key, j.Name, j.Turn, itoa(j.Attempts), j.Code, stamp(j.UpdatedAt.Time)})
+	}
+	return writeTable(e.stdout, []string{"ACCOUNT", "KEY", "COMMAND", "TURN", "ATTEMPTS", "CODE", "SINCE"}, rows)
 }

@@ -15,10 +15,11 @@ func turnsCommand() *command {
 		name:    "turns",
 		summary: "list turns; --unfinished: the ones recovery still has to act on",
 		help: `Lists turns, oldest first, read through the read pool. With --unfinished it
-lists what a recovery sweep would visit: turns that are not delivered or
-abandoned, and delivered turns that still hold a command whose outcome is
-unknown; the RECOVERY column is what Recovery.Decide says each one needs
-(resume_commands, regenerate_response, reconcile_external, …).`,
+lists what the application's Recover would visit: turns that are not
+delivered or abandoned, and finished turns that still hold a command whose
+outcome is unknown or needs intervention; the RECOVERY column is what
+Recovery.Decide says each one needs (resume_commands, regenerate_response,
+reconcile_external, …).`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			unfinished := fs.Bool("unfinished", false, "only turns recovery still has to act on, with its decision")
