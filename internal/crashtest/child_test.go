@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,9 +24,10 @@ import (
 // The environment a child reads: the test binary runs itself as a child
 // when envRole is set (see TestMain).
 const (
-	envRole   = "TURNFRAME_CRASHTEST_ROLE" // work, drain, dispatch, releaser
+	envRole   = "TURNFRAME_CRASHTEST_ROLE" // work, drain, dispatch, expirer
 	envDB     = "TURNFRAME_CRASHTEST_DB"
-	envRemote = "TURNFRAME_CRASHTEST_REMOTE"
+	envRemote = "TURNFRAME_CRASHTEST_REMOTE"      // the remote's URL
+	envKind   = "TURNFRAME_CRASHTEST_REMOTE_KIND" // what the remote can do (remoteDedup, remoteAsked, remoteNeither; dedup when unset)
 	envSeed   = "TURNFRAME_CRASHTEST_SEED"
 	envInc    = "TURNFRAME_CRASHTEST_INC"    // the child's incarnation number: its worker id
 	envTurns  = "TURNFRAME_CRASHTEST_TURNS"  // work: stop after this many turns (0: run until killed)
@@ -43,11 +45,35 @@ const (
 	storeBusyTimeout    = 30 * time.Second       // the runtime's store: waits out every fault
 	dispatchBusyTimeout = 80 * time.Millisecond  // the dispatcher's store: a held file makes it ErrBusy
 	staleAfter          = 2 * time.Second        // a running child's periodic sweep leaves turns younger than this alone
-	sweepPage           = 16                     // turns per page of a sweep: sweeps page through many
 	drainDeadline       = 2 * time.Minute
 	drainPollMax        = 50 * time.Millisecond
-	releaseEvery        = 20 * time.Millisecond
+	expireEvery         = 20 * time.Millisecond
+	verifyBackoff       = 5 * time.Millisecond // the asked kind's Remote.VerifyBackoff: short, so the drain ends
+	crashActor          = turnframe.Actor("app:crash-actor")
 )
+
+// The kinds of remote a crash run is made against: what the remote can do,
+// and so what the children declare for it (turnframe.Remote) for the
+// destination "remote" and for every command that calls it.
+const (
+	// remoteDedup deduplicates by key, and is declared so
+	// (Remote{Deduplicates: 24h}): the policy resends an unknown under the
+	// same key, and Execute runs a dead attempt again.
+	remoteDedup = "dedup"
+	// remoteAsked can be asked whether a key's effect is there (GET
+	// /applied), and is declared with that Verifier and no Deduplicates:
+	// nothing is sent again without a "not happened". The remote still
+	// deduplicates; the audit counts every delivery that would have been
+	// a second effect had it not.
+	remoteAsked = "asked"
+	// remoteNeither can be neither asked nor sent a key twice, and is
+	// declared Remote{}: a second delivery of an applied key is a second
+	// effect. Every unknown escalates to NeedsIntervention.
+	remoteNeither = "neither"
+)
+
+// remoteKinds are the kinds TestCrashRecovery runs, in order.
+var remoteKinds = []string{remoteDedup, remoteAsked, remoteNeither}
 
 // Command kinds, carried as the command's Name so that a resumed command
 // is handled as it was planned.
@@ -57,18 +83,20 @@ const (
 	kindPlain    = "plain"    // commit one event, no row
 	kindReject   = "reject"   // reject
 	kindRemote   = "remote"   // call the remote under the command's key, then commit one event
-	kindTimeout  = "timeout"  // call the remote, then block until the command timeout: outcome unknown
-	kindFlaky    = "flaky"    // first attempt: unknown without reaching the remote (resent by reconciliation); later: as remote
+	kindTimeout  = "timeout"  // first attempt: call the remote, then block until the command timeout (outcome unknown); later: as remote
+	kindFlaky    = "flaky"    // first attempt: unknown without reaching the remote (resent by the policy, or escalated); later: as remote
 )
+
+// localKinds are the command kinds whose handlers call no remote.
+var localKinds = []string{kindEnqueue1, kindEnqueue2, kindPlain, kindReject}
+
+// remoteCallKinds are the command kinds whose handlers call the remote.
+var remoteCallKinds = []string{kindRemote, kindTimeout, kindFlaky}
 
 // callsRemote reports whether a kind's handler makes a domain call.
 func callsRemote(kind string) bool {
 	return kind == kindRemote || kind == kindTimeout || kind == kindFlaky
 }
-
-// CodeNotReceived is the code of a command whose outcome was unknown and
-// that the remote never received.
-const codeNotReceived = "remote.not_received"
 
 const commandsPerTurn = 3
 
@@ -141,6 +169,7 @@ type child struct {
 	worker string
 	role   string
 	remote string
+	kind   string // remoteDedup, remoteAsked or remoteNeither
 	faults bool
 
 	store  *sqlitestore.Store // the runtime's, recovery's and the reads'
@@ -148,11 +177,12 @@ type child struct {
 	astore *sqlitestore.Store // the concurrent actor's (see faults_test.go)
 	lockDB *sql.DB            // a plain connection that holds the write lock (the busy fault)
 
-	rt    *turnframe.Runtime
-	actor *turnframe.Runtime // another actor on the same turns, on its own connection
-	rec   *turnframe.Recovery
-	disp  *turnframe.Dispatcher
-	out   *observedOutbox
+	rt       *turnframe.Runtime
+	actor    *turnframe.Runtime  // another actor on the same turns, on its own connection
+	actorRec *turnframe.Recovery // the actor's, to resend a command (fault a)
+	rec      *turnframe.Recovery
+	disp     *turnframe.Dispatcher
+	out      *observedOutbox
 
 	http  *http.Client // domain calls: a fresh connection each
 	spans *http.Client // handler spans
@@ -161,8 +191,9 @@ type child struct {
 	holding atomic.Bool // the lock connection holds the write lock
 	runs    int         // RunOnce calls made (main goroutine only)
 
-	mu    sync.Mutex
-	fired map[entryKey]firedFault // faults fired in handlers, checked after Execute
+	mu     sync.Mutex
+	fired  map[entryKey]firedFault      // faults fired in handlers, checked after Execute
+	called map[turnframe.AttemptID]bool // attempts whose handler made its domain call
 }
 
 // progress writes one line the parent counts; it kills after a random
@@ -205,10 +236,13 @@ func runChild(role string) error {
 	db := os.Getenv(envDB)
 	c := &child{
 		ctx: ctx, seed: seed, inc: inc, worker: workerName(role, inc), role: role,
-		remote: os.Getenv(envRemote), faults: os.Getenv(envFaults) == "1",
+		remote: os.Getenv(envRemote), kind: os.Getenv(envKind), faults: os.Getenv(envFaults) == "1",
 		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 		spans: &http.Client{Timeout: 10 * time.Second},
-		fired: map[entryKey]firedFault{},
+		fired: map[entryKey]firedFault{}, called: map[turnframe.AttemptID]bool{},
+	}
+	if c.kind == "" {
+		c.kind = remoteDedup
 	}
 	var err error
 	if c.store, err = sqlitestore.Open(ctx, db, sqlitestore.WithBusyTimeout(storeBusyTimeout)); err != nil {
@@ -228,13 +262,18 @@ func runChild(role string) error {
 	}
 	defer c.lockDB.Close()
 
-	opts := []turnframe.Option{
+	remotes, err := c.remoteOptions()
+	if err != nil {
+		return err
+	}
+	opts := append([]turnframe.Option{
 		turnframe.WithCommandTimeout(commandTimeout), turnframe.WithLeaseMargin(commandLeaseMargin),
 		turnframe.WithMaxConflictRetries(8), // two processes commit to the same cases
-	}
+	}, remotes...)
 	c.rt = turnframe.New(c.store, opts...)
 	c.actor = turnframe.New(c.astore, opts...)
-	c.rec = turnframe.NewRecovery(c.store)
+	c.rec = turnframe.NewRecovery(c.store, remotes...)
+	c.actorRec = turnframe.NewRecovery(c.astore, remotes...)
 	c.out = &observedOutbox{Store: c.dstore, leases: map[turnframe.OutboxID]time.Time{}, settling: map[turnframe.OutboxID]bool{}}
 	sender, err := c.sender()
 	if err != nil {
@@ -244,7 +283,7 @@ func runChild(role string) error {
 		WorkerID: c.worker, BatchSize: 8, SendTimeout: sendTimeout, LeaseMargin: dispatchLeaseMargin,
 		InitialBackoff: 5 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, MaxAttempts: 8,
 	})
-	if role != "releaser" {
+	if role != "expirer" {
 		progress("open %s", c.worker)
 	}
 	switch role {
@@ -254,8 +293,8 @@ func runChild(role string) error {
 		return c.drain()
 	case "dispatch":
 		return c.dispatchAll()
-	case "releaser":
-		return c.releaser()
+	case "expirer":
+		return c.expirer()
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
@@ -272,6 +311,62 @@ func openWhileBusy(ctx context.Context, db string, opts ...sqlitestore.Option) (
 		tally("busy_open", 1)
 	}
 }
+
+// remoteOptions declares what the remote can do, as the run's kind says
+// (see remoteDedup), for the destination "remote" and every command that
+// calls it. The commands that call no remote are declared in every kind
+// with a Verifier that answers "not happened": their only effects are
+// written in the transaction that settles them, so an unknown one (its
+// handler timed out, or its attempt died) certainly did nothing.
+func (c *child) remoteOptions() ([]turnframe.Option, error) {
+	var r turnframe.Remote
+	switch c.kind {
+	case remoteDedup:
+		r = turnframe.Remote{Deduplicates: 24 * time.Hour}
+	case remoteAsked:
+		r = turnframe.Remote{Verifier: turnframe.VerifierFunc(c.verify), VerifyBackoff: verifyBackoff}
+	case remoteNeither:
+		r = turnframe.Remote{}
+	default:
+		return nil, fmt.Errorf("%s=%q: want %s, %s or %s", envKind, c.kind, remoteDedup, remoteAsked, remoteNeither)
+	}
+	opts := []turnframe.Option{turnframe.WithDestination("remote", r)}
+	for _, k := range remoteCallKinds {
+		opts = append(opts, turnframe.WithCommand(k, r))
+	}
+	local := turnframe.Remote{Verifier: turnframe.VerifierFunc(verifyLocal)}
+	for _, k := range localKinds {
+		opts = append(opts, turnframe.WithCommand(k, local))
+	}
+	return opts, nil
+}
+
+// verifyLocal is the Verifier of the commands that call no remote.
+func verifyLocal(context.Context, turnframe.Uncertain) turnframe.Verification {
+	return turnframe.Verification{Found: turnframe.FoundNotHappened, Note: "a local command: nothing of it leaves the transaction that settles it"}
+}
+
+// verify is the asked kind's Verifier: it asks the remote's ledger whether
+// the key's effect is there. A lookup that fails cannot tell.
+func (c *child) verify(ctx context.Context, u turnframe.Uncertain) turnframe.Verification {
+	key := u.RemoteKey
+	if u.Subject.Kind == turnframe.SubjectJournal {
+		key = commandRemoteKey(u.Subject.Account, u.Key)
+	}
+	ok, err := c.applied(ctx, key)
+	switch {
+	case err != nil:
+		return turnframe.Verification{Found: turnframe.FoundUnsure, Note: err.Error()}
+	case ok:
+		return turnframe.Verification{Found: turnframe.FoundHappened, RemoteRef: "ref-" + key}
+	}
+	return turnframe.Verification{Found: turnframe.FoundNotHappened, Note: noteNotFound}
+}
+
+// noteNotFound is the note of the asked kind's "not happened": the audit
+// trail keeps it on the resend it causes (a command's resend keeps no
+// code: see figures.trail).
+const noteNotFound = "the ledger has no such key"
 
 // ctxEntry carries the row being sent to the transport, which tells the
 // remote its attempt number and worker (how the parent explains a
@@ -319,14 +414,15 @@ func (c *child) sender() (turnframe.Sender, error) {
 	}), nil
 }
 
-// call makes a domain call to the remote under key.
-func (c *child) call(ctx context.Context, key string) error {
+// call makes a domain call to the remote under key, from attempt.
+func (c *child) call(ctx context.Context, key string, attempt turnframe.AttemptID) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.remote+"/cmd", strings.NewReader(key))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("X-Worker", c.worker)
+	req.Header.Set("X-Attempt", attempt.String())
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
@@ -337,8 +433,12 @@ func (c *child) call(ctx context.Context, key string) error {
 }
 
 // applied asks the remote whether key's effect is there.
-func (c *child) applied(key string) (bool, error) {
-	resp, err := c.http.Get(c.remote + "/applied?key=" + url.QueryEscape(key))
+func (c *child) applied(ctx context.Context, key string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.remote+"/applied?key="+url.QueryEscape(key), nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return false, err
 	}
@@ -377,6 +477,21 @@ func (c *child) span(op string, call turnframe.Call) {
 	}
 }
 
+// firstCall reports whether attempt has not made its domain call yet, and
+// records that it now does. Execute calls a handler again under the same
+// attempt when its commit found the case moved: the call was made, and a
+// remote that does not deduplicate would take a second one for a second
+// effect.
+func (c *child) firstCall(attempt turnframe.AttemptID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.called[attempt] {
+		return false
+	}
+	c.called[attempt] = true
+	return true
+}
+
 func (c *child) handle(ctx context.Context, call turnframe.Call) turnframe.Outcome {
 	c.span("begin", call)
 	defer c.span("end", call)
@@ -385,8 +500,8 @@ func (c *child) handle(ctx context.Context, call turnframe.Call) turnframe.Outco
 		kind = "" // the request never leaves: the remote cannot have it
 	}
 	var callErr error
-	if callsRemote(kind) {
-		callErr = c.call(ctx, commandRemoteKey(call.Account, call.Command.Key))
+	if callsRemote(kind) && c.firstCall(call.Attempt) {
+		callErr = c.call(ctx, commandRemoteKey(call.Account, call.Command.Key), call.Attempt)
 	}
 	if c.faults && isLast(call.Command.Key) {
 		c.actMeanwhile(call) // after the domain call: the effect may be out when the turn moves
@@ -409,8 +524,14 @@ func (c *child) handle(ctx context.Context, call turnframe.Call) turnframe.Outco
 		}
 		return turnframe.Commit(ev)
 	case kindTimeout:
-		<-ctx.Done() // the remote never answers in time: outcome unknown
-		return turnframe.Unknown("")
+		if call.Attempts <= 1 {
+			<-ctx.Done() // the remote does not answer in time: outcome unknown
+			return turnframe.Unknown("")
+		}
+		if callErr != nil {
+			return turnframe.Unknown("")
+		}
+		return turnframe.Commit(ev)
 	case "":
 		return turnframe.Unknown("") // a flaky command's first attempt
 	}
@@ -450,12 +571,16 @@ func (c *child) finish(ctx context.Context, account turnframe.AccountID, turn tu
 				return true, nil
 			}
 		}
+		pending := slices.ContainsFunc(rep.Results, func(r turnframe.CommandResult) bool { return r.Status.IsPending() })
 		switch {
 		case rep.Phase.IsTerminal():
 			return false, nil // abandoned while a command ran (a fault), or delivered
-		case rep.Phase != turnframe.PhaseCommitted:
+		case rep.Phase != turnframe.PhaseCommitted && pending:
 			continue // an entry went back to pending meanwhile (a resend): run it
 		}
+		// Committed; or nothing pending, the last entry having been
+		// declared unknown (a dead attempt) rather than run: an unknown
+		// entry does not hold the answer back.
 		err = c.rt.Deliver(ctx, account, turn, "done")
 		if err == nil {
 			progress("delivered %v", turn)
@@ -467,13 +592,14 @@ func (c *child) finish(ctx context.Context, account turnframe.AccountID, turn tu
 		if m, rerr := c.store.TurnPhase(ctx, account, turn); rerr == nil && m.Phase.IsTerminal() {
 			return false, nil // another process delivered it
 		}
-		// Pending again: a reconciliation resent one of its commands. Run it.
+		// Pending again: the policy or the actor resent one of its commands. Run it.
 	}
 	return true, nil
 }
 
-// The recovery handler: what a child does with every unfinished turn it
-// finds. A turn another process holds is deferred.
+// The recovery handler: what a child does with every unfinished turn
+// Recover hands it. A turn another process holds is deferred. Unknown
+// outcomes are not the handler's: Recover resolves them by policy.
 func (c *child) RestartInterpretation(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
 	st, err := c.rec.StoredTurn(ctx, m.Account, m.Turn)
 	if err != nil {
@@ -517,67 +643,24 @@ func (c *child) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMar
 	return nil
 }
 
-// ReconcileExternal settles each unknown command against the remote's
-// ledger: it has the key (Completed); it never received it and the command
-// may run again (a flaky one, on a turn not abandoned: Resend); else
-// Rejected.
-func (c *child) ReconcileExternal(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
-	for _, e := range a.Entries {
-		ok, err := c.applied(commandRemoteKey(e.Account, e.Key))
-		if err != nil {
-			return err
-		}
-		verdict, code := turnframe.VerdictFailed, codeNotReceived
-		switch {
-		case ok:
-			verdict, code = turnframe.VerdictCompleted, ""
-		case e.Name == kindFlaky && m.Phase != turnframe.PhaseAbandoned:
-			verdict, code = turnframe.VerdictResend, ""
-		}
-		err = c.rt.ReconcileCommand(ctx, e.Account, e.Key, verdict, code)
-		if errors.Is(err, turnframe.ErrConflict) && verdict == turnframe.VerdictResend {
-			// The turn was abandoned since it was listed: a resend there
-			// would never run. The remote does not have it: Rejected.
-			verdict, code = turnframe.VerdictFailed, codeNotReceived
-			err = c.rt.ReconcileCommand(ctx, e.Account, e.Key, verdict, code)
-		}
-		if errors.Is(err, turnframe.ErrConflict) {
-			if now, rerr := c.store.ByKey(ctx, e.Account, e.Key); rerr == nil && now.Status != turnframe.JournalOutcomeUnknown {
-				continue // another process reconciled it
-			}
-			return fmt.Errorf("reconcile %s: %w (%w)", e.Key, errDeferred, err) // it moved meanwhile: look again later
-		}
-		if err != nil {
-			return err
-		}
-		progress("reconciled command %s %v", e.Key, verdict)
-	}
-	if m.Phase.IsTerminal() {
-		return nil
-	}
-	return c.finishOrDefer(ctx, m)
-}
-
-// release releases the claims whose lease ended, and names each released
-// row with the worker that held it ("R id worker"), so the parent can check
-// that no live worker lost a row.
-func (c *child) release() (int, error) {
+// holders lists the worker holding each claimed row, so that expiries can
+// be named by the worker that lost them.
+func (c *child) holders() (map[turnframe.OutboxID]string, error) {
 	held, err := c.store.ListOutbox(c.ctx, turnframe.OutboxFilter{Status: turnframe.OutboxDispatching, Limit: turnframe.MaxLimit})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	holder := make(map[turnframe.OutboxID]string, len(held))
 	for _, r := range held {
 		holder[r.ID] = r.ClaimedBy
 	}
-	ids, err := c.disp.ReleaseExpiredClaims(c.ctx, time.Now())
-	if errors.Is(err, turnframe.ErrBusy) {
-		tally("busy_release", 1) // the file is held: the next call releases them
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
+	return holder, nil
+}
+
+// reportExpired names each expired row with the worker that held it
+// ("R id worker expirer"), so the parent can check that no live worker
+// lost a row.
+func (c *child) reportExpired(ids []turnframe.OutboxID, holder map[turnframe.OutboxID]string) {
 	for _, id := range ids {
 		w := holder[id]
 		if w == "" {
@@ -585,46 +668,78 @@ func (c *child) release() (int, error) {
 		}
 		fmt.Fprintf(os.Stdout, "R %s %s %s\n", id, w, c.worker)
 	}
+}
+
+// expire expires the claims whose lease ended (store.ExpireClaims: each
+// becomes OutcomeUnknown, for the policy) and reports them.
+func (c *child) expire() (int, error) {
+	holder, err := c.holders()
+	if err != nil {
+		return 0, err
+	}
+	ids, err := c.dstore.ExpireClaims(c.ctx, time.Now())
+	if errors.Is(err, turnframe.ErrBusy) {
+		tally("busy_expire", 1) // the file is held: the next call expires them
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	c.reportExpired(ids, holder)
 	return len(ids), nil
 }
 
-// recover releases ended leases and sweeps every unfinished turn in scope.
-// Turns another process holds are deferred and counted, not failed: a later
-// sweep takes them once their leases ended.
-func (c *child) recover(scope turnframe.RecoveryScope) (deferred int, err error) {
-	n, err := c.release()
+// recover runs Recovery.Recover over scope: it expires ended claims,
+// resolves every unknown by the policy of the run's kind, sweeps the
+// unfinished turns in scope through the handler, and lists what needs a
+// person. Turns another process holds are deferred and counted, not
+// failed: a later Recover takes them once their leases ended. It returns
+// when the policy wants to look again (a backoff between lookups), zero
+// when never.
+func (c *child) recover(scope turnframe.RecoveryScope) (next time.Time, err error) {
+	holder, err := c.holders()
 	if err != nil {
-		return 0, fmt.Errorf("release: %w", err)
+		return next, fmt.Errorf("list claims: %w", err)
 	}
-	progress("released %d", n)
-	for range 3 { // a reconciliation can leave a turn for a resume: sweep again
-		rep, err := c.rec.Sweep(c.ctx, scope, sweepPage, c)
-		if err != nil {
-			return 0, fmt.Errorf("sweep: %w", err)
+	rep, err := c.rec.Recover(c.ctx, scope, c)
+	c.reportExpired(rep.Expired, holder)
+	if err != nil {
+		return next, err
+	}
+	for _, p := range rep.Policy {
+		switch {
+		case p.Err == nil:
+		case errors.Is(p.Err, turnframe.ErrConflict):
+			tally("policy_conflict", 1) // another process settled it first, or it moved meanwhile
+		default:
+			return next, fmt.Errorf("policy on %v %s (%v): %w", p.Uncertain.Subject.Kind, p.Uncertain.Subject.Ref, p.Outcome, p.Err)
 		}
-		deferred = 0
-		for _, f := range rep.Failures {
-			if errors.Is(f.Err, errDeferred) {
-				deferred++
-				continue
-			}
-			return 0, fmt.Errorf("sweep: turn %v (%v): %w", f.Turn, f.Action, f.Err)
-		}
-		tally("swept", rep.Turns)
-		progress("swept %d, deferred %d", rep.Turns, deferred)
-		if rep.Turns == deferred {
-			break
+		if (p.Outcome == turnframe.PolicyWaiting || p.Outcome == turnframe.PolicyUnsure) && (next.IsZero() || p.NextAt.Before(next)) {
+			next = p.NextAt
 		}
 	}
+	deferred := 0
+	for _, f := range rep.Turns.Failures {
+		if errors.Is(f.Err, errDeferred) {
+			deferred++
+			continue
+		}
+		return next, fmt.Errorf("recover: turn %v (%v): %w", f.Turn, f.Action, f.Err)
+	}
+	tally("swept", rep.Turns.Turns)
 	tally("sweep_deferred", deferred)
-	return deferred, nil
+	progress("recovered: expired %d; policy %d (resent %d, completed %d, rejected %d, escalated %d, unsure %d, waiting %d); turns %d, deferred %d; needs intervention %d",
+		len(rep.Expired), len(rep.Policy), rep.Count(turnframe.PolicyResent), rep.Count(turnframe.PolicyCompleted), rep.Count(turnframe.PolicyRejected),
+		rep.Count(turnframe.PolicyEscalated), rep.Count(turnframe.PolicyUnsure), rep.Count(turnframe.PolicyWaiting),
+		rep.Turns.Turns, deferred, len(rep.NeedsIntervention))
+	return next, nil
 }
 
 // dispatchOnce runs one dispatch sweep, slow now and then (a fault). A
 // claim refused because the file is busy is no error: the next sweep
 // claims. A row left unsettled in a live process is: its settlement was
 // refused for good (the claim was lost, so a live sweep's row was
-// released) — the one thing leases are there to prevent.
+// expired) — the one thing leases are there to prevent.
 func (c *child) dispatchOnce() (turnframe.DispatchReport, error) {
 	c.runs++
 	slow, err := c.slowSweep()
@@ -703,30 +818,18 @@ func (c *child) work() error {
 	return nil
 }
 
-// ledgerReconciler settles an unknown outbox row by asking the remote:
-// applied → Completed, never received → Resend.
-func (c *child) ledgerReconciler() turnframe.Reconciler {
-	return turnframe.ReconcilerFunc(func(ctx context.Context, rec turnframe.OutboxRecord) turnframe.Reconciled {
-		ok, err := c.applied(rec.RemoteKey())
-		switch {
-		case err != nil:
-			return turnframe.Reconciled{Verdict: turnframe.VerdictUnresolved}
-		case ok:
-			return turnframe.Reconciled{Verdict: turnframe.VerdictCompleted}
-		}
-		return turnframe.Reconciled{Verdict: turnframe.VerdictResend}
-	})
-}
-
-// drain finishes everything, beside another drain doing the same: recover,
-// dispatch until nothing is due, reconcile unknown rows against the ledger,
-// and again, until nothing is unfinished — waiting for leases to end and
-// backoffs to come due, never longer than the earliest of them (at most
-// drainPollMax), and failing after drainDeadline.
+// drain finishes everything, beside another drain doing the same: recover
+// (the policy resolves the unknowns), dispatch until nothing is due, and
+// again, until nothing is open — waiting for leases to end, backoffs to
+// come due and the policy's lookups to be due again, never longer than the
+// earliest of them (at most drainPollMax), and failing after drainDeadline.
+// What needs a person (NeedsIntervention), and what it holds back, is not
+// open: nothing will move it but a person.
 func (c *child) drain() error {
 	deadline := time.Now().Add(drainDeadline)
 	for round := 0; ; round++ {
-		if _, err := c.recover(turnframe.RecoveryScope{}); err != nil {
+		next, err := c.recover(turnframe.RecoveryScope{})
+		if err != nil {
 			return err
 		}
 		for {
@@ -737,9 +840,6 @@ func (c *child) drain() error {
 			if rep.IsEmpty() {
 				break
 			}
-		}
-		if err := c.reconcileRows(); err != nil {
-			return err
 		}
 		open, wake, err := c.openWork()
 		if err != nil {
@@ -752,32 +852,72 @@ func (c *child) drain() error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("drain: still open after %v: %s", drainDeadline, open)
 		}
+		if !next.IsZero() && next.Before(wake) {
+			wake = next
+		}
+		if floor := time.Now().Add(2 * time.Millisecond); wake.Before(floor) {
+			wake = floor
+		}
 		t := time.NewTimer(time.Until(wake))
 		<-t.C
 	}
 }
 
-// reconcileRows settles every unknown outbox row against the ledger.
-func (c *child) reconcileRows() error {
-	unknown, err := c.store.ListOutbox(c.ctx, turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: turnframe.MaxLimit})
-	if err != nil {
-		return err
-	}
-	for _, r := range unknown {
-		v, err := c.disp.Reconcile(c.ctx, r.ID, c.ledgerReconciler(), time.Now())
-		if errors.Is(err, turnframe.ErrConflict) || errors.Is(err, turnframe.ErrBusy) {
-			continue // the other drain reconciled it, or the file is held: next round
+// parkedTurn reports whether a turn's entries, in phase at now, leave it
+// to a person: it holds a NeedsIntervention entry, and nothing the policy
+// or a worker will still move — no OutcomeUnknown entry, no Executing one
+// under a live lease, none stranded on an abandoned turn (Recover resolves
+// those). Recover decides such a turn ReconcileExternal for as long as the
+// entry needs intervention, so its other pending entries are not resumed,
+// an attempt that died on it is neither resumed nor declared unknown, and
+// a missing answer is not regenerated: they wait for the person too.
+func parkedTurn(entries []turnframe.JournalEntry, phase turnframe.TurnPhase, now time.Time) bool {
+	escalated := false
+	for _, e := range entries {
+		switch {
+		case e.Status == turnframe.JournalNeedsIntervention:
+			escalated = true
+		case e.Status == turnframe.JournalOutcomeUnknown:
+			return false
+		case e.Status == turnframe.JournalExecuting && (e.LeaseUntil.After(now) || phase == turnframe.PhaseAbandoned):
+			return false
 		}
-		if err != nil {
-			return fmt.Errorf("reconcile row %v: %w", r.ID, err)
-		}
-		progress("reconciled row %v %v", r.ID, v.Verdict)
 	}
-	return nil
+	return escalated
 }
 
+// entryStatuses names the status (and, executing, the lease) of each
+// entry, for an error message.
+func entryStatuses(entries []turnframe.JournalEntry, now time.Time) string {
+	var parts []string
+	for _, e := range entries {
+		p := string(e.Key) + " " + e.Name + " " + e.Status.String()
+		if e.Status == turnframe.JournalExecuting {
+			p += fmt.Sprintf(" (lease ended %v ago)", now.Sub(e.LeaseUntil).Round(time.Millisecond))
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// heldKeys returns the order keys (account and key) that a
+// NeedsIntervention row holds: the rows after it in its key wait for a
+// person.
+func heldKeys(rows []turnframe.OutboxRecord) map[string]bool {
+	held := map[string]bool{}
+	for _, r := range rows {
+		if r.Status == turnframe.OutboxNeedsIntervention && r.OrderKey != "" {
+			held[orderKeyOf(r)] = true
+		}
+	}
+	return held
+}
+
+func orderKeyOf(r turnframe.OutboxRecord) string { return string(r.Account) + "\x00" + r.OrderKey }
+
 // openWork says what is still unfinished ("" for nothing), and when to look
-// again: the earliest lease end or due time of an open row, or soon.
+// again: the earliest lease end or due time of an open row, or soon. A turn
+// parked behind an escalation and a row held behind one are not open.
 func (c *child) openWork() (string, time.Time, error) {
 	now := time.Now()
 	wake := now.Add(drainPollMax)
@@ -786,18 +926,41 @@ func (c *child) openWork() (string, time.Time, error) {
 		return "", wake, err
 	}
 	var open []string
-	if len(turns) > 0 {
-		open = append(open, fmt.Sprintf("%d unfinished turns (first %v, %v)", len(turns), turns[0].Turn, turns[0].Phase))
+	openTurns, parked := 0, 0
+	var first string
+	for _, m := range turns {
+		entries, err := c.store.ForTurn(c.ctx, m.Account, m.Turn)
+		if err != nil {
+			return "", wake, err
+		}
+		if parkedTurn(entries, m.Phase, now) {
+			parked++
+			continue
+		}
+		if openTurns == 0 {
+			first = fmt.Sprintf("%v, %v: %s", m.Turn, m.Phase, entryStatuses(entries, now))
+		}
+		openTurns++
 	}
+	if openTurns > 0 {
+		open = append(open, fmt.Sprintf("%d unfinished turns (first %s; %d more parked behind an escalation)", openTurns, first, parked))
+	}
+	escalated, err := c.store.ListOutbox(c.ctx, turnframe.OutboxFilter{Status: turnframe.OutboxNeedsIntervention, Limit: turnframe.MaxLimit})
+	if err != nil {
+		return "", wake, err
+	}
+	held := heldKeys(escalated)
 	for _, st := range []turnframe.OutboxStatus{turnframe.OutboxPending, turnframe.OutboxDispatching, turnframe.OutboxOutcomeUnknown} {
 		rows, err := c.store.ListOutbox(c.ctx, turnframe.OutboxFilter{Status: st, Limit: turnframe.MaxLimit})
 		if err != nil {
 			return "", wake, err
 		}
-		if len(rows) > 0 {
-			open = append(open, fmt.Sprintf("%d rows %v", len(rows), st))
-		}
+		n := 0
 		for _, r := range rows {
+			if st == turnframe.OutboxPending && r.OrderKey != "" && held[orderKeyOf(r)] {
+				continue // behind an escalated row of its order key
+			}
+			n++
 			at := r.DueAt
 			if st == turnframe.OutboxDispatching {
 				at = r.LeaseUntil
@@ -805,6 +968,9 @@ func (c *child) openWork() (string, time.Time, error) {
 			if !at.IsZero() && at.Before(wake) {
 				wake = at
 			}
+		}
+		if n > 0 {
+			open = append(open, fmt.Sprintf("%d rows %v", n, st))
 		}
 	}
 	if floor := now.Add(2 * time.Millisecond); wake.Before(floor) {
@@ -814,7 +980,7 @@ func (c *child) openWork() (string, time.Time, error) {
 }
 
 // dispatchAll: dispatch until nothing is due, several times in a row (the
-// other processes may still hold rows), never releasing a claim.
+// other processes may still hold rows), never expiring a claim.
 func (c *child) dispatchAll() error {
 	empty := 0
 	for empty < 3 {
@@ -838,26 +1004,27 @@ func (c *child) dispatchAll() error {
 	return nil
 }
 
-// releaser calls ReleaseExpiredClaims again and again, beside the workers,
-// until its stdin closes: a live sweep's rows must never be released, and
-// a dead worker's are released once their leases ended.
-func (c *child) releaser() error {
+// expirer calls store.ExpireClaims again and again, beside the workers,
+// until its stdin closes: a live sweep's rows must never be expired, and a
+// dead worker's are expired (to OutcomeUnknown, for the workers' policy)
+// once their leases ended.
+func (c *child) expirer() error {
 	stop := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		close(stop)
 	}()
-	tick := time.NewTicker(releaseEvery)
+	tick := time.NewTicker(expireEvery)
 	defer tick.Stop()
 	calls := 0
 	for {
 		select {
 		case <-stop:
-			tally("release_calls", calls)
+			tally("expire_calls", calls)
 			return nil
 		case <-tick.C:
 			calls++
-			if _, err := c.release(); err != nil {
+			if _, err := c.expire(); err != nil {
 				return err
 			}
 		}

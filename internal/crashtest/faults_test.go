@@ -19,10 +19,12 @@ import (
 // it and a kill can land right after it.
 //
 //	(a) Between a settlement and a phase move. While the handler of a
-//	    turn's last command runs, a concurrent actor — another Runtime, on a
-//	    connection of its own — abandons the turn ("abandon"), or resends
-//	    another command of the turn that is outcome unknown and that the
-//	    remote never received ("resend_meanwhile"). The handler's settlement
+//	    turn's last command runs, a concurrent actor — another Runtime and
+//	    Recovery, on a connection of their own — abandons the turn
+//	    ("abandon"), or resends (Recovery.Settle, as the application) another
+//	    command of the turn that is outcome unknown and that the remote never
+//	    received ("resend_meanwhile"; only against a remote the policy would
+//	    resend to as well: not the neither kind). The handler's settlement
 //	    carries the turn's move to Committed as Write.Advance: the move is
 //	    refused, and the settlement must land all the same
 //	    ("abandon_settled", "resend_meanwhile_settled"); a settlement that
@@ -32,21 +34,21 @@ import (
 //	    holds the file's write lock on a plain connection of its own for
 //	    150–300 ms, longer than the dispatcher's busy timeout (80 ms), so the
 //	    settlement is refused with ErrBusy ("busy_settle") and must be tried
-//	    again until it lands. The other process, the releaser and the
+//	    again until it lands. The other process, the expirer and the
 //	    keeper meet the held file too. The audit checks that no row whose
 //	    send's outcome was known when the lock was taken ("busy_lock") was
-//	    sent again, unless its worker died first.
+//	    sent again, unless its worker died first (and the policy resent it).
 //	(c) A lease that ends during a slow send. Now and then a working child's
 //	    whole dispatch sweep is slow ("slow_send"): the remote applies each
 //	    row and holds its answer back 650 ms, longer than the lease margin
 //	    (300 ms), so the leases the rows were claimed with (1.1 s) end while
 //	    the sweep runs
 //	    ("lease_outlived": a row settled after the lease it was claimed
-//	    with had ended), while the releaser process calls
-//	    ReleaseExpiredClaims every 20 ms. Only the sweep's own extensions
-//	    keep its rows: a released row's settlement would be ErrClaimLost
+//	    with had ended), while the expirer process calls
+//	    store.ExpireClaims every 20 ms. Only the sweep's own extensions
+//	    keep its rows: an expired row's settlement would be ErrClaimLost
 //	    ("claim_lost_settle", which also stops the child), and the parent
-//	    checks every released row's worker was dead.
+//	    checks every expired row's worker was dead.
 const (
 	abandonPercent   = 10 // of last commands: abandon the turn while the handler runs
 	resendPercent    = 60 // of last commands: resend another unknown command of the turn
@@ -99,8 +101,13 @@ func (c *child) actMeanwhile(call turnframe.Call) {
 
 // resendOthers resends every other command of the call's turn that is
 // outcome unknown, flaky (its first attempt never reached the remote) and
-// absent at the remote, and reports how many it resent.
+// absent at the remote, as the application (crashActor), and reports how
+// many it resent. Against a remote that can neither be asked nor
+// deduplicate it resends nothing: there the policy would not either.
 func (c *child) resendOthers(call turnframe.Call) int {
+	if c.kind == remoteNeither {
+		return 0
+	}
 	entries, err := c.astore.ForTurn(c.ctx, call.Account, call.Turn)
 	if err != nil {
 		return 0
@@ -110,10 +117,13 @@ func (c *child) resendOthers(call turnframe.Call) int {
 		if e.Key == call.Command.Key || e.Status != turnframe.JournalOutcomeUnknown || e.Name != kindFlaky {
 			continue
 		}
-		if ok, err := c.applied(commandRemoteKey(e.Account, e.Key)); err != nil || ok {
+		if ok, err := c.applied(c.ctx, commandRemoteKey(e.Account, e.Key)); err != nil || ok {
 			continue
 		}
-		if c.actor.ReconcileCommand(c.ctx, e.Account, e.Key, turnframe.VerdictResend, "") == nil {
+		err := c.actorRec.Settle(c.ctx, turnframe.JournalSubject(e.Account, e.Key), turnframe.Decision{
+			Verdict: turnframe.VerdictResend, Actor: crashActor, Note: "fault (a): the remote never received it; resent while the turn's last command runs",
+		})
+		if err == nil {
 			n++
 		}
 	}
@@ -271,7 +281,7 @@ func (o *observedOutbox) ExtendClaims(ctx context.Context, claims []turnframe.Cl
 			if ours {
 				// The sweep's own settler settled the row between the
 				// keeper's look at the open rows and its extension: the
-				// claim is gone because the row is settled, not released.
+				// claim is gone because the row is settled, not expired.
 				tally("extend_after_settle", 1)
 				continue
 			}
@@ -290,8 +300,9 @@ func (o *observedOutbox) Settle(ctx context.Context, settlements []turnframe.Out
 	}
 	o.mu.Unlock()
 	results, err := o.Store.Settle(ctx, settlements)
-	if errors.Is(err, turnframe.ErrBusy) {
-		fault("busy_settle", "%d rows", len(settlements))
+	if errors.Is(err, turnframe.ErrBusy) && len(settlements) > 0 {
+		// The row makes the line, and so the parent's kill draw, its own.
+		fault("busy_settle", "%d rows, first %s attempt %d", len(settlements), settlements[0].Claim.RemoteKey(), settlements[0].Claim.Attempts)
 		return results, err
 	}
 	if err != nil || len(results) != len(settlements) {

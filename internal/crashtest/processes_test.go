@@ -51,7 +51,7 @@ func fillOutbox(t *testing.T, db string, turns int) int {
 }
 
 // TestThreeProcessesDispatchOneFile: three child processes dispatch from
-// one file at once, never releasing a claim (each sweep keeps its leases):
+// one file at once, never expiring a claim (each sweep keeps its leases):
 // the remote receives every row exactly once.
 func TestThreeProcessesDispatchOneFile(t *testing.T) {
 	is := is.New(t)
@@ -61,7 +61,7 @@ func TestThreeProcessesDispatchOneFile(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "three.db")
 	rows := fillOutbox(t, db, turns)
-	rem := newRemote(t, 0, false)
+	rem := newRemote(t, 0, false, true)
 
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
@@ -113,7 +113,7 @@ func TestCLIAlongsideAWriter(t *testing.T) {
 		t.Fatalf("build cmd/turnframe: %v\n%s", err, out)
 	}
 	db := filepath.Join(t.TempDir(), "cli.db")
-	rem := newRemote(t, 0, false)
+	rem := newRemote(t, 0, false, true)
 	p := startChild(t, "work", envDB+"="+db, envRemote+"="+rem.srv.URL, envSeed+"=1", envInc+"=0", envTurns+"=60")
 	is.True(p.waitLines(3) == 3) // the writer is up and has written
 

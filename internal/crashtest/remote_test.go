@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,13 +16,14 @@ import (
 
 // delivery is one request the remote received for a key.
 type delivery struct {
-	seq     int64  // the remote's order of arrival, over every key
-	attempt int    // the row's attempt number (X-Attempt), 0 for a domain call
-	worker  string // the dispatcher that sent it (X-Worker)
-	status  int    // what the remote answered
-	applied bool   // this request applied the effect
-	dup     bool   // the effect was already applied: a duplicate delivery
-	slow    bool   // the remote held its answer back (X-Slow)
+	seq       int64  // the remote's order of arrival, over every key
+	attempt   int    // the row's attempt number (X-Attempt), 0 for a domain call
+	attemptID string // a domain call's attempt id (X-Attempt), "" for a send
+	worker    string // the dispatcher or handler that sent it (X-Worker)
+	status    int    // what the remote answered
+	applied   bool   // this request applied the effect
+	dup       bool   // the effect was already applied when it came: a duplicate delivery
+	slow      bool   // the remote held its answer back (X-Slow)
 }
 
 // span is one handler call, as the handler reported it: it begins when the
@@ -34,36 +36,54 @@ type span struct {
 	end     time.Time // zero while it runs (for ever, for a killed worker)
 }
 
+// liveOverlap is a handler call that began under another attempt's lease
+// of the same command, as the remote saw it.
+type liveOverlap struct {
+	key        string // the command's remote key (commandRemoteKey)
+	held, by   string // the attempt whose lease was live, the attempt that began
+	heldWorker string
+	dead       bool // the holder's worker was seen dead when the call began
+	line       string
+}
+
 // remote is the outside system, living in the parent process so it
-// survives every child. It keeps a ledger by idempotency key: an effect is
-// applied at most once per key, and every raw delivery is recorded. It also
+// survives every child. It keeps a ledger by idempotency key and records
+// every raw delivery. A deduplicating remote applies an effect at most once
+// per key and answers a repeat as it answered the first; one that does not
+// (dedup false: the "neither" kind) applies every delivery again, so a
+// second delivery of an applied key is a second effect. It also
 // watches handler calls (spans) so that a command running in two places at
 // once is seen, and learns from the parent when a worker died, so that a
 // duplicate delivery can be explained.
 type remote struct {
 	srv   *httptest.Server
 	flaky bool // answer some sends 503, 422 or 500 (see decide)
+	dedup bool // apply an effect at most once per key
 	seed  uint64
 
 	mu         sync.Mutex
 	seq        int64
-	applied    map[string]int // key → times applied (the ledger; must never exceed 1)
+	applied    map[string]int // key → times applied (the ledger; above 1 only when it does not deduplicate)
 	deliveries map[string][]delivery
 	died       map[string]int64 // worker → the seq at which the parent saw it dead
 	spans      map[string][]*span
 	slowSends  int
 	// Handler calls that began while another attempt's call of the same
-	// command was running: under that attempt's live lease (the library let
-	// a second attempt take a held command: must be 0), or after its lease
-	// ended while it still ran (at least once by design).
-	overlapLive, overlapPastLease int
-	lateStarts                    int // handler calls that began after their own attempt's lease ended
-	overlaps                      []string
+	// command was running: under that attempt's live lease (liveOverlaps:
+	// the audit asks the entry's history whether that attempt still held
+	// it, or had settled it — Execute records an unknown at the handler's
+	// deadline, while the handler may still run — and a take of a held
+	// command must never happen), or after its lease ended while it still
+	// ran (at least once by design).
+	liveOverlaps     []liveOverlap
+	overlapPastLease int
+	lateStarts       int // handler calls that began after their own attempt's lease ended
+	overlaps         []string
 }
 
-func newRemote(t *testing.T, seed uint64, flaky bool) *remote {
+func newRemote(t *testing.T, seed uint64, flaky, dedup bool) *remote {
 	r := &remote{
-		seed: seed, flaky: flaky, applied: map[string]int{}, deliveries: map[string][]delivery{},
+		seed: seed, flaky: flaky, dedup: dedup, applied: map[string]int{}, deliveries: map[string][]delivery{},
 		died: map[string]int64{}, spans: map[string][]*span{},
 	}
 	mux := http.NewServeMux()
@@ -111,8 +131,9 @@ func (r *remote) send(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.seq++
 	d.seq = r.seq
-	if r.applied[key] > 0 {
-		d.dup, d.status = true, http.StatusOK // a replay: answered as the first time, not applied again
+	d.dup = r.applied[key] > 0
+	if d.dup && r.dedup {
+		d.status = http.StatusOK // a replay: answered as the first time, not applied again
 	} else {
 		var apply bool
 		d.status, apply = r.decide(key, attempt)
@@ -140,17 +161,17 @@ func (r *remote) send(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(d.status)
 }
 
-// cmd is a domain call a command handler makes under its own key.
+// cmd is a domain call a command handler makes under its own key, from
+// the attempt named by X-Attempt.
 func (r *remote) cmd(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.Copy(io.Discard, req.Body)
 	key := req.Header.Get("Idempotency-Key")
-	d := delivery{worker: req.Header.Get("X-Worker"), status: http.StatusOK}
+	d := delivery{worker: req.Header.Get("X-Worker"), attemptID: req.Header.Get("X-Attempt"), status: http.StatusOK}
 	r.mu.Lock()
 	r.seq++
 	d.seq = r.seq
-	if r.applied[key] > 0 {
-		d.dup = true
-	} else {
+	d.dup = r.applied[key] > 0
+	if !d.dup || !r.dedup {
 		r.applied[key]++
 		d.applied = true
 	}
@@ -190,9 +211,9 @@ func (r *remote) span(w http.ResponseWriter, req *http.Request) {
 			_, dead := r.died[s.worker]
 			switch {
 			case now.Before(s.lease):
-				r.overlapLive++
-				r.overlaps = append(r.overlaps, fmt.Sprintf("%s: attempt %s of %s began while attempt %s of %s (dead %t) held it until %s",
-					key, attempt, worker, s.attempt, s.worker, dead, s.lease.Format(time.RFC3339Nano)))
+				line := fmt.Sprintf("%s: attempt %s of %s began while attempt %s of %s (dead %t) held it until %s",
+					key, attempt, worker, s.attempt, s.worker, dead, s.lease.Format(time.RFC3339Nano))
+				r.liveOverlaps = append(r.liveOverlaps, liveOverlap{key: key, held: s.attempt, by: attempt, heldWorker: s.worker, dead: dead, line: line})
 			case !dead:
 				r.overlapPastLease++
 				r.overlaps = append(r.overlaps, fmt.Sprintf("%s: attempt %s of %s began while attempt %s of %s still ran, its lease ended at %s",
@@ -213,7 +234,8 @@ func (r *remote) span(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// query answers whether key was applied: what a reconciler asks.
+// query answers whether key was applied: what the "asked" kind's Verifier
+// asks.
 func (r *remote) query(w http.ResponseWriter, req *http.Request) {
 	key := req.URL.Query().Get("key")
 	r.mu.Lock()
@@ -238,14 +260,15 @@ func (r *remote) markDead(worker string) {
 
 // ledgerView is what the audit reads from the remote.
 type ledgerView struct {
-	applied                       map[string]int
-	deliveries                    map[string][]delivery
-	died                          map[string]int64
-	spans                         int
-	slowSends                     int
-	overlapLive, overlapPastLease int
-	lateStarts                    int
-	overlaps                      []string
+	applied          map[string]int
+	deliveries       map[string][]delivery
+	died             map[string]int64
+	spans            int
+	slowSends        int
+	liveOverlaps     []liveOverlap
+	overlapPastLease int
+	lateStarts       int
+	overlaps         []string
 }
 
 func (r *remote) snapshot() ledgerView {
@@ -253,7 +276,7 @@ func (r *remote) snapshot() ledgerView {
 	defer r.mu.Unlock()
 	v := ledgerView{
 		applied: make(map[string]int, len(r.applied)), deliveries: make(map[string][]delivery, len(r.deliveries)),
-		slowSends: r.slowSends, overlapLive: r.overlapLive, overlapPastLease: r.overlapPastLease,
+		slowSends: r.slowSends, liveOverlaps: slices.Clone(r.liveOverlaps), overlapPastLease: r.overlapPastLease,
 		lateStarts: r.lateStarts, overlaps: append([]string(nil), r.overlaps...),
 		died: maps.Clone(r.died),
 	}
