@@ -176,7 +176,7 @@ FROM c, base`, k, string(benchAccount), turn, PayloadSize, b.OrderKey, b.Status,
 	_, err = db.ExecContext(ctx, `UPDATE outbox SET held = 1
 WHERE status = 'pending' AND order_key <> '' AND EXISTS (
 	SELECT 1 FROM outbox AS p WHERE p.account = outbox.account AND p.order_key = outbox.order_key
-	  AND p.order_key <> '' AND p.seq < outbox.seq AND p.status IN ('pending', 'dispatching', 'outcome_unknown'))`)
+	  AND p.order_key <> '' AND p.seq < outbox.seq AND p.status IN ('pending', 'dispatching', 'outcome_unknown', 'needs_intervention'))`)
 	if err != nil {
 		return fmt.Errorf("seed held marks: %w", err)
 	}
