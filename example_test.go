@@ -38,7 +38,7 @@ func ExampleRuntime() {
 	}
 	fmt.Println("turn", turn)
 
-	entries, err := rt.Plan(ctx, account, turn, turnframe.Plan{
+	planned, err := rt.Plan(ctx, account, turn, turnframe.Plan{
 		LoadedCases: []turnframe.CaseKey{"flight/7"},
 		Commands: []turnframe.Command{
 			{Key: "acme-booking-1001", Case: "flight/7", Name: "book_seat", Payload: []byte(`{"seat":"12A"}`)},
@@ -48,7 +48,8 @@ func ExampleRuntime() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("admitted", entries[0].Key, entries[0].Status)
+	admitted := planned.Admissions[0]
+	fmt.Println(admitted.Kind, admitted.Entry.Key, admitted.Entry.Status)
 
 	// The handler decides against the case's current revision; its events and
 	// outbox message are written with the journal entry in one transaction.
@@ -99,7 +100,7 @@ func ExampleRuntime() {
 	fmt.Println("phase", marker.Phase)
 	// Output:
 	// turn 01KJMMA2G02J80CTVQH4TV1ETA
-	// admitted acme-booking-1001 pending
+	// admitted_now acme-booking-1001 pending
 	// acme-booking-1001 committed 1 event(s) 1 outbox row(s)
 	// phase committed
 	// again: skipped
@@ -315,4 +316,95 @@ func ExampleRecovery_Settle() {
 	// pay-1001 outcome_unknown
 	// pay-1001 committed ch_1001
 	// outcome_unknown → committed by operator:alice: the card network shows the charge
+}
+
+// One handler per command name: the Mux hands each command to the handler
+// registered for its name, so the application writes no switch. A command
+// whose name has no handler is rejected with CodeNoHandler, as any other
+// refusal: it took no effect and the turn goes on.
+func ExampleMux() {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	const account turnframe.AccountID = "acme"
+	rt := turnframe.New(store, turnframe.WithClock(func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }))
+
+	var mux turnframe.Mux
+	mux.RegisterFunc("book_seat", func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked", Data: call.Command.Payload}})
+	})
+	mux.RegisterFunc("send_receipt", func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+		return turnframe.Commit(nil, turnframe.OutboxMessage{Destination: "email", Payload: call.Command.Payload})
+	})
+
+	turn, _ := rt.Receive(ctx, account, rt.NewConversationID(), "Book 12A, mail me the receipt, and refund my last trip.")
+	_, err := rt.Plan(ctx, account, turn, turnframe.Plan{Commands: []turnframe.Command{
+		{Key: "acme-seat-12A", Case: "flight/7", Name: "book_seat", Payload: []byte(`{"seat":"12A"}`)},
+		{Key: "acme-receipt-12A", Case: "flight/7", Name: "send_receipt"},
+		{Key: "acme-refund-6", Case: "flight/6", Name: "refund"},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	report, err := rt.Execute(ctx, account, turn, &mux)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range report.Results {
+		if r.Code != "" {
+			fmt.Println(r.Command, r.Kind, r.Code)
+			continue
+		}
+		fmt.Println(r.Command, r.Kind)
+	}
+	fmt.Println("phase", report.Phase)
+	// Output:
+	// book_seat committed
+	// send_receipt committed
+	// refund rejected turnframe.mux.no_handler
+	// phase committed
+}
+
+// A repeated message: the user sends "book 12A" twice. The second turn plans
+// the same command under the same key; Plan says the key was admitted by
+// the first turn and what became of it, so the answer can be truthful ("you
+// already have it, since 12:00") instead of silent. Execute of the second
+// turn runs nothing of it.
+func ExampleRuntime_Plan() {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	const account turnframe.AccountID = "acme"
+	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rt := turnframe.New(store, turnframe.WithClock(func() time.Time { return clock }))
+	book := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked"}})
+	})
+	seat := turnframe.Command{Key: "acme-seat-12A", Case: "flight/7", Name: "book_seat"}
+
+	for _, text := range []string{"book 12A", "book 12A!!"} {
+		turn, _ := rt.Receive(ctx, account, rt.NewConversationID(), text)
+		report, err := rt.Plan(ctx, account, turn, turnframe.Plan{Commands: []turnframe.Command{seat}})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		a := report.Admissions[0]
+		switch {
+		case a.Kind == turnframe.AdmittedByAnotherTurn && a.Entry.Status == turnframe.JournalCommitted:
+			fmt.Printf("%q: already done at %s, by an earlier turn\n", text, a.Entry.UpdatedAt.Format("15:04"))
+		default:
+			fmt.Printf("%q: %v\n", text, a.Kind)
+		}
+		executed, _ := rt.Execute(ctx, account, turn, book)
+		fmt.Println("  ran here:", len(executed.Results))
+		clock = clock.Add(time.Minute)
+	}
+	// Output:
+	// "book 12A": admitted_now
+	//   ran here: 1
+	// "book 12A!!": already done at 12:00, by an earlier turn
+	//   ran here: 0
 }

@@ -76,7 +76,14 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithClock reads the time from now instead of time.Now, for tests and
-// replays. A nil now keeps time.Now.
+// replays. A nil now keeps time.Now. One clock serves New, NewDispatcher and
+// NewRecovery alike: every time they read that no argument gives them comes
+// from it — each write of a Runtime; a Dispatcher's Run, the lease
+// extensions of a sweep (RunOnce's now plus the time the clock says passed
+// since the claim), the latency it observes and the late answers it
+// records; Recovery's expiries, policy steps and settlements. A now
+// argument (RunOnce's) is taken as given. Deadlines of real I/O — a
+// call's timeout, HTTPSender's connect budget — are the real clock's.
 func WithClock(now func() time.Time) Option {
 	return func(s *settings) {
 		if now != nil {

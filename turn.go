@@ -88,29 +88,36 @@ type Plan struct {
 
 // Plan admits p's commands to the journal under their keys, moves the turn to
 // PhasePlanned and stores p's understanding and loaded cases as the turn's
-// replay record, all in one transaction. It returns one journal entry per
-// command, in order.
+// replay record, all in one transaction. It reports, for each command in
+// order, what became of it (PlanReport): its journal entry, and whether this
+// Plan admitted it or its key had been admitted before — by this turn, by
+// another turn (From), or by an abandoned turn this one adopted it from — so
+// the application can answer a repeated message truthfully ("I already did
+// that at …") instead of silently. A command that NeedsApproval is admitted
+// AwaitingApproval: it runs only after Runtime.Approve.
 //
-// A key the account already used for the same command (same name, case and
-// payload) is not admitted again: its existing entry is returned, whatever
-// turn admitted it, whatever its status, and Execute of this turn will not
-// run it (it belongs to its own turn, whose Turn it names) — except a
-// command that never settled in a turn that was abandoned: this turn adopts
-// it (the entry returned names this turn) and Execute runs it here, after
-// the commands admitted before it. The same key for a different command
-// is ErrConflict, and nothing is written.
+// A key the account already used for the same command (same name, case,
+// payload and NeedsApproval) is not admitted again: its existing entry is
+// reported, whatever turn admitted it and whatever its status
+// (AdmittedByThisTurn, AdmittedByAnotherTurn), and Execute of this turn will
+// not run another turn's entry (it belongs to its own turn, whose Turn it
+// names) — except a command that never settled in a turn that was
+// abandoned: this turn adopts it (AdoptedFromAbandoned; the entry names
+// this turn, From the abandoned one) and Execute runs it here, after the
+// commands admitted before it. The same key for a different command is
+// ErrConflict, and nothing is written.
 //
 // Errors: ErrInvalid for a bad account, a zero turn, a bad command or case,
 // or a key twice in p; ErrNotFound for a turn that does not exist for
 // account; ErrConflict for a turn that is already past PhasePlanned,
 // delivered or abandoned. Nothing is written on any error. A crash leaves the
 // turn as it was or planned: there is no state in between.
-func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p Plan) ([]JournalEntry, error) {
+func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p Plan) (PlanReport, error) {
 	if err := CheckTurnRef(account, turn); err != nil {
-		return nil, err
+		return PlanReport{}, err
 	}
 	if err := p.validate(); err != nil {
-		return nil, prefixed("plan", err)
+		return PlanReport{}, prefixed("plan", err)
 	}
 	applied, err := rt.store.Apply(ctx, Write{
 		Account: account,
@@ -121,9 +128,13 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 		Now:     rt.cfg.now(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("plan turn %v: %w", turn, err)
+		return PlanReport{}, fmt.Errorf("plan turn %v: %w", turn, err)
 	}
-	return applied.Admitted, nil
+	report := PlanReport{Admissions: make([]Admission, len(applied.Admitted))}
+	for i, e := range applied.Admitted {
+		report.Admissions[i] = admissionOf(turn, applied.Earlier[i], e)
+	}
+	return report, nil
 }
 
 func (p Plan) validate() error {
@@ -150,6 +161,9 @@ func (p Plan) validate() error {
 // returns what became of each. For every journal entry of the turn:
 //
 //   - Committed or Rejected: skipped, never run again (I14).
+//   - AwaitingApproval: reported ResultAwaitingApproval and skipped; the
+//     entries after it still run. Runtime.Approve makes it Pending, and a
+//     later Execute runs it; Runtime.Deny rejects it.
 //   - OutcomeUnknown or NeedsIntervention: reported and left alone, never
 //     run again blindly (I15); Recovery.Recover resolves it by policy, or
 //     Recovery.Settle by hand.
@@ -165,7 +179,8 @@ func (p Plan) validate() error {
 //     on its first attempt; h is called with the case's current revision
 //     under the command timeout; one more Apply writes the outcome. A
 //     Commit writes the events (checked against that revision), the outbox
-//     rows and the Committed entry in one transaction; a Reject writes the
+//     rows, the Committed entry and the app's own writes (Outcome.With) in
+//     one transaction; a Reject writes the
 //     code, an Unknown the remote reference. The Apply of the turn's last
 //     pending entry also moves the turn to PhaseCommitted when nothing of
 //     it is left pending — if the turn may still move: the outcome is
@@ -192,7 +207,10 @@ func (p Plan) validate() error {
 // Errors: ErrInvalid for a bad account, a zero turn or a nil h, before
 // anything is read; ErrNotFound for a turn that does not exist for account;
 // ErrConflict for an abandoned turn (nothing runs), for a case that kept
-// moving, or for an attempt superseded while h ran; ErrInvalid when h
+// moving, or for an attempt superseded while h ran; ErrAppWrite, wrapping
+// the app's own error, when a Commit's writes (Outcome.With) failed
+// (nothing of the outcome is written, and the entry stays Executing under
+// its attempt, as after a crash before the commit); ErrInvalid when h
 // commits events of a case other than its command's, or returns the zero
 // Outcome (a programming error: nothing of that outcome is written, the
 // entry stays pending). When ctx itself is cancelled while h runs, Execute
@@ -259,7 +277,9 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 // ErrConflict while a journal entry of the turn is pending (Pending or
 // Executing: run Execute first) or when the turn is already terminal. An
 // entry that is outcome unknown does not hold delivery back: the answer may
-// say the effect is being verified. Nothing is written on any error.
+// say the effect is being verified. Nor does one awaiting approval: the
+// answer may say it waits for approval, and once approved it runs on the
+// delivered turn (Execute, or recovery's ResumeCommands). Nothing is written on any error.
 //
 // A crash before the write leaves the turn as it was, which recovery sees as
 // a turn to answer again; the user may then get the answer twice, never the

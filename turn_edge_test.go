@@ -362,11 +362,12 @@ func TestANewTurnAdoptsTheCommandAnAbandonedTurnNeverRan(t *testing.T) {
 
 		second, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "book it after all")
 		is.NoErr(err)
-		entries, err := rt.Plan(ctx, rtAccount, second, turnframe.Plan{Commands: []turnframe.Command{
+		planned, err := rt.Plan(ctx, rtAccount, second, turnframe.Plan{Commands: []turnframe.Command{
 			rtCmd("k-seat", "flight/7", "bump"), rtCmd("k-book", "flight/7", "book"),
 		}})
 		is.NoErr(err)
-		is.Equal(entries[1].Turn, second) // adopted: Plan says so
+		is.Equal(planned.Admissions[1].Entry.Turn, second)                   // adopted
+		is.Equal(planned.Admissions[1].Kind, turnframe.AdoptedFromAbandoned) // and Plan says so
 		h := rtNewHandler(rtScript)
 		report, err := rt.Execute(ctx, rtAccount, second, h)
 		is.NoErr(err)

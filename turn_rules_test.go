@@ -119,8 +119,9 @@ func TestRuntimeRecognisesAKeyAcrossTurns(t *testing.T) {
 
 		second, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "book it again")
 		is.NoErr(err)
-		entries, err := rt.Plan(ctx, rtAccount, second, turnframe.Plan{Commands: []turnframe.Command{rtCmd("k-book", "flight/7", "book")}})
-		is.NoErr(err)                                           // the same command under the same key
+		planned, err := rt.Plan(ctx, rtAccount, second, turnframe.Plan{Commands: []turnframe.Command{rtCmd("k-book", "flight/7", "book")}})
+		is.NoErr(err) // the same command under the same key
+		entries := planned.Entries()
 		is.Equal(entries[0].Turn, first)                        // is the first turn's entry
 		is.Equal(entries[0].Status, turnframe.JournalCommitted) // already committed
 		report, err := rt.Execute(ctx, rtAccount, second, h)

@@ -176,7 +176,7 @@ func TestRuntimeRunsATurnThroughItsLife(t *testing.T) {
 		is.Equal(rtPhase(t, store, turn), turnframe.PhaseReceived) // a received turn
 
 		understanding := &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{{Unit: 1, Words: turnframe.WordRange{First: 0, Last: 1, Start: 0, End: 7}}}}
-		entries, err := rt.Plan(ctx, rtAccount, turn, turnframe.Plan{
+		planned, err := rt.Plan(ctx, rtAccount, turn, turnframe.Plan{
 			Understanding: understanding,
 			LoadedCases:   []turnframe.CaseKey{"flight/7"},
 			Commands: []turnframe.Command{
@@ -185,7 +185,8 @@ func TestRuntimeRunsATurnThroughItsLife(t *testing.T) {
 				rtCmd("k-refuse", "flight/8", "refuse"),
 			},
 		})
-		is.NoErr(err)                                                  // plan
+		is.NoErr(err) // plan
+		entries := planned.Entries()
 		is.Equal(len(entries), 3)                                      // one entry per command
 		is.Equal(entries[0].Status, turnframe.JournalPending)          // admitted pending
 		is.Equal(entries[2].Key, turnframe.IdempotencyKey("k-refuse")) // in order
