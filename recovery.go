@@ -52,6 +52,10 @@ type RecoveryAction struct {
 	Attempts    []AttemptID    // ReconcileExternal: the attempts to settle, one per entry
 	Events      []StoredEvent  // RegenerateResponse: the events the turn committed, in append order
 	AnswerTasks []AnswerTask   // RegenerateResponse: the questions to answer
+	// Awaiting are, whatever Kind, the turn's entries awaiting approval, in
+	// admission order. Recovery never runs or rejects them: they wait for
+	// Runtime.Approve or Runtime.Deny, and a regenerated answer may say so.
+	Awaiting []JournalEntry
 }
 
 // MayCauseEffects reports whether acting on the decision may cause a domain
@@ -150,8 +154,10 @@ type Recovery struct {
 }
 
 // NewRecovery returns a Recovery over store. It honours WithObserver,
-// WithLogger and WithClock (the time against which it judges whether an
-// attempt's lease ended). A nil store panics.
+// WithLogger, WithClock (the time against which it judges whether a lease
+// ended, and every time it writes: expiries, policy steps, settlements) and
+// the Remote declarations (WithDestination, WithCommand). A nil store
+// panics.
 func NewRecovery(store Store, opts ...Option) *Recovery {
 	if store == nil {
 		panic("turnframe: NewRecovery with a nil store")
@@ -191,6 +197,12 @@ func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit in
 //     the answer tasks;
 //  5. otherwise → ActionRestartInterpretation.
 //
+// Entries awaiting approval decide nothing: they are neither pending nor
+// unknown, so a turn holding one is decided by its other entries (a
+// non-terminal one whose others all settled regenerates its answer, which
+// may say what waits; a delivered one is ActionNothing), and they are
+// listed in action.Awaiting whatever the decision.
+//
 // A turn that does not exist for account, another tenant's included, is
 // ErrNotFound. Decide writes nothing; it emits SignalRecoveryDecided labelled
 // with the action.
@@ -221,6 +233,7 @@ func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (
 		return RecoveryAction{}, err
 	}
 	action := RecoveryAction{Phase: marker.Phase}
+	action.Awaiting = entriesWhere(entries, func(e JournalEntry) bool { return e.Status.IsAwaitingApproval() })
 	now := r.cfg.now()
 	unknown := entriesWhere(entries, func(e JournalEntry) bool {
 		return e.Status.IsUncertain() || Stranded(e, marker.Phase, now) || r.cfg.rerunForbidden(e, now)

@@ -60,8 +60,10 @@ func ParseTurnPhase(s string) (TurnPhase, error) {
 //	Executing → OutcomeUnknown (a reconciliation, once the lease ended)
 //	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention (reconciliation only)
 //	NeedsIntervention → Committed | Rejected | Pending (the app or an operator only)
+//	AwaitingApproval → Pending (Approve) | Rejected (Deny, CodeDenied)
 //
-// Pending and Executing count as pending. The zero value is invalid.
+// Pending and Executing count as pending; AwaitingApproval does not. The
+// zero value is invalid.
 type JournalStatus uint8
 
 const (
@@ -93,15 +95,28 @@ const (
 	// not safe), so a person must. The policy moves an entry here from
 	// OutcomeUnknown; only the app or an operator moves it on (Settle).
 	JournalNeedsIntervention
+	// JournalAwaitingApproval: admitted for a command that NeedsApproval,
+	// and not yet approved or denied. Runtime.Plan (Store.Apply's Admit,
+	// NewEntry) moves an entry here, and only Runtime.Approve (to Pending,
+	// CodeApproved) or Runtime.Deny (to Rejected, CodeDenied) moves it out,
+	// by the app or a person (an actor that MayIntervene). Execute skips
+	// it; the dispatcher, recovery and the policy never touch it. It never
+	// ran, so a crash leaves it as it is: it survives restarts and waits.
+	// It is not pending: it holds neither Committed nor Delivered back, so
+	// the answer can say "waiting for your approval" (DESIGN.md, Approval).
+	JournalAwaitingApproval
 )
 
-var journalNames = [...]string{"unset", "pending", "executing", "committed", "rejected", "outcome_unknown", "needs_intervention"}
+var journalNames = [...]string{"unset", "pending", "executing", "committed", "rejected", "outcome_unknown", "needs_intervention", "awaiting_approval"}
 
 // String returns the status in snake case ("pending", "outcome_unknown", …).
 func (s JournalStatus) String() string { return enumName(journalNames[:], int(s), "journal status") }
 
 // IsPending reports whether the entry still has to run: Pending or Executing.
 func (s JournalStatus) IsPending() bool { return s == JournalPending || s == JournalExecuting }
+
+// IsAwaitingApproval reports whether the entry waits for Approve or Deny.
+func (s JournalStatus) IsAwaitingApproval() bool { return s == JournalAwaitingApproval }
 
 // IsSettled reports whether the entry is Committed or Rejected.
 func (s JournalStatus) IsSettled() bool { return s == JournalCommitted || s == JournalRejected }

@@ -87,7 +87,7 @@ func TestStatusesParseBack(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(got, s)
 	}
-	for s := turnframe.JournalPending; s <= turnframe.JournalNeedsIntervention; s++ {
+	for s := turnframe.JournalPending; s <= turnframe.JournalAwaitingApproval; s++ {
 		got, err := turnframe.ParseJournalStatus(s.String())
 		is.NoErr(err)
 		is.Equal(got, s)
@@ -117,12 +117,14 @@ func TestStatusesParseBack(t *testing.T) {
 // Both uncertain statuses are uncertain, and only they; a row that needs
 // intervention holds its order key as an unknown one does.
 func TestUncertainStatuses(t *testing.T) {
-	for s := turnframe.JournalPending; s <= turnframe.JournalNeedsIntervention; s++ {
+	for s := turnframe.JournalPending; s <= turnframe.JournalAwaitingApproval; s++ {
 		t.Run("journal/"+s.String(), func(t *testing.T) {
 			is := is.New(t)
 			want := s == turnframe.JournalOutcomeUnknown || s == turnframe.JournalNeedsIntervention
 			is.Equal(s.IsUncertain(), want)                                 // uncertain
 			is.True(!(s.IsUncertain() && (s.IsPending() || s.IsSettled()))) // and neither pending nor settled
+			is.Equal(s.IsAwaitingApproval(), s == turnframe.JournalAwaitingApproval)
+			is.True(!(s.IsAwaitingApproval() && (s.IsPending() || s.IsSettled() || s.IsUncertain()))) // awaiting is none of the others
 		})
 	}
 	for s := turnframe.OutboxPending; s <= turnframe.OutboxNeedsIntervention; s++ {

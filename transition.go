@@ -47,12 +47,18 @@ func NextPhase(from, to TurnPhase, pending int) error {
 // reconciliation can say what it did). An abandoned turn's Pending entries
 // never ran and never run: they are not recovery's business (a new turn
 // that plans the same command adopts them, see Readmit).
-func Unfinished(phase TurnPhase, holdsUnknown, holdsPending, holdsExecuting bool) bool {
+//
+// A Delivered turn holding an AwaitingApproval entry (holdsAwaiting) is
+// unfinished too: its answer went out saying it waits, and recovery lists
+// it (RecoverReport.AwaitingApproval) without running or rejecting it. An
+// abandoned turn's AwaitingApproval entries never run: a new turn that plans
+// the same command adopts them, still awaiting.
+func Unfinished(phase TurnPhase, holdsUnknown, holdsPending, holdsExecuting, holdsAwaiting bool) bool {
 	switch phase {
 	case PhaseAbandoned:
 		return holdsUnknown || holdsExecuting
 	case PhaseDelivered:
-		return holdsUnknown || holdsPending
+		return holdsUnknown || holdsPending || holdsAwaiting
 	}
 	return true
 }
@@ -75,18 +81,19 @@ func CheckAdmit(phase TurnPhase) error {
 	return nil
 }
 
-// SameCommand reports whether a and b are the same command: equal name, case
-// and payload. The key is not compared.
+// SameCommand reports whether a and b are the same command: equal name, case,
+// payload and NeedsApproval. The key is not compared.
 func SameCommand(a, b Command) bool {
-	return a.Name == b.Name && a.Case == b.Case && bytes.Equal(a.Payload, b.Payload)
+	return a.Name == b.Name && a.Case == b.Case && bytes.Equal(a.Payload, b.Payload) && a.NeedsApproval == b.NeedsApproval
 }
 
 // Readmit decides what admitting cmd into turn does when its key already
 // admitted existing, an entry of a turn in existingPhase:
 //
 //   - a different command under the key is ErrConflict;
-//   - an entry that never settled (Pending, or Executing with its lease
-//     ended at now) in another turn that was abandoned is adopted: it is
+//   - an entry that never settled (Pending, AwaitingApproval, or Executing
+//     with its lease ended at now) in another turn that was abandoned is
+//     adopted, in the status it has (one awaiting approval still awaits): it is
 //     returned moved to turn (adopt is true), and the store gives it its
 //     place at the end of turn's admission order. An abandoned turn never
 //     runs its commands, so without this the command would silently never
@@ -97,7 +104,7 @@ func Readmit(existing JournalEntry, existingPhase TurnPhase, cmd Command, turn T
 		return existing, false, fmt.Errorf("%w: key %q was admitted for another command (%s on %s)",
 			ErrConflict, cmd.Key, existing.Name, existing.Case)
 	}
-	unsettled := existing.Status == JournalPending ||
+	unsettled := existing.Status == JournalPending || existing.Status == JournalAwaitingApproval ||
 		(existing.Status == JournalExecuting && !existing.LeaseUntil.After(now))
 	if existing.Turn == turn || existingPhase != PhaseAbandoned || !unsettled {
 		return existing, false, nil
@@ -106,10 +113,15 @@ func Readmit(existing JournalEntry, existingPhase TurnPhase, cmd Command, turn T
 	return existing, true, nil
 }
 
-// NewEntry returns the Pending journal entry admitting cmd.
+// NewEntry returns the journal entry admitting cmd: Pending, or
+// AwaitingApproval when cmd.NeedsApproval.
 func NewEntry(account AccountID, turn TurnID, cmd Command, now time.Time) JournalEntry {
 	cmd.Payload = bytes.Clone(cmd.Payload)
-	return JournalEntry{Account: account, Turn: turn, Command: cmd, Status: JournalPending, AdmittedAt: now, UpdatedAt: now}
+	status := JournalPending
+	if cmd.NeedsApproval {
+		status = JournalAwaitingApproval
+	}
+	return JournalEntry{Account: account, Turn: turn, Command: cmd, Status: status, AdmittedAt: now, UpdatedAt: now}
 }
 
 // NextEntry applies a settlement to an entry of a turn in phase (as stored
@@ -139,7 +151,10 @@ func NewEntry(account AccountID, turn TurnID, cmd Command, now time.Time) Journa
 // An attempt that died while its turn goes on (its lease ended) may be
 // declared unknown by a reconciliation, so that a Remote's policy, not a
 // blind re-run, decides what becomes of it. actor is the Write's: only one
-// that MayIntervene moves an entry out of NeedsIntervention.
+// that MayIntervene moves an entry out of NeedsIntervention, or out of
+// AwaitingApproval — and that only by an approval or a denial (see
+// ApprovalSettlement): to Pending with CodeApproved, never on an abandoned
+// turn, or to Rejected with CodeDenied; nothing else moves it.
 // events are the events the Write appends for a Committed settlement; each
 // must belong to the command's case (ErrInvalid otherwise).
 func NextEntry(e JournalEntry, s Settlement, events []StoredEvent, phase TurnPhase, actor Actor, now time.Time) (JournalEntry, error) {
@@ -148,6 +163,9 @@ func NextEntry(e JournalEntry, s Settlement, events []StoredEvent, phase TurnPha
 	}
 	if e.Status == JournalNeedsIntervention && !actor.orApp().MayIntervene() {
 		return JournalEntry{}, fmt.Errorf("%w: entry %q needs intervention: only the app or an operator moves it, not %q", ErrConflict, e.Key, actor)
+	}
+	if e.Status == JournalAwaitingApproval && !actor.orApp().MayIntervene() {
+		return JournalEntry{}, fmt.Errorf("%w: entry %q awaits approval: only the app or a person approves or denies it, not %q", ErrConflict, e.Key, actor)
 	}
 	next := e
 	next.UpdatedAt = now
@@ -196,6 +214,7 @@ var entryMoves = map[JournalStatus][]JournalStatus{
 	JournalExecuting:         {JournalExecuting, JournalCommitted, JournalRejected, JournalOutcomeUnknown},
 	JournalOutcomeUnknown:    {JournalCommitted, JournalRejected, JournalPending, JournalNeedsIntervention},
 	JournalNeedsIntervention: {JournalCommitted, JournalRejected, JournalPending},
+	JournalAwaitingApproval:  {JournalPending, JournalRejected},
 }
 
 func checkEntryMove(e JournalEntry, s Settlement, phase TurnPhase, now time.Time) error {
@@ -219,6 +238,8 @@ func checkEntryMove(e JournalEntry, s Settlement, phase TurnPhase, now time.Time
 		if s.Attempt != e.Attempt {
 			return fmt.Errorf("%w: entry %q is running attempt %v, not %v", ErrConflict, e.Key, e.Attempt, s.Attempt)
 		}
+	case e.Status == JournalAwaitingApproval:
+		return checkApproval(e, s, phase)
 	case e.Status.IsUncertain():
 		if !s.Attempt.IsZero() {
 			return fmt.Errorf("%w: entry %q is %v: only a reconciliation moves it, not attempt %v", ErrConflict, e.Key, e.Status, s.Attempt)

@@ -54,13 +54,19 @@ type IdempotencyKey string
 type CaseRevision uint64
 
 // Command is one thing the application asked the domain to do, admitted under
-// Key before it runs. Two commands are the same command when Name, Case and
-// Payload are equal.
+// Key before it runs. Two commands are the same command when Name, Case,
+// Payload and NeedsApproval are equal.
 type Command struct {
 	Key     IdempotencyKey // 1–255 bytes; unique per account, forever
 	Case    CaseKey        // the entity it changes
 	Name    string         // what it does, e.g. "book"; 1–200 bytes
 	Payload []byte         // the application's arguments, opaque here
+	// NeedsApproval admits the command JournalAwaitingApproval instead of
+	// Pending: it runs only once Runtime.Approve moved it on (a person
+	// confirms a payment an agent proposed), and never if Runtime.Deny
+	// rejects it. The zero value, false, admits it Pending. Stored with the
+	// entry and read back as given.
+	NeedsApproval bool
 }
 
 // JournalEntry is a command as the journal holds it: admitted, running or

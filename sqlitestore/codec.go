@@ -129,7 +129,7 @@ func marker(t turnframe.StoredTurn) turnframe.TurnPhaseMarker {
 // Journal entries.
 
 const entryCols = `account, key, turn, case_key, name, payload, status, attempt, attempts, event_ids, code, remote_ref,
-	admitted_at, updated_at, lease_until`
+	admitted_at, updated_at, lease_until, needs_approval`
 
 // entryArgs returns the values of e's entryCols, in their order.
 
@@ -145,7 +145,7 @@ func entryArgs(e turnframe.JournalEntry) ([]any, error) {
 	return []any{
 		string(e.Account), string(e.Key), e.Turn.String(), string(e.Case), e.Name, blob(e.Payload),
 		e.Status.String(), idText(e.Attempt), e.Attempts, string(idsJSON), e.Code, e.RemoteRef,
-		micros(e.AdmittedAt), micros(e.UpdatedAt), micros(e.LeaseUntil),
+		micros(e.AdmittedAt), micros(e.UpdatedAt), micros(e.LeaseUntil), e.NeedsApproval,
 	}, nil
 }
 
@@ -158,7 +158,7 @@ func scanEntry(sc scanner) (turnframe.JournalEntry, error) {
 		admitted, updated, lease                 int64
 	)
 	err := sc.Scan(&account, &key, &turn, &caseKey, &e.Name, &payload, &status, &att, &e.Attempts,
-		&idsJSON, &e.Code, &e.RemoteRef, &admitted, &updated, &lease)
+		&idsJSON, &e.Code, &e.RemoteRef, &admitted, &updated, &lease, &e.NeedsApproval)
 	if err != nil {
 		return e, err
 	}

@@ -174,8 +174,7 @@ func TestOpenMigratesAVersion2File(t *testing.T) {
 		is := is.New(t)
 		v, err := schema.FileVersion(ctx, read)
 		is.NoErr(err)
-		is.Equal(v, schema.Version)
-		is.Equal(v, int64(3))
+		is.Equal(v, schema.Version) // through 00003 and every later migration
 	})
 	t.Run("EveryRowReadsBack", func(t *testing.T) {
 		is := is.New(t)
@@ -204,7 +203,9 @@ func TestOpenMigratesAVersion2File(t *testing.T) {
 		is.Equal(queryStrings(t, read, `SELECT seq || ' ' || id || ' held=' || held FROM outbox ORDER BY seq`), seqs) // seq gaps and held marks
 		is.Equal(queryStrings(t, read, `SELECT seq || ' ' || key FROM journal ORDER BY seq`), journalSeqs)            // admission order
 		for table, before := range columns {
-			is.Equal(tableInfo(t, read, table), before) // every column in its place, with its type, default and constraints
+			got := tableInfo(t, read, table)
+			is.True(len(got) >= len(before))
+			is.Equal(got[:len(before)], before) // every column in its place, with its type, default and constraints (00004 appends one to journal)
 		}
 		var strict int
 		is.NoErr(read.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_list WHERE strict AND name IN ('journal', 'outbox', 'history')`).Scan(&strict))
@@ -215,7 +216,9 @@ func TestOpenMigratesAVersion2File(t *testing.T) {
 	t.Run("EveryIndexIsThere", func(t *testing.T) {
 		is := is.New(t)
 		got := queryStrings(t, read, `SELECT tbl_name || '.' || name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('journal', 'outbox') ORDER BY 1`)
-		is.Equal(got, indexes) // the same indexes, the UNIQUE constraints' included, under the same names
+		want := append(slices.Clone(indexes), "journal.journal_awaiting") // 00004's
+		slices.Sort(want)
+		is.Equal(got, want) // the same indexes, the UNIQUE constraints' included, under the same names
 		for _, name := range []string{"journal_unknown", "outbox_ordered"} {
 			var def string
 			is.NoErr(read.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = ?`, name).Scan(&def))

@@ -113,7 +113,7 @@ func TestQueryPlans(t *testing.T) {
 		{
 			name:  "AdoptionNumbersFromTheEndOfTheJournal",
 			query: sqlitestore.AdoptEntrySQL,
-			args:  []any{"t", "c", "n", nil, "pending", "", 0, "[]", "", "", int64(1), int64(1), int64(0), "acme", "k1"},
+			args:  []any{"t", "c", "n", nil, "pending", "", 0, "[]", "", "", int64(1), int64(1), int64(0), false, "acme", "k1"},
 			uses:  []string{"sqlite_autoindex_journal_1 (account=? AND key=?)"}, noScans: []string{"journal"},
 		},
 		{
@@ -145,7 +145,7 @@ func TestQueryPlans(t *testing.T) {
 		{
 			name:  "UnfinishedReadsPartialIndexesOnly",
 			query: sqlitestore.UnfinishedSQL + ` AND t.account = ? ORDER BY t.id LIMIT ?`, args: []any{"", "acme", 10},
-			uses:    []string{"turns_unfinished (id>?)", "journal_unknown (turn>?)", "journal_pending (turn>?)"},
+			uses:    []string{"turns_unfinished (id>?)", "journal_unknown (turn>?)", "journal_pending (turn>?)", "journal_awaiting (turn>?)"},
 			noScans: []string{"turns", "journal"},
 		},
 	}

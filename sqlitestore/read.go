@@ -56,17 +56,19 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 // turnframe.Unfinished as a listing filter: non-terminal turns, turns
 // holding an outcome_unknown or needs_intervention entry (journal_unknown's
 // condition, repeated literally), delivered turns holding a pending or
-// executing entry, and abandoned turns holding an executing one. Each part
+// executing entry or an awaiting_approval one (journal_awaiting), and
+// abandoned turns holding an executing one. Each part
 // reads a partial index only, from the cursor ?1 on (a turn id, or ” for
 // the first page: every id sorts after it), so the listing's cost follows
 // the unfinished turns after the cursor, not the history. It also returns
-// the three facts Unfinished takes, so every listed turn is checked against
+// the four facts Unfinished takes, so every listed turn is checked against
 // the rule. The scope's filters are
 // appended, each with a plain ? (numbered after ?1).
 const unfinishedSQL = `SELECT ` + turnCols + `,
 		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status IN ('outcome_unknown', 'needs_intervention')),
 		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing')),
-		EXISTS (SELECT 1 FROM journal AS x WHERE x.turn = t.id AND x.status IN ('pending', 'executing') AND x.status = 'executing')
+		EXISTS (SELECT 1 FROM journal AS x WHERE x.turn = t.id AND x.status IN ('pending', 'executing') AND x.status = 'executing'),
+		EXISTS (SELECT 1 FROM journal AS w WHERE w.turn = t.id AND w.status = 'awaiting_approval')
 	FROM turns AS t
 	WHERE t.id IN (
 		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned') AND id > ?1
@@ -75,12 +77,15 @@ const unfinishedSQL = `SELECT ` + turnCols + `,
 		UNION
 		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
 			WHERE j.status IN ('pending', 'executing') AND j.turn > ?1
-			  AND (d.phase = 'delivered' OR (d.phase = 'abandoned' AND j.status = 'executing')))`
+			  AND (d.phase = 'delivered' OR (d.phase = 'abandoned' AND j.status = 'executing'))
+		UNION
+		SELECT a.turn FROM journal AS a JOIN turns AS d ON d.id = a.turn
+			WHERE a.status = 'awaiting_approval' AND a.turn > ?1 AND d.phase = 'delivered')`
 
 // ListUnfinishedTurns returns, oldest first (by turn id), at most limit
 // turns in scope for which turnframe.Unfinished holds: non-terminal turns,
 // turns holding an OutcomeUnknown or NeedsIntervention entry, delivered
-// turns holding a pending or executing entry, and abandoned turns holding
+// turns holding a pending, executing or awaiting_approval entry, and abandoned turns holding
 // an executing entry. A scope's UpdatedBefore leaves out turns updated at
 // or after it; its After, when not zero, every turn whose id
 // does not sort after it (pass the last turn of a page to get the next).
@@ -116,14 +121,15 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 	defer rows.Close()
 	var out []turnframe.TurnPhaseMarker
 	for rows.Next() {
-		var unknown, pending, executing bool
-		t, err := scanTurn(rows, &unknown, &pending, &executing)
+		var unknown, pending, executing, awaiting bool
+		t, err := scanTurn(rows, &unknown, &pending, &executing, &awaiting)
 		if err != nil {
 			return nil, s.fail(ctx, "list unfinished turns", err)
 		}
-		if !turnframe.Unfinished(t.Phase, unknown, pending, executing) {
+		if !turnframe.Unfinished(t.Phase, unknown, pending, executing, awaiting) {
 			return nil, s.fail(ctx, "list unfinished turns",
-				fmt.Errorf("turn %v (%v, unknown %t, pending %t, executing %t) listed, but turnframe.Unfinished says finished", t.ID, t.Phase, unknown, pending, executing))
+				fmt.Errorf("turn %v (%v, unknown %t, pending %t, executing %t, awaiting %t) listed, but turnframe.Unfinished says finished",
+					t.ID, t.Phase, unknown, pending, executing, awaiting))
 		}
 		out = append(out, marker(t))
 	}

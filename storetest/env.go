@@ -403,7 +403,7 @@ func sameEntry(a, b turnframe.JournalEntry) bool {
 		a.Name == b.Name && bytes.Equal(a.Payload, b.Payload) && a.Status == b.Status &&
 		a.Attempt == b.Attempt && a.Attempts == b.Attempts && a.LeaseUntil.Equal(b.LeaseUntil) &&
 		slices.Equal(a.EventIDs, b.EventIDs) && a.Code == b.Code && a.RemoteRef == b.RemoteRef &&
-		a.AdmittedAt.Equal(b.AdmittedAt) && a.UpdatedAt.Equal(b.UpdatedAt)
+		a.AdmittedAt.Equal(b.AdmittedAt) && a.UpdatedAt.Equal(b.UpdatedAt) && a.NeedsApproval == b.NeedsApproval
 }
 
 // sameEvents reports whether two lists of events hold the same values.

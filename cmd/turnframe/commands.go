@@ -30,6 +30,9 @@ func commandList() []*command {
 		showCommand(),
 		historyCommand(),
 		settleCommand(),
+		approvalsCommand(),
+		approveCommand(),
+		denyCommand(),
 		requeueCommand(),
 		releaseCommand(),
 		pruneCommand(),
@@ -118,7 +121,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "turnframe: the turnframe demo and the operator's tool for a turnframe database\n\n")
 	fmt.Fprintf(w, "usage: turnframe COMMAND [flags] [args]\n\ncommands:\n")
 	for _, c := range commandList() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'turnframe help COMMAND' or 'turnframe COMMAND -h' for a command's flags.\n")
 	fmt.Fprintf(w, "Exit status: 0 done; 1 could not be done now (busy, I/O) or the demo found a discrepancy;\n")

@@ -21,7 +21,8 @@ func statusCommand() *command {
 for the application's writes). First what needs a person: the outbox rows and
 journal entries that need intervention — outcomes nothing could settle safely,
 which only a person or the application settles ('turnframe settle'; 'turnframe
-history' says why each got there). Then how many outbox rows are in each
+history' says why each got there), and the commands awaiting approval
+('turnframe approve', 'turnframe deny'). Then how many outbox rows are in each
 status; how many are due now — rows a claim would take now, not rows held
 behind an earlier row of their order key, which are counted apart — and how
 long the oldest of them has waited; how many turns are in each phase; which
@@ -76,6 +77,10 @@ type statusJSON struct {
 	NeedsInterventionRows    int           `json:"needs_intervention_rows"`
 	NeedsInterventionJournal int           `json:"needs_intervention_journal_entries"`
 	NeedsInterventionEntries []statusEntry `json:"needs_intervention_entries"`
+	// AwaitingApproval lists the journal entries awaiting approval (at
+	// most 100, oldest first), AwaitingApprovalJournal counts them.
+	AwaitingApprovalJournal int           `json:"awaiting_approval_journal_entries"`
+	AwaitingApproval        []statusEntry `json:"awaiting_approval"`
 }
 
 // statusEntry is a journal entry as status lists it: with its account and
@@ -145,7 +150,7 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 		Path: store.Path(), At: at(now),
 		Outbox: map[string]int{}, Turns: map[string]int{},
 		EndedLeases: []leaseJSON{}, Unknown: []outboxJSON{}, UnknownEntries: []statusEntry{},
-		NeedsIntervention: []outboxJSON{}, NeedsInterventionEntries: []statusEntry{},
+		NeedsIntervention: []outboxJSON{}, NeedsInterventionEntries: []statusEntry{}, AwaitingApproval: []statusEntry{},
 	}
 	for _, s := range outboxStatuses() {
 		st.Outbox[s.String()] = 0
@@ -186,6 +191,9 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 	}
 	st.NeedsInterventionRows = st.Outbox[turnframe.OutboxNeedsIntervention.String()]
 	if st.NeedsInterventionEntries, st.NeedsInterventionJournal, err = uncertainEntries(ctx, store, turnframe.JournalNeedsIntervention); err != nil {
+		return st, err
+	}
+	if st.AwaitingApproval, st.AwaitingApprovalJournal, err = uncertainEntries(ctx, store, turnframe.JournalAwaitingApproval); err != nil {
 		return st, err
 	}
 	if st.Unknown, err = uncertainRows(ctx, store, turnframe.OutboxOutcomeUnknown); err != nil {
@@ -351,6 +359,7 @@ func (st statusJSON) print(e *env) error {
 	if err := writeFields(e.stdout, [][2]string{
 		{"database", st.Path},
 		{"needs intervention", fmt.Sprintf("outbox rows %d, journal entries %d (a person must settle each)", st.NeedsInterventionRows, st.NeedsInterventionJournal)},
+		{"awaiting approval", fmt.Sprintf("journal entries %d (a person approves or denies each: 'turnframe approvals')", st.AwaitingApprovalJournal)},
 		{"outbox", strings.Join(outbox, "  ")},
 		{"due now", due},
 		{"turns", strings.Join(turns, "  ")},
@@ -371,6 +380,13 @@ func (st statusJSON) print(e *env) error {
 		fmt.Fprintf(e.stdout, "\njournal entries that need intervention: find out from the remote, then\n"+
 			"'turnframe settle --account A KEY completed|failed|resend' ('turnframe history --account A KEY' says how each got here):\n")
 		if err := writeUncertainEntries(e, st.NeedsInterventionEntries); err != nil {
+			return err
+		}
+	}
+	if len(st.AwaitingApproval) > 0 {
+		fmt.Fprintf(e.stdout, "\ncommands awaiting approval: they never run before 'turnframe approve --account A KEY'\n"+
+			"('turnframe deny --account A KEY' rejects one):\n")
+		if err := writeAwaitingEntries(e, st.AwaitingApproval); err != nil {
 			return err
 		}
 	}

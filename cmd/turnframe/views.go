@@ -75,6 +75,7 @@ type entryJSON struct {
 	UpdatedAt     jsonTime `json:"updated_at"`
 	Payload       string   `json:"payload,omitempty"`
 	PayloadBase64 string   `json:"payload_base64,omitempty"`
+	NeedsApproval bool     `json:"needs_approval,omitempty"` // admitted to await approval
 }
 
 func entryView(e turnframe.JournalEntry) entryJSON {
@@ -83,6 +84,7 @@ func entryView(e turnframe.JournalEntry) entryJSON {
 		Key: string(e.Key), Name: e.Name, Case: string(e.Case), Status: e.Status.String(),
 		Attempts: e.Attempts, LeaseUntil: at(e.LeaseUntil), Code: e.Code, RemoteRef: e.RemoteRef,
 		AdmittedAt: at(e.AdmittedAt), UpdatedAt: at(e.UpdatedAt), Payload: text, PayloadBase64: b64,
+		NeedsApproval: e.NeedsApproval,
 	}
 	if !e.Attempt.IsZero() {
 		v.Attempt = e.Attempt.String()

@@ -1,0 +1,118 @@
+package turnframe
+
+import (
+	"context"
+	"fmt"
+)
+
+// The codes an approval and a denial leave on the entry and in its history.
+const (
+	// CodeApproved is the code of an entry Runtime.Approve moved from
+	// AwaitingApproval to Pending; its next attempt clears it.
+	CodeApproved = "turnframe.approval.approved"
+	// CodeDenied is the code of an entry Runtime.Deny moved from
+	// AwaitingApproval to Rejected: the command never ran.
+	CodeDenied = "turnframe.approval.denied"
+)
+
+// ApprovalSettlement returns the settlement that approves (to Pending, with
+// CodeApproved) or denies (to Rejected, with CodeDenied) the entry under
+// key. It is the only settlement NextEntry accepts for an AwaitingApproval
+// entry.
+func ApprovalSettlement(key IdempotencyKey, approve bool) Settlement {
+	if approve {
+		return Settlement{Key: key, To: JournalPending, Code: CodeApproved}
+	}
+	return Settlement{Key: key, To: JournalRejected, Code: CodeDenied}
+}
+
+// checkApproval checks a move out of AwaitingApproval: it must be an
+// ApprovalSettlement, and an approval needs a turn that still runs its
+// commands. The actor is checked by NextEntry.
+func checkApproval(e JournalEntry, s Settlement, phase TurnPhase) error {
+	if s != ApprovalSettlement(e.Key, s.To == JournalPending) {
+		return fmt.Errorf("%w: entry %q awaits approval: only an approval (to pending, code %s) or a denial (to rejected, code %s) moves it",
+			ErrConflict, e.Key, CodeApproved, CodeDenied)
+	}
+	if s.To == JournalPending && phase == PhaseAbandoned {
+		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run: deny it, or plan it again in a new turn, which adopts it", ErrConflict, e.Key)
+	}
+	return nil
+}
+
+// Approve approves the command account admitted under key, which awaits
+// approval (Command.NeedsApproval): the entry moves to Pending with
+// CodeApproved, and a history record names actor ("" is ActorApp) and
+// note, in one transaction. It does not run the command: the next
+// Runtime.Execute of the entry's turn (the returned entry's Turn) does, also
+// when that turn was committed or delivered meanwhile, and recovery resumes
+// it (ActionResumeCommands) if the process dies first.
+//
+// Errors: ErrInvalid for a bad account, key, actor or note (at most
+// MaxNoteLen bytes), or an actor that may not intervene (recovery, policy,
+// a worker); ErrNotFound for a key account never used; ErrConflict for an
+// entry that is not awaiting approval (approved or denied already, or it
+// never needed it), or whose turn was abandoned (deny it instead). Nothing
+// is written on any error; a crash leaves the entry awaiting or approved.
+func (rt *Runtime) Approve(ctx context.Context, account AccountID, key IdempotencyKey, actor Actor, note string) (JournalEntry, error) {
+	e, err := rt.decideApproval(ctx, account, key, actor, note, true)
+	if err != nil {
+		return e, fmt.Errorf("approve %q: %w", key, err)
+	}
+	return e, nil
+}
+
+// Deny denies the command account admitted under key, which awaits
+// approval: the entry moves to Rejected with CodeDenied, and a history
+// record names actor ("" is ActorApp) and note, in one transaction. The
+// command never runs. Errors as Approve's, except that a denial on an
+// abandoned turn is allowed.
+func (rt *Runtime) Deny(ctx context.Context, account AccountID, key IdempotencyKey, actor Actor, note string) (JournalEntry, error) {
+	e, err := rt.decideApproval(ctx, account, key, actor, note, false)
+	if err != nil {
+		return e, fmt.Errorf("deny %q: %w", key, err)
+	}
+	return e, nil
+}
+
+// decideApproval checks the input, reads the entry for its turn and applies
+// ApprovalSettlement; the store's NextEntry refuses an entry that is not
+// awaiting approval any more.
+func (rt *Runtime) decideApproval(ctx context.Context, account AccountID, key IdempotencyKey, actor Actor, note string, approve bool) (JournalEntry, error) {
+	if err := checkApprovalInput(account, key, actor, note); err != nil {
+		return JournalEntry{}, err
+	}
+	e, err := rt.store.ByKey(ctx, account, key)
+	if err != nil {
+		return JournalEntry{}, err
+	}
+	if e.Status != JournalAwaitingApproval {
+		return e, fmt.Errorf("%w: entry is %v, not awaiting approval", ErrConflict, e.Status)
+	}
+	applied, err := rt.store.Apply(ctx, Write{
+		Account: account, Turn: e.Turn, Actor: actor, Note: note, Now: rt.cfg.now(),
+		Settle: []Settlement{ApprovalSettlement(key, approve)},
+	})
+	if err != nil {
+		return e, err
+	}
+	return applied.Settled[0], nil
+}
+
+func checkApprovalInput(account AccountID, key IdempotencyKey, actor Actor, note string) error {
+	if err := account.Validate(); err != nil {
+		return err
+	}
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	if actor != "" {
+		if err := actor.Validate(); err != nil {
+			return err
+		}
+		if !actor.MayIntervene() {
+			return invalid("actor", "%q may not approve or deny: only the app or a person does", actor)
+		}
+	}
+	return checkString("note", note, 0, MaxNoteLen)
+}
