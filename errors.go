@@ -37,6 +37,12 @@ var (
 	// it is the one transient error, and the Dispatcher retries a settlement
 	// that meets it.
 	ErrBusy = errors.New("turnframe: store busy")
+
+	// ErrAppWrite: the application's own writes (Write.App) returned an
+	// error, so nothing of the Write was written. The app's error is
+	// wrapped too, and stays errors.Is-able; a store does not translate
+	// it (an app's UNIQUE violation is not ErrConflict).
+	ErrAppWrite = errors.New("turnframe: the application's writes failed")
 )
 
 // InvalidError is the error for bad input: Field names what was wrong, in the

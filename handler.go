@@ -35,7 +35,8 @@ import (
 //
 // Handle must not write to the store itself: its events and outbox messages
 // are written by Execute, in one transaction with the journal settlement and
-// only if the case did not move since call.Revision.
+// only if the case did not move since call.Revision. The application's own
+// rows go in that transaction too: return Commit(…).With(writes).
 type Handler interface {
 	Handle(ctx context.Context, call Call) Outcome
 }
@@ -95,6 +96,7 @@ type Outcome struct {
 	outbox    []OutboxMessage
 	code      string
 	remoteRef string
+	app       AppWrites // a Commit's own writes of the application (With)
 }
 
 // Commit is the outcome of a command that took effect. events are appended to
@@ -248,9 +250,14 @@ const (
 	// error: the holder settles it, or once its lease ends a later Execute
 	// takes it over.
 	ResultInFlight
+	// ResultAwaitingApproval: the command waits for Runtime.Approve or
+	// Runtime.Deny (Status is JournalAwaitingApproval). Execute did not run
+	// it and went on with the entries after it; an Execute after the
+	// approval runs it.
+	ResultAwaitingApproval
 )
 
-var resultNames = [...]string{"unset", "committed", "rejected", "unknown", "skipped", "pending", "in_flight"}
+var resultNames = [...]string{"unset", "committed", "rejected", "unknown", "skipped", "pending", "in_flight", "awaiting_approval"}
 
 // String returns the kind in lower case ("committed", "skipped", …).
 func (k ResultKind) String() string { return enumName(resultNames[:], int(k), "result") }
@@ -266,6 +273,8 @@ func resultOf(e JournalEntry) CommandResult {
 		r.Kind = ResultSkipped
 	case e.Status.IsUncertain():
 		r.Kind = ResultUnknown
+	case e.Status.IsAwaitingApproval():
+		r.Kind = ResultAwaitingApproval
 	default:
 		r.Kind = ResultPending
 	}
@@ -505,7 +514,7 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevi
 			}
 		}
 		s.To = JournalCommitted
-		w.Events, w.Outbox = out.events, out.outbox
+		w.Events, w.Outbox, w.App = out.events, out.outbox, out.app
 		w.Expect = map[CaseKey]CaseRevision{e.Case: rev}
 	case OutcomeReject:
 		s.To, s.Code = JournalRejected, out.code

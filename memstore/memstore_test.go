@@ -17,7 +17,7 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) turnframe.Store {
 		s := memstore.New()
 		t.Cleanup(func() { s.Close() })
-		return s
+		return appStore{s}
 	})
 }
 

@@ -16,10 +16,11 @@ import (
 // timeout (SQLITE_BUSY, or SQLITE_LOCKED: a lock held on the same file
 // through another connection of a shared cache or a conflicting statement)
 // is turnframe.ErrBusy. The driver's error stays in the chain. Errors that are
-// already turnframe's pass unchanged.
+// already turnframe's pass unchanged, and so does an App function's error
+// (turnframe.ErrAppWrite): an app's UNIQUE violation is not ErrConflict.
 func translate(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, turnframe.ErrAppWrite) {
+		return err // the app's own error: not the store's to classify
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w: %w", cerr, err)

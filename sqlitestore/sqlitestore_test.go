@@ -21,6 +21,6 @@ func TestConformance(t *testing.T) {
 			t.Fatalf("open: %v", err)
 		}
 		t.Cleanup(func() { s.Close() })
-		return s
+		return withAppTable(t, s)
 	})
 }

@@ -73,6 +73,11 @@ type figures struct {
 	expired, liveExpiries         int
 	counts, killsAfter, errorLogs map[string]int
 	integrity                     string
+	// The app's own rows (app_test.go): the commands a handler committed
+	// (by account and key: the committing attempt), the app's rows, those
+	// that match no such commit (or a second one), and commits without one.
+	handlerCommits                        map[string]string
+	appRows, appRowsExtra, appRowsMissing int
 }
 
 // policyCount counts the policy's moves for which pred holds.
@@ -168,7 +173,10 @@ func (f figures) String() string {
 		f.busyRows, f.busyLanded, f.busySentAgain, f.busyResentDead,
 		c("slow_send"), f.slowSends, c("lease_outlived"), f.killsAfter["lease_outlived"], c("extended"),
 		c("expire_calls"), f.expired, f.liveExpiries, c("claim_lost_extend"), c("claim_lost_settle"),
-		c("extend_after_settle"), f.integrity) + f.policyLines() + f.errorLines()
+		c("extend_after_settle"), f.integrity) +
+		fmt.Sprintf("\n  app rows in the commit:         %d for %d handler commits (without a commit: %d; commits without one: %d); app writes failed on purpose: %d",
+			f.appRows, len(f.handlerCommits), f.appRowsExtra, f.appRowsMissing, c("app_error")) +
+		f.policyLines() + f.errorLines()
 }
 
 // policyLines lists the policy's moves by kind.
@@ -233,6 +241,9 @@ func (f figures) assert(t *testing.T) {
 	is.Equal(f.localTakeOvers, 0)              // a dead attempt of a command declared with a Verifier is declared unknown, never run again
 	is.Equal(localBlind, 0)                    // nor resent blindly
 	is.Equal(f.integrity, "ok")                // PRAGMA integrity_check
+	is.Equal(f.appRowsExtra, 0)                // no app row but that of a commit, under its attempt, once
+	is.Equal(f.appRowsMissing, 0)              // and no handler commit without its app row
+	is.True(f.appRows > 0)                     // the handlers wrote app rows
 	is.True(f.together >= 2)                   // two processes recovered at once
 	is.True(f.counts["expire_calls"] > 0)      // the expirer ran
 	switch f.kind {
@@ -263,7 +274,8 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 	defer store.Close()
 	v := rem.snapshot()
 	dedup := kind == remoteDedup // declared so: the one kind whose resends and take-overs may repeat an applied key
-	f := figures{kills: h.kills, lines: h.lines, together: h.together, beside: h.beside, policyMoves: map[policyMove]int{}}
+	f := figures{kills: h.kills, lines: h.lines, together: h.together, beside: h.beside, policyMoves: map[policyMove]int{},
+		handlerCommits: map[string]string{}}
 	h.mu.Lock()
 	f.counts, f.killsAfter, f.errorLogs = maps.Clone(h.counts), maps.Clone(h.killsAfter), maps.Clone(h.errorLogs)
 	f.expired, f.liveExpiries = h.expired, len(h.liveExpiries)
@@ -359,6 +371,7 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 
 	cmdHists := map[string][]turnframe.HistoryRecord{} // by remote key
 	expected, parked := f.auditTurns(t, store, byKey, v, dedup, cmdHists)
+	f.auditAppRows(t, store)
 	for _, o := range v.liveOverlaps {
 		if settledBefore(cmdHists[o.key], o.held, o.by) {
 			f.overlapAfterSettle++
@@ -699,6 +712,9 @@ func (f *figures) auditEntry(t *testing.T, store *sqlitestore.Store, e turnframe
 		evs, err := store.EventsByID(ctx, e.Account, e.EventIDs)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(evs) > 0 { // a handler's commit (the policy's has no events): its app row is due
+			f.handlerCommits[string(e.Account)+"\x00"+string(e.Key)] = e.Attempt.String()
 		}
 		switch {
 		case callsRemote(e.Name) && len(evs) == 0: // committed by the policy, without events: a lookup found it

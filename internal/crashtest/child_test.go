@@ -249,6 +249,9 @@ func runChild(role string) error {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer c.store.Close()
+	if err := createAppTable(ctx, c.store); err != nil {
+		return err
+	}
 	if c.dstore, err = openWhileBusy(ctx, db, sqlitestore.WithExisting(), sqlitestore.WithBusyTimeout(dispatchBusyTimeout)); err != nil {
 		return fmt.Errorf("open the dispatcher's store: %w", err)
 	}
@@ -538,7 +541,9 @@ func (c *child) handle(ctx context.Context, call turnframe.Call) turnframe.Outco
 	return turnframe.Reject("unknown_kind")
 }
 
-func (c *child) handler() turnframe.Handler { return turnframe.HandlerFunc(c.handle) }
+// handler is the children's handler: handle, its commits writing the
+// app's row in the same transaction (withAppRow).
+func (c *child) handler() turnframe.Handler { return turnframe.HandlerFunc(c.withAppRow) }
 
 // errDeferred marks a turn left for later: another process holds one of
 // its commands, or moved it meanwhile. A later sweep finishes it.
@@ -555,6 +560,10 @@ func (c *child) finish(ctx context.Context, account turnframe.AccountID, turn tu
 			return false, ferr
 		}
 		if err != nil {
+			if errors.Is(err, errAppFault) { // the app's writes failed: nothing was written (app_test.go)
+				seen("app_error", "%v", turn)
+				return true, nil // its attempt's lease ends, and a later sweep resumes it
+			}
 			if !errors.Is(err, turnframe.ErrConflict) {
 				return false, fmt.Errorf("execute %v: %w", turn, err)
 			}

@@ -1,0 +1,45 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/turnframe/turnframe"
+)
+
+// appTx is the turnframe.Tx a Write's App function is handed: the Write's
+// own transaction on the writer connection.
+type appTx struct{ tx *sql.Tx }
+
+// Backend returns "sqlite".
+func (appTx) Backend() string { return "sqlite" }
+
+// SQLTx returns the *sql.Tx behind tx, for an App function
+// (turnframe.Write.App, Outcome.With) that writes the application's own
+// tables in the same file: the BEGIN IMMEDIATE transaction of the Write
+// (Apply's own, or the caller's under ApplyTx), which commits the app's rows
+// with the journal settlement, events, outbox rows and phase move, or rolls
+// them all back. false for a Tx of another store.
+//
+// Use it only during the App call, and never call the Store from it: the
+// transaction holds the store's one writer connection. Do not Commit or
+// Rollback it: Apply does. The app's own tables are its business (schema,
+// migrations); they must not be turnframe's.
+func SQLTx(tx turnframe.Tx) (*sql.Tx, bool) {
+	a, ok := tx.(appTx)
+	return a.tx, ok && a.tx != nil
+}
+
+// runApp calls w.App, if any, in tx after the Write was written into it.
+// The App's error comes back wrapping turnframe.ErrAppWrite, which
+// translate leaves as it is.
+func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
+	if w.App == nil {
+		return nil
+	}
+	if err := w.App(ctx, appTx{tx.tx}); err != nil {
+		return fmt.Errorf("%w: %w", turnframe.ErrAppWrite, err)
+	}
+	return nil
+}
