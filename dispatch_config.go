@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -14,6 +15,8 @@ const (
 	DefaultBackoffMultiplier = 4
 	DefaultMaxAttempts       = 5
 	DefaultConcurrency       = 1
+	DefaultPollInterval      = time.Second
+	DefaultGracePeriod       = 10 * time.Second
 )
 
 // DefaultLeaseMargin is how long a lease runs past the time its holder's
@@ -24,6 +27,7 @@ const DefaultLeaseMargin = 30 * time.Second
 
 // DispatchConfig is how a Dispatcher works. Every field but WorkerID may be
 // left zero (or negative) and then takes its default; WorkerID is required.
+// A nil DestinationLimits limits no destination.
 // DefaultDispatchConfig returns the defaults spelled out.
 type DispatchConfig struct {
 	// WorkerID is the name rows are claimed under: 1–200 bytes of UTF-8,
@@ -56,12 +60,32 @@ type DispatchConfig struct {
 	// ended is expired (Recovery.Recover), so a dispatcher that died
 	// holds its rows for at most that long.
 	LeaseMargin time.Duration
+	// PollInterval is how often Run looks for due rows when nothing woke
+	// it: rows enqueued by another process, or by a store that is not an
+	// EnqueueNotifier, and retries whose backoff ran out, are claimed
+	// within about this long. Each poll also releases ended leases and
+	// applies the uncertainty policy (see Run).
+	PollInterval time.Duration
+	// GracePeriod is how long Run, once its context ended, lets the sends
+	// in flight go on before it cuts them: a send still unanswered then is
+	// outcome unknown (CodeSendTimeout), never a retry.
+	GracePeriod time.Duration
+	// DestinationLimits caps, per destination, how many sends to it this
+	// Dispatcher makes at once, across all its concurrent sends (of one
+	// RunOnce, of concurrent RunOnce calls, of Run). A destination absent,
+	// or with a limit of 0 or less, is capped by Concurrency only. A
+	// claimed row waits for its destination's turn, its lease kept alive;
+	// if the sweep's context ends first it is not sent (CodeNotSent). The
+	// Dispatcher keeps its own copy of the map.
+	DestinationLimits map[string]int
 }
 
 // DefaultDispatchConfig returns the configuration a dispatcher claiming under
 // workerID uses by default: sixteen rows a sweep, thirty seconds a send, a
 // backoff of one second growing fourfold up to a minute, five attempts, and
-// one send at a time, and claims leased thirty seconds past the send timeout.
+// one send at a time, and claims leased thirty seconds past the send timeout;
+// Run polls every second and gives sends in flight ten seconds at shutdown;
+// no destination limit.
 func DefaultDispatchConfig(workerID string) DispatchConfig {
 	return DispatchConfig{
 		WorkerID:          workerID,
@@ -73,6 +97,8 @@ func DefaultDispatchConfig(workerID string) DispatchConfig {
 		MaxAttempts:       DefaultMaxAttempts,
 		Concurrency:       DefaultConcurrency,
 		LeaseMargin:       DefaultLeaseMargin,
+		PollInterval:      DefaultPollInterval,
+		GracePeriod:       DefaultGracePeriod,
 	}
 }
 
@@ -88,6 +114,9 @@ func (c DispatchConfig) withDefaults() DispatchConfig {
 	d.MaxAttempts = positiveOr(c.MaxAttempts, d.MaxAttempts)
 	d.Concurrency = positiveOr(c.Concurrency, d.Concurrency)
 	d.LeaseMargin = positiveOr(c.LeaseMargin, d.LeaseMargin)
+	d.PollInterval = positiveOr(c.PollInterval, d.PollInterval)
+	d.GracePeriod = positiveOr(c.GracePeriod, d.GracePeriod)
+	d.DestinationLimits = maps.Clone(c.DestinationLimits)
 	return d
 }
 

@@ -5,13 +5,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 )
 
 // Dispatcher claims due outbox rows, sends each through a Sender and settles
 // each with what the send said. It starts nothing on its own: the
 // application calls RunOnce from its own loop, scheduler or cron job, and can
-// stop, pause or scale that loop as it likes.
+// stop, pause or scale that loop as it likes — or calls Run, the loop the
+// library offers.
 //
 // Claims are the store's: two dispatchers (in one process or two, on one
 // SQLite file) claim disjoint rows, and a Dispatcher sends exactly what its
@@ -19,19 +21,22 @@ import (
 // whose outcome is unknown (I15).
 //
 // A Dispatcher is safe for concurrent use: concurrent RunOnce calls claim
-// disjoint rows, as two dispatchers do. Give each process its own WorkerID,
+// disjoint rows, as two dispatchers do, and share its DestinationLimits. Give each process its own WorkerID,
 // so an operator can tell whose claim a row is under.
 type Dispatcher struct {
 	store  OutboxStore
 	sender Sender
 	cfg    DispatchConfig
 	obs    observer
-	clock  settings // for WithClock: the time late evidence is stamped with
+	clock  settings // for WithClock: the time late evidence is stamped with, and Run's now
+	limits destLimits
 }
 
 // NewDispatcher returns a dispatcher over store, sending through sender with
-// cfg (zero fields take their defaults). It honours WithObserver, WithLogger
-// and WithClock (the time late answers are recorded at) and ignores the
+// cfg (zero fields take their defaults). It honours WithObserver, WithLogger,
+// WithClock (Run's now, the clock a sweep's lease extensions and send
+// latencies are read on, the time late answers are recorded at) and
+// WithDestination (the policy Run applies to unknown rows), and ignores the
 // other options.
 //
 // It panics on programmer errors: a nil store or sender, an empty or
@@ -48,11 +53,16 @@ func NewDispatcher(store OutboxStore, sender Sender, cfg DispatchConfig, opts ..
 		panic("turnframe: NewDispatcher: " + err.Error())
 	}
 	s := newSettings(opts)
-	return &Dispatcher{store: store, sender: sender, cfg: cfg, obs: s.observe(), clock: s}
+	return &Dispatcher{store: store, sender: sender, cfg: cfg, obs: s.observe(), clock: s, limits: newDestLimits(cfg.DestinationLimits)}
 }
 
-// Config returns the configuration in force, defaults filled in.
-func (d *Dispatcher) Config() DispatchConfig { return d.cfg }
+// Config returns the configuration in force, defaults filled in. Its
+// DestinationLimits is a copy.
+func (d *Dispatcher) Config() DispatchConfig {
+	c := d.cfg
+	c.DestinationLimits = maps.Clone(c.DestinationLimits)
+	return c
+}
 
 // rowFate is what became of one claimed row. The zero value is
 // fateUnsettled, so a row nobody settled is never reported as settled.
@@ -85,7 +95,9 @@ const (
 //
 // Each send runs on a goroutine of its own under SendTimeout; an answer it
 // gives after that deadline is discarded, never read (see Sender). With
-// Concurrency above 1 that many rows of the batch are sent at once. While
+// Concurrency above 1 that many rows of the batch are sent at once, and no
+// more to one destination than DestinationLimits allows (counting this
+// Dispatcher's other sends). While
 // RunOnce runs, it extends the lease of every row it has not settled yet, in
 // good time, so no release takes a row from a live sweep however long its
 // sends take. Sends hand their settlements to one settler, which writes all
@@ -107,17 +119,14 @@ const (
 // claim that could not be made; it wraps the store's error, and then nothing
 // was claimed.
 func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport, error) {
-	claims, err := d.store.ClaimDue(ctx, now, d.cfg.BatchSize, d.cfg.WorkerID, d.cfg.Lease())
+	claims, err := d.claimDue(ctx, now, d.cfg.BatchSize)
 	if err != nil {
-		return DispatchReport{}, fmt.Errorf("claim due outbox rows: %w", err)
+		return DispatchReport{}, err
 	}
 	if len(claims) == 0 {
 		return DispatchReport{}, nil
 	}
-	for _, c := range claims {
-		d.obs.count(SignalOutboxClaimed, Labels{Destination: c.Destination})
-	}
-	sw := newSweep(ctx, d, claims, now)
+	sw := newSweep(ctx, ctx, d, claims, now)
 	sw.run()
 
 	var report DispatchReport
@@ -138,6 +147,19 @@ func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport
 	return report, nil
 }
 
+// claimDue claims at most limit rows due at now, under WorkerID, leased
+// for Config().Lease(), and counts each claimed.
+func (d *Dispatcher) claimDue(ctx context.Context, now time.Time, limit int) ([]Claim, error) {
+	claims, err := d.store.ClaimDue(ctx, now, limit, d.cfg.WorkerID, d.cfg.Lease())
+	if err != nil {
+		return nil, fmt.Errorf("claim due outbox rows: %w", err)
+	}
+	for _, c := range claims {
+		d.obs.count(SignalOutboxClaimed, Labels{Destination: c.Destination})
+	}
+	return claims, nil
+}
+
 // rowAttrs are the log attributes naming one claimed row.
 func rowAttrs(c Claim) []slog.Attr {
 	return []slog.Attr{
@@ -153,7 +175,7 @@ func rowAttrs(c Claim) []slog.Attr {
 func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 	entry := c.OutboxEntry
 	entry.Payload = bytes.Clone(entry.Payload) // a sender that outlives us keeps its own copy
-	start := time.Now()
+	start := d.clock.clock()
 	late := func(b bounded[Dispatched]) {
 		note := fmt.Sprintf("the send answered after its deadline: %v %s", b.value.Kind, b.value.Code)
 		if b.end == callPanicked {
@@ -162,7 +184,7 @@ func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 		d.recordLate(ctx, c, b.value.RemoteRef, note)
 	}
 	r := callWithin(ctx, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) }, late)
-	elapsed := time.Since(start)
+	elapsed := d.clock.clock().Sub(start)
 	out := r.value
 	switch r.end {
 	case callTimedOut:

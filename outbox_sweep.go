@@ -20,13 +20,14 @@ const (
 	settleRetryMax   = time.Second
 )
 
-// sweep is one RunOnce's claimed batch.
+// sweep is one RunOnce's claimed batch (or one of Run's).
 type sweep struct {
-	ctx    context.Context // the caller's: sends stop starting when it ends
+	ctx    context.Context // the sends' and the keeper's: RunOnce's caller's; Run's ends a grace period after Run's
+	stop   context.Context // sends stop starting when it ends: the caller's
 	d      *Dispatcher
 	claims []Claim
 	now    time.Time // the claim's time
-	start  time.Time // the wall clock at the claim: now + time.Since(start) is the sweep's clock
+	start  time.Time // the Dispatcher's clock (WithClock) at the claim: now + the clock's time since start is the sweep's clock
 	fates  []rowFate // written by the settler only
 
 	// writing is held by the settler and the keeper for each of their
@@ -47,9 +48,11 @@ type queuedSettlement struct {
 	out        Dispatched
 }
 
-func newSweep(ctx context.Context, d *Dispatcher, claims []Claim, now time.Time) *sweep {
+// newSweep returns the sweep of claims, claimed at now. Its rows are sent
+// under ctx, and none starts once stop ended.
+func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now time.Time) *sweep {
 	sw := &sweep{
-		ctx: ctx, d: d, claims: claims, now: now, start: time.Now(),
+		ctx: ctx, stop: stop, d: d, claims: claims, now: now, start: d.clock.clock(),
 		fates: make([]rowFate, len(claims)),
 		open:  make(map[int]bool, len(claims)),
 	}
@@ -62,8 +65,9 @@ func newSweep(ctx context.Context, d *Dispatcher, claims []Claim, now time.Time)
 	return sw
 }
 
-// clock is the sweep's time: the claim's now, plus the time spent since.
-func (sw *sweep) clock() time.Time { return sw.now.Add(time.Since(sw.start)) }
+// clock is the sweep's time: the claim's now, plus the time spent since,
+// as the Dispatcher's clock (WithClock) tells it.
+func (sw *sweep) clock() time.Time { return sw.now.Add(sw.d.clock.clock().Sub(sw.start)) }
 
 // run sends every claimed row, settles each, and returns once the senders,
 // the settler and the keeper have all ended.
@@ -99,11 +103,12 @@ func (sw *sweep) run() {
 	<-keeperDone
 }
 
-// dispatchRow sends one claimed row, unless the caller's context already
-// ended, and returns the settlement its outcome calls for.
+// dispatchRow sends one claimed row, once its destination has a place
+// (DestinationLimits), unless the sweep was stopped first, and returns the
+// settlement its outcome calls for.
 func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	d, c := sw.d, sw.claims[idx]
-	if sw.ctx.Err() != nil {
+	if !d.limits.acquire(sw.stop, c.Destination) {
 		d.obs.logf(sw.ctx, slog.LevelInfo, "turnframe: outbox row not sent: the sweep was cancelled",
 			append(rowAttrs(c), slog.String("code", CodeNotSent))...)
 		return queuedSettlement{
@@ -114,6 +119,7 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 		}
 	}
 	out := d.send(sw.ctx, c)
+	d.limits.release(c.Destination)
 	s, fate := d.settlementFor(sw.ctx, c, out, sw.now)
 	return queuedSettlement{idx: idx, settlement: s, fate: fate, out: out}
 }

@@ -64,6 +64,13 @@ type RecoverReport struct {
 	// NeedsIntervention lists the entries and rows waiting for a person
 	// after this Recover, escalated now or earlier (at most MaxLimit).
 	NeedsIntervention []Uncertain
+	// AwaitingApproval lists the entries awaiting approval of the turns
+	// the sweep decided, in turn and admission order: a non-terminal turn,
+	// or a delivered one whose answer said it waits. Recovery never runs or
+	// rejects them (Runtime.Approve, Runtime.Deny); such turns are not
+	// stranded. An abandoned turn's are not listed: its commands never run,
+	// and a new turn that plans the same command adopts them.
+	AwaitingApproval []JournalEntry
 	// Turns is what the sweep of unfinished turns did.
 	Turns SweepReport
 }
@@ -94,6 +101,9 @@ func (r RecoverReport) Count(o PolicyOutcome) int {
 //     unknown the policy left call nothing);
 //  4. lists what needs intervention.
 //
+// Entries awaiting approval are listed (report.AwaitingApproval), never
+// run, rejected or handed to a policy.
+//
 // Nothing is ever sent or run again blindly: a resend happens only where
 // a Remote's policy allows it, or, for an outbox row whose lease ended and
 // whose destination has no Remote declared, as before policies existed.
@@ -116,16 +126,7 @@ func (r *Recovery) Recover(ctx context.Context, scope RecoveryScope, h RecoveryH
 		return RecoverReport{}, err
 	}
 	report := RecoverReport{Turns: SweepReport{Actions: make(map[ActionKind]int)}}
-	expired, err := r.store.ExpireClaims(ctx, r.cfg.now())
-	if err != nil {
-		return report, fmt.Errorf("recover: expire claims: %w", err)
-	}
-	report.Expired = expired
-	if len(expired) > 0 {
-		r.obs.logf(ctx, slog.LevelWarn, "turnframe: outbox claims whose lease ended are outcome unknown",
-			slog.Int("rows", len(expired)))
-	}
-	if err := r.resolveRows(ctx, &report); err != nil {
+	if err := r.recoverRows(ctx, &report); err != nil {
 		return report, fmt.Errorf("recover: %w", err)
 	}
 	if err := r.sweep(ctx, scope, h, &report); err != nil {
@@ -135,6 +136,22 @@ func (r *Recovery) Recover(ctx context.Context, scope RecoveryScope, h RecoveryH
 		return report, fmt.Errorf("recover: %w", err)
 	}
 	return report, nil
+}
+
+// recoverRows is Recover's steps 1 and 2, the outbox's part, which
+// Dispatcher.Run makes too: it expires the claims whose lease ended and
+// hands every OutcomeUnknown row to the policy.
+func (r *Recovery) recoverRows(ctx context.Context, report *RecoverReport) error {
+	expired, err := r.store.ExpireClaims(ctx, r.cfg.now())
+	if err != nil {
+		return fmt.Errorf("expire claims: %w", err)
+	}
+	report.Expired = expired
+	if len(expired) > 0 {
+		r.obs.logf(ctx, slog.LevelWarn, "turnframe: outbox claims whose lease ended are outcome unknown",
+			slog.Int("rows", len(expired)))
+	}
+	return r.resolveRows(ctx, report)
 }
 
 // resolveRows hands every OutcomeUnknown row to the policy, a page at a
@@ -189,6 +206,7 @@ func (r *Recovery) recoverTurn(ctx context.Context, h RecoveryHandler, m TurnPha
 	}
 	if err == nil {
 		report.Turns.Actions[action.Kind]++
+		report.AwaitingApproval = append(report.AwaitingApproval, action.Awaiting...)
 		err = dispatchAction(ctx, h, m, action)
 	}
 	if err != nil {

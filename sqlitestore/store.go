@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/internal/wake"
 )
 
 var _ turnframe.Store = (*Store)(nil)
@@ -46,6 +47,8 @@ type Store struct {
 	mu     sync.Mutex     // guards closed, and calls.Add against Close's calls.Wait
 	closed bool           // set by Close: every call from then on is ErrClosed
 	calls  sync.WaitGroup // the calls in progress, which Close waits for
+
+	enqueued wake.Broadcast // signalled by each Apply or ApplyTx that enqueued rows (notify.go)
 }
 
 // ErrBusy is turnframe.ErrBusy, the error a call wraps when it waited the

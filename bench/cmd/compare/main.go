@@ -36,12 +36,13 @@ type sizes struct {
 	BlockedHead                 int
 	RSSSmall, RSSLarge          int
 	TwoProc                     int
+	Latency                     int // rows of the enqueue → send latency workload
 	Reps                        int // repetitions of enqueue, drain, turn; the median is reported
 }
 
 var (
-	full  = sizes{Enqueue: 20_000, Drain: 50_000, Turns: 5_000, ScaleSmall: 10_000, ScaleLarge: 1_000_000, Due: 100_000, Claims: 400, BlockedHead: 10_000, RSSSmall: 10_000, RSSLarge: 100_000, TwoProc: 50_000, Reps: 1}
-	quick = sizes{Enqueue: 1_000, Drain: 2_000, Turns: 200, ScaleSmall: 1_000, ScaleLarge: 20_000, Due: 2_000, Claims: 40, BlockedHead: 1_000, RSSSmall: 1_000, RSSLarge: 10_000, TwoProc: 4_000, Reps: 1}
+	full  = sizes{Enqueue: 20_000, Drain: 50_000, Turns: 5_000, ScaleSmall: 10_000, ScaleLarge: 1_000_000, Due: 100_000, Claims: 400, BlockedHead: 10_000, RSSSmall: 10_000, RSSLarge: 100_000, TwoProc: 50_000, Latency: 400, Reps: 1}
+	quick = sizes{Enqueue: 1_000, Drain: 2_000, Turns: 200, ScaleSmall: 1_000, ScaleLarge: 20_000, Due: 2_000, Claims: 40, BlockedHead: 1_000, RSSSmall: 1_000, RSSLarge: 10_000, TwoProc: 4_000, Latency: 100, Reps: 1}
 )
 
 func main() {
@@ -52,7 +53,7 @@ func main() {
 		quickFlag = flag.Bool("quick", false, "small row counts: under a minute, for CI; checks correctness, never speed")
 		out       = flag.String("out", "", "also write the report to this file (e.g. RESULTS.md)")
 		dir       = flag.String("dir", "", "folder for the temporary database folder (default: the system temp dir)")
-		only      = flag.String("only", "", "comma-separated workloads to run: enqueue,drain,turn,scale,memory,twoproc (default all)")
+		only      = flag.String("only", "", "comma-separated workloads to run: enqueue,drain,turn,scale,memory,twoproc,latency (default all)")
 		reps      = flag.Int("reps", 0, "repetitions of enqueue, drain and turn (median reported); 0 = the size's default")
 		syncs     = flag.String("sync", "FULL,NORMAL", "synchronous settings to run")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -109,6 +110,9 @@ func main() {
 	}
 	if want("twoproc") {
 		r.twoProc()
+	}
+	if want("latency") {
+		r.latency()
 	}
 	r.env.LoadEnd = loadAvg()
 	r.env.Duration = time.Since(start).Round(time.Second)
