@@ -9,7 +9,7 @@ import (
 // Store.Apply: the only way a turn changes.
 //
 // The parts are applied in this order inside one transaction: Begin, Admit,
-// Settle, Expect, Events, Outbox, Phase or Advance, Replay. Events and
+// Settle, Expect, Events, Outbox, Phase or Advance, Replay, and last App. Events and
 // Outbox rows belong to the one Settlement of the Write that moves an entry
 // to JournalCommitted; a Write that carries events or outbox rows without
 // exactly one such settlement is ErrInvalid.
@@ -32,7 +32,8 @@ type Write struct {
 	Advance TurnPhase
 	// Replay, when not nil, replaces the turn's replay record.
 	Replay *ReplayRecord
-	// Admit admits commands Pending, in order; a terminal turn admits none
+	// Admit admits commands Pending (AwaitingApproval for a command that
+	// NeedsApproval: NewEntry), in order; a terminal turn admits none
 	// (ErrConflict, CheckAdmit). A key the account already used for the
 	// same command is not admitted again: Applied.Admitted holds the
 	// existing entry, whatever its turn and status — except an entry that
@@ -60,6 +61,14 @@ type Write struct {
 	Actor Actor
 	// Note says why, for the audit trail: at most MaxNoteLen bytes.
 	Note string
+	// App, when not nil, is the application's own writes: Apply calls it
+	// once, with the store's transaction (Tx), after everything above
+	// was checked and staged and before the commit, so the app's rows
+	// commit with the Write or not at all. A Write the store refuses
+	// never calls it. When it returns an error nothing of the Write is
+	// written, and Apply returns an error wrapping ErrAppWrite and that
+	// error. A crash before the commit leaves none of it.
+	App AppWrites
 }
 
 // Settlement moves one journal entry of the Write's turn to a new status,
@@ -94,6 +103,11 @@ type Applied struct {
 	Settled  []JournalEntry // one per Write.Settle, in order, as now stored
 	Events   []StoredEvent  // one per Write.Events, in order
 	Outbox   []OutboxEntry  // one per Write.Outbox, in order
+	// Earlier holds, one per Write.Admit and in order, the entry the
+	// command's key had admitted before this Write, as it stood before it
+	// (its turn, its status) — for an adopted entry, the abandoned turn it
+	// came from; the zero JournalEntry for a key this Write admitted first.
+	Earlier []JournalEntry
 }
 
 // TurnStore reads turns.
@@ -108,8 +122,9 @@ type TurnStore interface {
 	// turns in scope for which Unfinished holds: non-terminal turns, turns
 	// holding an OutcomeUnknown or NeedsIntervention entry (a delivered
 	// turn can still have an unsettled effect), delivered turns holding a
-	// pending entry (a resend after delivery), and abandoned turns holding
-	// an Executing one. scope.After pages through them.
+	// pending entry (a resend after delivery) or an AwaitingApproval one,
+	// and abandoned turns holding an Executing one. scope.After pages
+	// through them.
 	ListUnfinishedTurns(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error)
 }
 
@@ -241,7 +256,8 @@ type Store interface {
 	// writes it in one transaction, or writes nothing and returns the
 	// error: ErrNotFound for a turn that does not exist for the account,
 	// ErrConflict for a refused transition, a moved revision or a key
-	// reused for a different command.
+	// reused for a different command; ErrAppWrite, wrapping the app's
+	// own error, when w.App returned one.
 	Apply(ctx context.Context, w Write) (Applied, error)
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error

@@ -31,7 +31,9 @@ type change struct {
 // already. Write.Advance is applied last and never refuses the Write. Every
 // move the Write makes (the turn begun or moved, each entry admitted or
 // moved, each row enqueued) is recorded in the audit trail as w.Actor, in
-// the same step.
+// the same step. w.App, if any, runs last, with an AppTx staging the
+// application's data, before anything is stored: its error writes nothing
+// and is returned wrapping turnframe.ErrAppWrite.
 func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
@@ -45,7 +47,15 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 	if err != nil {
 		return turnframe.Applied{}, fmt.Errorf("memstore: apply: %w", err)
 	}
+	app, err := s.runApp(ctx, w)
+	if err != nil {
+		return turnframe.Applied{}, fmt.Errorf("memstore: apply: %w", err)
+	}
 	s.commit(c)
+	s.commitApp(app)
+	if len(applied.Outbox) > 0 {
+		s.enqueued.Signal()
+	}
 	return applied, nil
 }
 
@@ -95,12 +105,14 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 				c.admitted = append(c.admitted, k)
 			}
 			applied.Admitted = append(applied.Admitted, copyEntry(e))
+			applied.Earlier = append(applied.Earlier, copyEntry(old.entry))
 			continue
 		}
 		e := turnframe.NewEntry(w.Account, w.Turn, cmd, w.Now)
 		c.entries[k] = e
 		c.admitted = append(c.admitted, k)
 		applied.Admitted = append(applied.Admitted, copyEntry(e))
+		applied.Earlier = append(applied.Earlier, turnframe.JournalEntry{})
 		c.history = append(c.history, turnframe.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
 	}
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/internal/wake"
 )
 
 var _ turnframe.Store = (*Store)(nil)
@@ -44,6 +45,10 @@ type Store struct {
 	// in Seq order; hseq is the last Seq handed out.
 	history map[turnframe.Subject][]turnframe.HistoryRecord
 	hseq    int64
+
+	app map[string][]byte // the application's own data, committed by App functions (app.go)
+
+	enqueued wake.Broadcast // signalled by each commit that enqueued rows (notify.go)
 }
 
 type turnRow struct {
@@ -118,7 +123,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.turns, s.entries, s.byTurn, s.events, s.eventAt, s.cases, s.outbox, s.rowKeys = nil, nil, nil, nil, nil, nil, nil, nil
-	s.history = nil
+	s.history, s.app = nil, nil
 	return nil
 }
 
@@ -220,7 +225,8 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 			continue
 		}
 		if !turnframe.Unfinished(t.turn.Phase, s.holds(id, turnframe.JournalOutcomeUnknown, turnframe.JournalNeedsIntervention),
-			s.holds(id, turnframe.JournalPending, turnframe.JournalExecuting), s.holds(id, turnframe.JournalExecuting)) {
+			s.holds(id, turnframe.JournalPending, turnframe.JournalExecuting), s.holds(id, turnframe.JournalExecuting),
+			s.holds(id, turnframe.JournalAwaitingApproval)) {
 			continue
 		}
 		out = append(out, marker(t.turn))

@@ -27,8 +27,11 @@ import (
 // and its phase moved (turnframe.PhaseHistory), each entry admitted and
 // each settlement that moves its entry (turnframe.EntryHistory; a lease
 // renewal moves nothing, and an adoption moves no status, so neither is
-// recorded), each row enqueued (turnframe.RowHistory). A crash before the
-// commit leaves nothing of w; after it, all of w.
+// recorded), each row enqueued (turnframe.RowHistory). w.App, if any, runs
+// last in the same transaction (SQLTx gives it the *sql.Tx), after every
+// check passed: its error rolls all of w back, its rows included, and is
+// returned wrapping turnframe.ErrAppWrite. A crash before the commit leaves
+// nothing of w, the app's rows included; after it, all of w.
 //
 // Apply is BeginTx, ApplyTx and Commit; use those to write the
 // application's own tables in the same transaction.
@@ -53,6 +56,7 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 	if err := tx.Commit(); err != nil {
 		return turnframe.Applied{}, s.fail(ctx, "apply: commit", err)
 	}
+	s.notifyEnqueued(applied)
 	return applied, nil
 }
 
@@ -88,7 +92,7 @@ func (s *Store) BeginTx(ctx context.Context) (*sql.Tx, error) {
 // nothing of w was written. w is written under a savepoint: after an error,
 // tx holds nothing of w and everything the caller wrote before, so the
 // caller may go on and commit its own rows. tx must come from this Store's
-// BeginTx.
+// BeginTx. w.App, if any, runs in tx under the same savepoint, after w.
 func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
@@ -118,6 +122,7 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 	if _, err := t.ExecContext(ctx, releaseSavepointSQL); err != nil {
 		return turnframe.Applied{}, s.fail(ctx, "apply: release savepoint", err)
 	}
+	s.notifyEnqueued(applied) // before the caller's commit: see Enqueued
 	return applied, nil
 }
 
@@ -137,12 +142,12 @@ const (
 	// page to write at the commit) even when its value stays the same.
 	touchTurnSQL = `UPDATE turns SET updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`
 
-	insertEntrySQL = `INSERT INTO journal (` + entryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEntrySQL = `INSERT INTO journal (` + entryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// entrySetSQL writes every column of an entry but its account and key:
 	// it takes entryArgs with account and key moved to the end.
 	entrySetSQL = `turn = ?, case_key = ?, name = ?, payload = ?, status = ?,
 		attempt = ?, attempts = ?, event_ids = ?, code = ?, remote_ref = ?, admitted_at = ?, updated_at = ?,
-		lease_until = ? WHERE account = ? AND key = ?`
+		lease_until = ?, needs_approval = ? WHERE account = ? AND key = ?`
 	updateEntrySQL = `UPDATE journal SET ` + entrySetSQL
 	// adoptEntrySQL is updateEntrySQL that also gives the entry the next
 	// admission sequence number: a turn that adopts an entry lists it
@@ -195,11 +200,12 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		}
 	}
 	for _, cmd := range w.Admit {
-		e, err := admit(ctx, tx, w, stored, cmd)
+		e, earlier, err := admit(ctx, tx, w, stored, cmd)
 		if err != nil {
 			return applied, err
 		}
 		applied.Admitted = append(applied.Admitted, e)
+		applied.Earlier = append(applied.Earlier, earlier)
 	}
 
 	// The events belong to the one settlement to Committed (Validate checked
@@ -309,7 +315,10 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	if err != nil {
 		return applied, fmt.Errorf("update turn: %w", err)
 	}
-	return applied, tx.flushHistory(ctx)
+	if err := tx.flushHistory(ctx); err != nil {
+		return applied, err
+	}
+	return applied, runApp(ctx, tx, w)
 }
 
 // abandonCode is the code the audit trail gives w's move of its turn to
@@ -379,25 +388,27 @@ func beginOrFindTurn(ctx context.Context, tx *wtx, w turnframe.Write) (turnframe
 
 // admit returns the entry for cmd, admitted into w's turn, whose phase is
 // phase: a new Pending one, or, for a key the account used already, what
-// turnframe.Readmit makes of the entry it admitted.
-func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, cmd turnframe.Command) (turnframe.JournalEntry, error) {
+// turnframe.Readmit makes of the entry it admitted. earlier is that entry as
+// it was found (Applied.Earlier), zero for a new one.
+func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, cmd turnframe.Command) (entry, earlier turnframe.JournalEntry, err error) {
 	existing, err := findEntry(ctx, tx, w.Account, cmd.Key)
 	switch {
 	case err == nil:
-		return readmit(ctx, tx, w, phase, existing, cmd)
+		entry, err := readmit(ctx, tx, w, phase, existing, cmd)
+		return entry, existing, err
 	case !errors.Is(err, turnframe.ErrNotFound):
-		return existing, err
+		return existing, earlier, err
 	}
 	e := turnframe.NewEntry(w.Account, w.Turn, cmd, w.Now)
 	args, err := entryArgs(e)
 	if err != nil {
-		return e, err
+		return e, earlier, err
 	}
 	if _, err := tx.ExecContext(ctx, insertEntrySQL, args...); err != nil {
-		return e, fmt.Errorf("admit %q: %w", cmd.Key, translate(ctx, err))
+		return e, earlier, fmt.Errorf("admit %q: %w", cmd.Key, translate(ctx, err))
 	}
 	tx.record(turnframe.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
-	return e, nil
+	return e, earlier, nil
 }
 
 // readmit applies turnframe.Readmit to existing, the entry cmd's key
@@ -481,7 +492,7 @@ func settleEntryArgs(args []any) []any {
 func sameCommandColumns(e, next turnframe.JournalEntry) bool {
 	return e.Turn == next.Turn && e.Case == next.Case && e.Name == next.Name &&
 		bytes.Equal(e.Payload, next.Payload) && (e.Payload == nil) == (next.Payload == nil) &&
-		micros(e.AdmittedAt) == micros(next.AdmittedAt)
+		micros(e.AdmittedAt) == micros(next.AdmittedAt) && e.NeedsApproval == next.NeedsApproval
 }
 
 // revisionBefore returns the stored revision of case c, the one before the

@@ -2,19 +2,21 @@
 // one named subtest per rule of the store contract (the turnframe.Store
 // interface and the transition rules it names), each on a fresh store.
 //
-// A store's test is little more than a call to Run:
+// A store's test is little more than a call to Run, with the store wrapped
+// in an AppStore (see memstore's and sqlitestore's app_test.go):
 //
 //	func TestStore(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) turnframe.Store {
 //			s := memstore.New()
 //			t.Cleanup(func() { s.Close() })
-//			return s
+//			return appStore{s} // PutAppRow, AppRows: the app's rows through its Tx
 //		})
 //	}
 //
 // open is called inside each subtest and must return an empty store that it
-// closes itself (t.Cleanup). Run it with -race: some subtests claim from many
-// goroutines.
+// closes itself (t.Cleanup), and that is an AppStore: the App subtests write
+// the application's own rows through it. Run it with -race: some subtests
+// claim from many goroutines.
 //
 // Semantics change here first. A rule of the contract that a store must obey
 // is written down in this suite before any store is changed to obey it, and
@@ -51,12 +53,14 @@ func Run(t *testing.T, open func(t *testing.T) turnframe.Store) {
 	all = append(all, journalTests()...)
 	all = append(all, takeTests()...)
 	all = append(all, adoptionTests()...)
+	all = append(all, earlierTests()...)
 	all = append(all, advanceTests()...)
 	all = append(all, eventTests()...)
 	all = append(all, outboxTests()...)
 	all = append(all, leaseTests()...)
 	all = append(all, expireTests()...)
 	all = append(all, interventionTests()...)
+	all = append(all, approvalTests()...)
 	all = append(all, resolveTests()...)
 	all = append(all, historyTests()...)
 	all = append(all, pagingTests()...)
@@ -67,6 +71,8 @@ func Run(t *testing.T, open func(t *testing.T) turnframe.Store) {
 	all = append(all, timeTests()...)
 	all = append(all, tenancyTests()...)
 	all = append(all, lifecycleTests()...)
+	all = append(all, appTests()...)
+	all = append(all, notifyTests()...)
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run(t, newEnv(t, open))
