@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"log"
-	"time"
 
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/sqlitestore"
@@ -15,12 +13,29 @@ import (
 //
 // README:begin
 func quickstart(ctx context.Context, paymentsURL string) error {
-	store, err := sqlitestore.Open(ctx, "app.db") // creates the file and its schema
+	store, err := sqlitestore.Open(ctx, "app.db") // creates the file and turnframe's schema
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if err := createBookings(ctx, store); err != nil { // the app's own table, in the same file
+		return err
+	}
 	rt := turnframe.New(store)
+
+	// One handler per command name. The booking row, its event and the charge
+	// to send commit in one transaction, or none of them does.
+	var mux turnframe.Mux
+	mux.RegisterFunc("book", func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+		return turnframe.Commit(
+			[]turnframe.Event{{Case: call.Command.Case, Type: "booking.made", Data: call.Command.Payload}},
+			turnframe.OutboxMessage{Destination: "payments", Payload: call.Command.Payload},
+		).With(func(ctx context.Context, tx turnframe.Tx) error {
+			sqlTx, _ := sqlitestore.SQLTx(tx)
+			_, err := sqlTx.ExecContext(ctx, `INSERT INTO bookings (booking, deposit) VALUES (?, ?)`, call.Command.Case, call.Command.Payload)
+			return err
+		})
+	})
 
 	// One user turn: store it, admit its command under a key, run it, answer.
 	turn, err := rt.Receive(ctx, "acme", rt.NewConversationID(), "A table for two, please")
@@ -28,40 +43,40 @@ func quickstart(ctx context.Context, paymentsURL string) error {
 		return err
 	}
 	cmd := turnframe.Command{Key: "booking-42/deposit", Case: "booking/42", Name: "book", Payload: []byte(`{"cents":2000}`)}
-	if _, err := rt.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{cmd}}); err != nil {
+	plan, err := rt.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{cmd}})
+	if err != nil {
 		return err
 	}
-	book := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
-		// The event and the charge to send commit in one transaction, or neither does.
-		return turnframe.Commit(
-			[]turnframe.Event{{Case: call.Command.Case, Type: "booking.made", Data: call.Command.Payload}},
-			turnframe.OutboxMessage{Destination: "payments", Payload: call.Command.Payload})
-	})
-	if _, err := rt.Execute(ctx, "acme", turn, book); err != nil {
+	if _, err := rt.Execute(ctx, "acme", turn, &mux); err != nil {
 		return err // a crash or an error here is resumed by key later: it never runs twice
 	}
-	if err := rt.Deliver(ctx, "acme", turn, "Booked: table for two."); err != nil {
+	answer := "Booked: table for two."
+	if plan.Admissions[0].Repeated() {
+		answer = "You already booked that table." // the same request again: nothing ran twice
+	}
+	if err := rt.Deliver(ctx, "acme", turn, answer); err != nil {
 		return err
 	}
 
-	// Your own loop sends the outbox; turnframe starts no goroutine of its own.
+	// Send the outbox until ctx ends: Run wakes as soon as this process
+	// enqueues, and everything it starts has ended when it returns.
 	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": paymentsURL})
 	if err != nil {
 		return err
 	}
-	d := turnframe.NewDispatcher(store, sender, turnframe.DispatchConfig{WorkerID: "web-1"})
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		if _, err := d.RunOnce(ctx, time.Now()); err != nil {
-			log.Print(err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
+	return turnframe.NewDispatcher(store, sender, turnframe.DispatchConfig{WorkerID: "web-1"}).Run(ctx)
+}
+
+func createBookings(ctx context.Context, store *sqlitestore.Store) error {
+	tx, err := store.BeginTx(ctx)
+	if err != nil {
+		return err
 	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS bookings (booking TEXT PRIMARY KEY, deposit BLOB NOT NULL) STRICT`); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // README:end

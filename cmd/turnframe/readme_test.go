@@ -75,6 +75,12 @@ func TestReadmeQuickStart(t *testing.T) {
 		turns, err := store.ListUnfinishedTurns(context.Background(), turnframe.RecoveryScope{}, 10)
 		is.NoErr(err)
 		is.Equal(len(turns), 0) // the turn was delivered
+		tx, err := store.BeginTx(context.Background())
+		is.NoErr(err)
+		var bookings int
+		is.NoErr(tx.QueryRow(`SELECT count(*) FROM bookings WHERE booking = 'booking/42'`).Scan(&bookings))
+		is.NoErr(tx.Rollback())
+		is.Equal(bookings, 1) // the app's row committed with its command
 		mu.Lock()
 		defer mu.Unlock()
 		is.Equal(keys, map[string]int{"4.acme.booking-42/deposit": 1}) // one charge, under the command's key
