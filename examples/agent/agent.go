@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+// account is the example's one tenant.
+const account turnframe.AccountID = "ana"
+
+// errDied is how a process's turn ends when the story kills it.
+var errDied = errors.New("the process died")
+
+// agent is the application: the model, its tools, and the transcript.
+type agent struct {
+	w       io.Writer // the transcript
+	path    string    // the SQLite file
+	clock   *clock
+	remotes *remotes
+	sender  turnframe.Sender
+	mux     *turnframe.Mux
+	model   scriptedModel
+	conv    turnframe.ConversationID
+	late    chan struct{} // a token per late answer turnframe recorded
+}
+
+func (a *agent) say(format string, args ...any) { fmt.Fprintf(a.w, format+"\n", args...) }
+
+// respond plays one user message in p: Receive, the model's tool calls as
+// commands (Plan, Execute), their results from the journal, and the
+// model's answer (Deliver). If die, the process dies after the commands
+// ran and before the answer went out: respond returns errDied.
+func (a *agent) respond(ctx context.Context, p *process, msg message, die bool) error {
+	a.clock.Advance(2 * time.Second)
+	turn, err := p.rt.Receive(ctx, account, a.conv, msg.Text)
+	if err != nil {
+		return err
+	}
+	a.say("user [%s, %s]: %s", msg.ID, a.clock.Now().Format("15:04:05"), msg.Text)
+	first := a.model.Next(msg, nil)
+	if len(first.Calls) == 0 { // it answers at once: nothing to admit
+		if err := p.rt.Deliver(ctx, account, turn, first.Answer); err != nil {
+			return err
+		}
+		a.say("assistant: %s", first.Answer)
+		return nil
+	}
+	results, err := a.runTools(ctx, p, turn, msg, first.Calls)
+	if err != nil {
+		return err
+	}
+	if die {
+		return errDied
+	}
+	return a.answer(ctx, p, turn, msg, results, "assistant")
+}
+
+// runTools admits calls as the turn's commands and executes them, and
+// returns what the journal then says of each.
+func (a *agent) runTools(ctx context.Context, p *process, turn turnframe.TurnID, msg message, calls []toolCall) ([]toolResult, error) {
+	cmds := make([]turnframe.Command, len(calls))
+	for i, c := range calls {
+		cmds[i] = command(msg.ID, c)
+		a.say("  model calls %s %s  key %s", c.Name, c.Args, cmds[i].Key)
+	}
+	plan, err := p.rt.Plan(ctx, account, turn, turnframe.Plan{Commands: cmds})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.rt.Execute(ctx, account, turn, a.mux); err != nil {
+		return nil, err
+	}
+	return a.results(ctx, p, plan)
+}
+
+// results reads what became of each admitted command, after Execute: a
+// command an earlier turn admitted (a repeated message) is said so.
+func (a *agent) results(ctx context.Context, p *process, plan turnframe.PlanReport) ([]toolResult, error) {
+	var out []toolResult
+	for _, adm := range plan.Admissions {
+		e, err := p.store.ByKey(ctx, account, adm.Entry.Key)
+		if err != nil {
+			return nil, err
+		}
+		r, err := resultOf(ctx, p.store, e, adm.Kind == turnframe.AdmittedByAnotherTurn)
+		if err != nil {
+			return nil, err
+		}
+		a.say("  tool %s [%s] → %s", r.Call.Name, r.Key, r.Text)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// answer asks the model for its answer to msg from results and delivers
+// it, as who.
+func (a *agent) answer(ctx context.Context, p *process, turn turnframe.TurnID, msg message, results []toolResult, who string) error {
+	st := a.model.Next(msg, results)
+	if len(st.Calls) > 0 || st.Answer == "" {
+		return fmt.Errorf("the model was to answer %s, not call tools again", msg.ID)
+	}
+	if err := p.rt.Deliver(ctx, account, turn, st.Answer); err != nil {
+		return err
+	}
+	a.say("%s: %s", who, st.Answer)
+	return nil
+}
+
+// recoverer acts on recovery's decisions for p (a RecoveryHandler).
+type recoverer struct {
+	a *agent
+	p *process
+}
+
+// RegenerateResponse answers a turn whose commands ran but whose answer
+// never went out, from its journal entries: the model is told what the
+// journal says, not what the dead process knew.
+func (r recoverer) RegenerateResponse(ctx context.Context, t turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	stored, err := r.p.rec.StoredTurn(ctx, t.Account, t.Turn)
+	if err != nil {
+		return err
+	}
+	entries, err := r.p.store.ForTurn(ctx, t.Account, t.Turn)
+	if err != nil {
+		return err
+	}
+	msg := message{Text: stored.Text}
+	var results []toolResult
+	for _, e := range entries {
+		msg.ID, _, _ = strings.Cut(string(e.Key), "/")
+		res, err := resultOf(ctx, r.p.store, e, false)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	r.a.say("  recovery: turn of [%s] committed its commands but was never answered; the answer is regenerated from the journal", msg.ID)
+	return r.a.answer(ctx, r.p, t.Turn, msg, results, "assistant (delivered by recovery)")
+}
+
+// ResumeCommands runs a turn's pending commands again by key, then
+// answers it if it was never answered.
+func (r recoverer) ResumeCommands(ctx context.Context, t turnframe.TurnPhaseMarker, action turnframe.RecoveryAction) error {
+	rep, err := r.p.rt.Execute(ctx, t.Account, t.Turn, r.a.mux)
+	if err != nil {
+		return err
+	}
+	r.a.say("  recovery: resumed the pending commands of a turn (%d entries)", len(rep.Results))
+	if action.Phase == turnframe.PhaseDelivered {
+		return nil
+	}
+	return r.RegenerateResponse(ctx, t, action)
+}
+
+// RestartInterpretation abandons a turn that died before the model's
+// tool calls were admitted: nothing ran, and the user's client sends the
+// message again. (The story never dies there.)
+func (r recoverer) RestartInterpretation(ctx context.Context, t turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	return r.p.rt.Abandon(ctx, t.Account, t.Turn, "agent.restart")
+}

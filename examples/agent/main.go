@@ -1,0 +1,109 @@
+// Command agent is an LLM agent on turnframe, end to end, in one process
+// and a few seconds: go run ./examples/agent.
+//
+// A scripted model (deterministic, no network) answers a user who searches
+// a flight, books and pays it, and asks for the itinerary by email. Each
+// tool call is a turnframe command, handed to its handler by a Mux, under
+// the key "<message id>/<call id>":
+//
+//   - search_flights commits its results as a row of the app's own table,
+//     in the transaction that commits the command (Outcome.With,
+//     sqlitestore.SQLTx);
+//   - book_flight commits an outbox message to the airline, which
+//     deduplicates by Idempotency-Key;
+//   - pay needs approval (Command.NeedsApproval): it waits until the user
+//     approves (Runtime.Approve), then sends to payments, which can be asked
+//     (a Verifier);
+//   - send_email calls the mail remote itself, which hangs once: the
+//     command's outcome is unknown, the tool result tells the model
+//     "outcome unknown — do not retry; tell the user we are verifying", the
+//     model says so, and a later Recover looks the email up by key and
+//     settles it.
+//
+// The first process dies after [m2]'s commands committed, before its answer
+// went out; a second opens the same SQLite file, runs Recover, which
+// answers that turn from the journal, and goes on. The user's client sends
+// [m2] again: Plan reports its commands as admitted by an earlier turn
+// (PlanReport), and the model answers "already booked" without doing it
+// again. Dispatcher.Run sends the outbox on enqueue; the remotes are a real
+// HTTP server on 127.0.0.1. The time is a clock the story moves.
+//
+// It prints the transcript and a table of every effect in each remote's
+// ledger, and exits 0 only if each happened exactly once.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		os.Exit(1)
+	}
+}
+
+// settleWait bounds, in real time, the wait for the outbox's sends.
+const settleWait = 10 * time.Second
+
+// run plays the story over a new SQLite file in dir ("" for a new
+// temporary folder, removed at the end), writing the transcript and the
+// table of effects to w. It returns nil only if every effect happened
+// exactly once at its remote.
+func run(ctx context.Context, w io.Writer, dir string) error {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "turnframe-agent-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	r := newRemotes()
+	defer r.Close()
+	sender, err := r.sender()
+	if err != nil {
+		return err
+	}
+	c := newClock()
+	a := &agent{w: w, path: filepath.Join(dir, "agent.db"), clock: c, remotes: r, sender: sender,
+		mux: tools(r), conv: turnframe.NewIDGenerator().ConversationID(c.Now()), late: make(chan struct{}, 1)}
+	p, err := a.play(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.store.Close()
+	if err := a.awaitSends(ctx, p); err != nil {
+		p.stopDispatch()
+		return err
+	}
+	if err := p.stopDispatch(); err != nil {
+		return err
+	}
+	return a.check(ctx, p)
+}
+
+// awaitSends waits until each outbox row's remote acted on it.
+// Dispatcher.Run, woken by each commit that enqueued, sends them.
+func (a *agent) awaitSends(ctx context.Context, p *process) error {
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	rows, err := p.store.ListOutbox(ctx, turnframe.OutboxFilter{Account: account, Limit: 100})
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if err := a.remotes.waitFor(ctx, row.Destination, row.RemoteKey()); err != nil {
+			return err
+		}
+		a.say("  Dispatcher.Run sent %s's outbox row to %s", row.Key, row.Destination)
+	}
+	return nil
+}
