@@ -6,9 +6,12 @@
 //   - I14, resume by key. Every command is admitted under an idempotency key
 //     before it runs. A turn run again after a crash recognises, by key, what
 //     already ran, and never runs a settled command twice.
-//   - I15, unknown is never retried. A call that left and got no answer, a
-//     timeout included, is outcome unknown. It is reconciled against the
-//     remote system, never repeated automatically.
+//   - I15, unknown is never retried blindly. A call that left and got no
+//     answer, a timeout included, is outcome unknown. It is resolved by what
+//     the remote can do (see Remote): looked up where it can be asked, sent
+//     again under the same key only where it deduplicates, and otherwise
+//     handed to a person (NeedsIntervention). Every move is in the audit
+//     trail (HistoryRecord).
 //   - Outbox atomicity. A command's events, its journal settlement, its outbox
 //     rows and the turn's phase are one transaction (one Write), so an outbox
 //     row exists if and only if the domain change that caused it committed.
@@ -19,9 +22,34 @@
 // The design, with the reasons behind each rule, is DESIGN.md in the
 // repository; the package docs cite its sections by name.
 //
-// The application drives all work from its own loop: nothing in this module
+// The application drives all work, from its own loop or through the Run
+// methods, which block until their context ends: nothing in this module
 // starts a goroutine that outlives the call that started it, except a Handler
 // or Sender that ignores its context past its deadline (see Handler).
+//
+// # For applications
+//
+// An application needs a handful of names; the rest of this package is for
+// the stores and their tests.
+//
+//   - New returns a Runtime: Receive, Plan (PlanReport says what an earlier
+//     turn already admitted), Execute with a Handler (a Mux, one handler per
+//     command name; Commit, Reject, Unknown; Outcome.With for the app's own
+//     rows in the commit), Deliver, Approve and Deny.
+//   - NewDispatcher with a Sender (HTTPSender) and a DispatchConfig: Run, or
+//     RunOnce from a loop the application owns.
+//   - NewRecovery: Recover at start-up, or Run; Settle for what needs a
+//     person.
+//   - Options: WithClock, WithDestination and WithCommand (a Remote per
+//     destination and command name), WithLogger, WithObserver.
+//
+// # For store authors
+//
+// The Check functions, the transition rules (NextEntry, NextPhase, ClaimRow,
+// SettleRow, ExpireRow, ExtendRow, ReleaseRow, RequeueRow, ResolveRow,
+// Readmit) and the history constructors (EntryHistory, RowHistory,
+// PhaseHistory, NewEvidence) are what a Store implementation calls so that
+// every store obeys one set of rules; storetest.Run proves it does.
 //
 // # Layout
 //
