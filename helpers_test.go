@@ -162,6 +162,20 @@ func histLast(t *testing.T, store turnframe.Store, subject turnframe.Subject) st
 	return lines[len(lines)-1]
 }
 
+// histLastMove returns the last move of subject's audit trail, leaving out
+// evidence, which a late answer may append at any moment after the call
+// that gave up on it returned; "" for none.
+func histLastMove(t *testing.T, store turnframe.Store, subject turnframe.Subject) string {
+	t.Helper()
+	last := ""
+	for _, h := range histOf(t, store, subject) {
+		if !h.Evidence {
+			last = histLine(h)
+		}
+	}
+	return last
+}
+
 // policyFor returns what report's policy did with subject, and fails the
 // test when the policy never met it.
 func policyFor(t *testing.T, report turnframe.RecoverReport, subject turnframe.Subject) turnframe.PolicyResult {
