@@ -276,7 +276,7 @@ func TestRecoverExpiresOnlyEndedLeases(t *testing.T) {
 					">pending app", "pending>dispatching worker:dead",
 				}, tt.trail...)) // every move in the audit trail, with who made it
 
-				err = store.Complete(ctx, claims[0], "late", end)
+				err = turnframe.CompleteClaim(ctx, store, claims[0], "late", end)
 				is.True(errors.Is(err, turnframe.ErrClaimLost)) // the dead worker's settlement is refused
 
 				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}

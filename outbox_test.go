@@ -339,12 +339,12 @@ func TestDispatcherReportsAClaimLostMidSendAsUnsettled(t *testing.T) {
 		is.Equal(rec.ClaimedBy, "b")                      // still b's
 		is.Equal(rec.Attempts, 2)                         // at b's attempt
 		evidence := evidenceOf(t, store, turnframe.OutboxSubject("acme", rows[0].ID), turnframe.CodeLateAnswer)
-		is.Equal(len(evidence), 1)                                                   // a's answer is kept as evidence
-		is.Equal(evidence[0].Actor, turnframe.WorkerActor("a"))                      // a's
-		is.Equal(evidence[0].RemoteRef, "from-a")                                    // with what the remote said
-		is.Equal(evidence[0].To, "dispatching")                                      // moving nothing
-		is.NoErr(store.Complete(ctx, claims[0], "from-b", dispNow.Add(time.Minute))) // b settles
-		is.Equal(dispGet(t, store, rows[0].ID).RemoteRef, "from-b")                  // with its own reference
+		is.Equal(len(evidence), 1)                                                                   // a's answer is kept as evidence
+		is.Equal(evidence[0].Actor, turnframe.WorkerActor("a"))                                      // a's
+		is.Equal(evidence[0].RemoteRef, "from-a")                                                    // with what the remote said
+		is.Equal(evidence[0].To, "dispatching")                                                      // moving nothing
+		is.NoErr(turnframe.CompleteClaim(ctx, store, claims[0], "from-b", dispNow.Add(time.Minute))) // b settles
+		is.Equal(dispGet(t, store, rows[0].ID).RemoteRef, "from-b")                                  // with its own reference
 	})
 }
 
@@ -687,7 +687,7 @@ func TestGroupCommitKeepsEachRowsResult(t *testing.T) {
 				// Someone settles the row under our claim first: our own
 				// settlement of it will find the claim gone.
 				claim := turnframe.Claim{OutboxEntry: e, Worker: "w1", ClaimedAt: dispNow}
-				if err := inner.Fail(ctx, claim, "operator.cancelled", dispNow); err != nil {
+				if err := turnframe.FailClaim(ctx, inner, claim, "operator.cancelled", dispNow); err != nil {
 					t.Errorf("settle under the dispatcher's claim: %v", err)
 				}
 			case rows[3].ID:

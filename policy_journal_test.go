@@ -234,7 +234,7 @@ func TestAStaleFindingNeverSettlesALaterSend(t *testing.T) {
 		is.NoErr(store.Resolve(ctx, turnframe.Resolution{ID: row.ID, Verdict: turnframe.VerdictResend, Actor: turnframe.ActorPolicy, Now: dispNow}))
 		claims, err := store.ClaimDue(ctx, dispNow, 1, "w2", time.Minute)
 		is.NoErr(err)
-		is.NoErr(store.MarkUnknown(ctx, claims[0], "", dispNow))
+		is.NoErr(turnframe.MarkClaimUnknown(ctx, store, claims[0], "", dispNow))
 		// The finding about the first send comes in now: refused.
 		err = store.Resolve(ctx, turnframe.Resolution{ID: row.ID, Verdict: turnframe.VerdictResend, Actor: turnframe.ActorPolicy, Now: dispNow, Attempts: stale})
 		is.True(errors.Is(err, turnframe.ErrConflict)) // fenced on the attempt it was about

@@ -59,7 +59,7 @@ func polUnknownRow(t *testing.T, store turnframe.Store, key turnframe.Idempotenc
 	if err != nil || len(claims) != 1 {
 		t.Fatalf("claim: %v, %d claims", err, len(claims))
 	}
-	if err := store.MarkUnknown(ctx, claims[0], "", dispNow); err != nil {
+	if err := turnframe.MarkClaimUnknown(ctx, store, claims[0], "", dispNow); err != nil {
 		t.Fatalf("mark unknown: %v", err)
 	}
 	return row

@@ -140,7 +140,7 @@ type OutboxStatus uint8
 const (
 	outboxUnset OutboxStatus = iota
 	// OutboxPending: waiting to be claimed once due. Store.Apply enqueues
-	// rows here; Retry, ReleaseClaim (an operator), Resolve (resend) and
+	// rows here; a settlement to Pending (RetryClaim), ReleaseClaim (an operator), Resolve (resend) and
 	// Requeue move rows back here.
 	OutboxPending
 	// OutboxDispatching: claimed by one worker, which is sending it, under
@@ -148,17 +148,17 @@ const (
 	// rows here. A crash leaves the row here until its lease ends and
 	// ExpireClaims moves it to OutcomeUnknown: its send may have started.
 	OutboxDispatching
-	// OutboxCompleted: the remote confirmed. Terminal. Complete, or Resolve
+	// OutboxCompleted: the remote confirmed. Terminal. A settlement (CompleteClaim), or Resolve
 	// with VerdictCompleted, moves a row here.
 	OutboxCompleted
 	// OutboxFailed: the remote refused, or the attempts ran out. Terminal
-	// except for an operator's Requeue. Fail, or Resolve with VerdictFailed,
+	// except for an operator's Requeue. A settlement (FailClaim), or Resolve with VerdictFailed,
 	// moves a row here.
 	OutboxFailed
 	// OutboxOutcomeUnknown: the request left and no answer came back, or
 	// the claim's lease ended while a send may have started. It is never
 	// sent again blindly (I15): only Resolve moves it on — the policy of
-	// its destination's Remote, or the app or an operator. MarkUnknown and
+	// its destination's Remote, or the app or an operator. MarkClaimUnknown and
 	// ExpireClaims move a row here.
 	OutboxOutcomeUnknown
 	// OutboxNeedsIntervention: nothing could settle the outcome safely, so

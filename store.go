@@ -175,15 +175,6 @@ type OutboxStore interface {
 	// is no longer Dispatching under that claim (nothing changes then). err
 	// is for the call as a whole; when it is not nil nothing was written.
 	ExtendClaims(ctx context.Context, claims []Claim, now time.Time, lease time.Duration) (results []error, err error)
-	// Complete settles a claimed row Completed with the remote's reference.
-	Complete(ctx context.Context, claim Claim, remoteRef string, now time.Time) error
-	// Retry settles a claimed row back to Pending, due at at, keeping code.
-	Retry(ctx context.Context, claim Claim, code string, at time.Time) error
-	// Fail settles a claimed row Failed with code.
-	Fail(ctx context.Context, claim Claim, code string, now time.Time) error
-	// MarkUnknown settles a claimed row OutcomeUnknown: it is never claimed
-	// again until Resolve moves it.
-	MarkUnknown(ctx context.Context, claim Claim, remoteRef string, now time.Time) error
 	// Settle applies several settlements in one transaction (group commit).
 	// results[i] is the outcome of settlements[i] alone (nil, or an error
 	// wrapping ErrClaimLost or ErrInvalid): one refused settlement does not

@@ -112,7 +112,7 @@ func TestRuntimeRecognisesAKeyAcrossTurns(t *testing.T) {
 		claims, err := store.ClaimDue(ctx, now, 10, "worker", time.Minute)
 		is.NoErr(err)
 		is.Equal(len(claims), 1) // the row
-		is.NoErr(store.Complete(ctx, claims[0], "remote-1", now))
+		is.NoErr(turnframe.CompleteClaim(ctx, store, claims[0], "remote-1", now))
 		pruned, err := store.Prune(ctx, now.Add(time.Hour))
 		is.NoErr(err)
 		is.Equal(pruned, 1) // pruned

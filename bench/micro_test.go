@@ -85,7 +85,7 @@ func BenchmarkSettleOne(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := range b.N {
-				if err := st.Complete(ctx, claims[i], "ref", time.Now()); err != nil {
+				if err := turnframe.CompleteClaim(ctx, st, claims[i], "ref", time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -65,38 +65,6 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 	return claims, nil
 }
 
-// Complete settles a claimed row Completed with the remote's reference.
-func (s *Store) Complete(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxCompleted, RemoteRef: remoteRef, Now: now})
-}
-
-// Retry settles a claimed row back to Pending, due at at, keeping code. The
-// row's update time is the claim's time: Retry takes no clock of its own.
-func (s *Store) Retry(ctx context.Context, claim turnframe.Claim, code string, at time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxPending, Code: code, RetryAt: at, Now: claim.ClaimedAt})
-}
-
-// Fail settles a claimed row Failed with code.
-func (s *Store) Fail(ctx context.Context, claim turnframe.Claim, code string, now time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxFailed, Code: code, Now: now})
-}
-
-// MarkUnknown settles a claimed row OutcomeUnknown.
-func (s *Store) MarkUnknown(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxOutcomeUnknown, RemoteRef: remoteRef, Now: now})
-}
-
-func (s *Store) settleOne(ctx context.Context, st turnframe.OutboxSettlement) error {
-	if err := st.Validate(); err != nil {
-		return err
-	}
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	return s.settle(st)
-}
-
 // settle applies one validated settlement and records it as the claim's
 // worker; the caller holds the lock.
 func (s *Store) settle(st turnframe.OutboxSettlement) error {

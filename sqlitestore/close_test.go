@@ -42,10 +42,10 @@ func TestClosed(t *testing.T) {
 		{"CaseRevision", func() error { _, err := s.CaseRevision(ctx, "acme", "booking/1"); return err }},
 		{"Replay", func() error { _, err := s.Replay(ctx, "acme", row.Turn); return err }},
 		{"ClaimDue", func() error { _, err := s.ClaimDue(ctx, t0, 1, "w", lease); return err }},
-		{"Complete", func() error { return s.Complete(ctx, claim, "", t0) }},
-		{"Retry", func() error { return s.Retry(ctx, claim, "", t0) }},
-		{"Fail", func() error { return s.Fail(ctx, claim, "", t0) }},
-		{"MarkUnknown", func() error { return s.MarkUnknown(ctx, claim, "", t0) }},
+		{"Complete", func() error { return turnframe.CompleteClaim(ctx, s, claim, "", t0) }},
+		{"Retry", func() error { return turnframe.RetryClaim(ctx, s, claim, "", t0) }},
+		{"Fail", func() error { return turnframe.FailClaim(ctx, s, claim, "", t0) }},
+		{"MarkUnknown", func() error { return turnframe.MarkClaimUnknown(ctx, s, claim, "", t0) }},
 		{"Settle", func() error { _, err := s.Settle(ctx, nil); return err }},
 		{"Resolve", func() error {
 			return s.Resolve(ctx, turnframe.Resolution{ID: row.ID, Verdict: turnframe.VerdictCompleted, Now: t0})

@@ -56,7 +56,7 @@ func TestHistoryOfATurn(t *testing.T) {
 	later := t0.Add(time.Hour)
 	claims, err := s.ClaimDue(ctx, later, 1, "w1", lease)
 	is.NoErr(err)
-	is.NoErr(s.Complete(ctx, claims[0], "ref-1", later))
+	is.NoErr(turnframe.CompleteClaim(ctx, s, claims[0], "ref-1", later))
 	_, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: prepare.Turn, Now: later, Phase: turnframe.PhaseDelivered})
 	is.NoErr(err)
 
@@ -198,7 +198,7 @@ func TestPruneDeletesTheHistoryOfItsRows(t *testing.T) {
 	later := t0.Add(time.Hour)
 	claims, err := s.ClaimDue(ctx, later, 2, "w", lease)
 	is.NoErr(err)
-	is.NoErr(s.Complete(ctx, claims[0], "", later))
+	is.NoErr(turnframe.CompleteClaim(ctx, s, claims[0], "", later))
 	turnHistory := moves(t, s, turnframe.TurnSubject("acme", done.Turn))
 	entryHistory := moves(t, s, turnframe.JournalSubject("acme", "k1"))
 	keptHistory := moves(t, s, turnframe.OutboxSubject("acme", kept.ID))

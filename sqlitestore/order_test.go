@@ -40,7 +40,7 @@ func TestHeldRowsStayOutOfTheClaimIndex(t *testing.T) {
 	later := t0.Add(time.Hour)
 	head := claimOne(t, s, later)
 	is.Equal(inClaimIndex(t, s), 0) // the head is dispatching; the rest wait
-	is.NoErr(s.MarkUnknown(ctx, head, "", later))
+	is.NoErr(turnframe.MarkClaimUnknown(ctx, s, head, "", later))
 	is.Equal(len(claimDue(t, s, later)), 0) // an unknown head blocks the key (I15)
 	is.Equal(inClaimIndex(t, s), 0)         // and its queue is not read
 
@@ -48,7 +48,7 @@ func TestHeldRowsStayOutOfTheClaimIndex(t *testing.T) {
 	is.Equal(inClaimIndex(t, s), 1) // the next row is let go
 	second := claimOne(t, s, later)
 	is.Equal(second.Key, turnframe.IdempotencyKey("k1~2"))
-	is.NoErr(s.Complete(ctx, second, "ref", later))
+	is.NoErr(turnframe.CompleteClaim(ctx, s, second, "ref", later))
 	is.Equal(inClaimIndex(t, s), 1) // and the one after it
 
 	is.NoErr(s.Requeue(ctx, head.ID, later))

@@ -181,7 +181,7 @@ func TestTimesAreIntegers(t *testing.T) {
 	applied := mustCommit(t, s, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
 	claims, err := s.ClaimDue(ctx, t0.Add(time.Hour), 1, "w", lease)
 	is.NoErr(err)
-	is.NoErr(s.Complete(ctx, claims[0], "ref", t0.Add(time.Hour)))
+	is.NoErr(turnframe.CompleteClaim(ctx, s, claims[0], "ref", t0.Add(time.Hour)))
 
 	columns := map[string][]string{
 		"turns":   {"received_at", "updated_at"},

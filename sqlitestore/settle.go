@@ -11,40 +11,6 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-// Complete settles a claimed row Completed with the remote's reference.
-// ErrInvalid for a bad claim or a zero now; ErrClaimLost, changing nothing,
-// unless the row is still Dispatching under the claim's worker and attempt
-// number (a row that no longer exists holds no claim either).
-func (s *Store) Complete(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxCompleted, RemoteRef: remoteRef, Now: now})
-}
-
-// Retry settles a claimed row back to Pending, due at at, keeping code. The
-// row's update time is the claim's time: Retry takes no clock of its own.
-// Errors as for Complete.
-func (s *Store) Retry(ctx context.Context, claim turnframe.Claim, code string, at time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxPending, Code: code, RetryAt: at, Now: claim.ClaimedAt})
-}
-
-// Fail settles a claimed row Failed with code. Errors as for Complete.
-func (s *Store) Fail(ctx context.Context, claim turnframe.Claim, code string, now time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxFailed, Code: code, Now: now})
-}
-
-// MarkUnknown settles a claimed row OutcomeUnknown: it is never claimed
-// again until Resolve moves it. Errors as for Complete.
-func (s *Store) MarkUnknown(ctx context.Context, claim turnframe.Claim, remoteRef string, now time.Time) error {
-	return s.settleOne(ctx, turnframe.OutboxSettlement{Claim: claim, To: turnframe.OutboxOutcomeUnknown, RemoteRef: remoteRef, Now: now})
-}
-
-func (s *Store) settleOne(ctx context.Context, st turnframe.OutboxSettlement) error {
-	results, err := s.Settle(ctx, []turnframe.OutboxSettlement{st})
-	if err != nil {
-		return err
-	}
-	return results[0]
-}
-
 // Settle applies several settlements in one BEGIN IMMEDIATE transaction
 // (group commit: one commit for all), each by turnframe.SettleRow: the
 // sender's code becomes the row's last code, whatever the status, and the

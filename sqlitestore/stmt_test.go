@@ -74,7 +74,7 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	step("claim", err)
 	is.Equal(len(claims), 4)
 	head := claims[0]
-	step("unknown", s.MarkUnknown(ctx, head, "ref", later))
+	step("unknown", turnframe.MarkClaimUnknown(ctx, s, head, "ref", later))
 	escalate := turnframe.Resolution{ID: head.ID, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy, Now: later}
 	step("escalate", s.Resolve(ctx, escalate))
 	fail := turnframe.Resolution{ID: head.ID, Verdict: turnframe.VerdictFailed, Code: "declined", Now: later}

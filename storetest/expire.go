@@ -84,7 +84,7 @@ func testExpireKeeps(t *testing.T, e *env) {
 	is := is.New(t)
 	r := e.enqueue(acme, at(0), message(""))[0]
 	first := e.claimOne(at(time.Second), worker)
-	is.NoErr(e.s.Retry(e.ctx, first, "http.503", at(2*time.Second))) // retried: due at 2s
+	is.NoErr(turnframe.RetryClaim(e.ctx, e.s, first, "http.503", at(2*time.Second))) // retried: due at 2s
 	c := e.claimOne(at(3*time.Second), worker)
 	is.Equal(e.expire(c.LeaseUntil), []turnframe.OutboxID{r.ID}) // expired
 	got := e.row(r.ID)
@@ -153,7 +153,7 @@ func testExpiredHoldsOrder(t *testing.T, e *env) {
 			free := e.enqueue(acme, at(0), message("other"))[0]
 			cs := e.claim(at(time.Second), 10, worker)
 			is.Equal(claimedIDs(cs), []turnframe.OutboxID{rows[0].ID, free.ID}) // the head of k, and the other key
-			is.NoErr(e.s.Complete(e.ctx, cs[1], "", at(2*time.Second)))
+			is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[1], "", at(2*time.Second)))
 
 			e.expire(cs[0].LeaseUntil)
 			later := e.enqueue(acme, at(time.Minute), message("other"))[0]

@@ -207,9 +207,9 @@ func testHistoryRow(t *testing.T, e *env) {
 	}
 	steps := []rowStep{
 		{"claim", claim("w1", at(time.Second)), turnframe.WorkerActor("w1"), ""},
-		{"retry", func(e *env) error { return e.s.Retry(e.ctx, held, "http.503", at(2*time.Second)) }, turnframe.WorkerActor("w1"), ""},
+		{"retry", func(e *env) error { return turnframe.RetryClaim(e.ctx, e.s, held, "http.503", at(2*time.Second)) }, turnframe.WorkerActor("w1"), ""},
 		{"claim_again", claim("w2", at(2*time.Second)), turnframe.WorkerActor("w2"), ""},
-		{"mark_unknown", func(e *env) error { return e.s.MarkUnknown(e.ctx, held, "req-1", at(3*time.Second)) }, turnframe.WorkerActor("w2"), ""},
+		{"mark_unknown", func(e *env) error { return turnframe.MarkClaimUnknown(e.ctx, e.s, held, "req-1", at(3*time.Second)) }, turnframe.WorkerActor("w2"), ""},
 		{"escalate", res(turnframe.VerdictEscalate, turnframe.ActorPolicy, "no lookup", at(4*time.Second)), turnframe.ActorPolicy, "no lookup"},
 		{"resend", res(turnframe.VerdictResend, turnframe.ActorOperator, "never arrived", at(5*time.Second)), turnframe.ActorOperator, "never arrived"},
 		{"claim_third", claim("w1", at(5*time.Second)), turnframe.WorkerActor("w1"), ""},
@@ -219,7 +219,7 @@ func testHistoryRow(t *testing.T, e *env) {
 		{"claim_fourth", claim("w3", at(2*time.Minute)), turnframe.WorkerActor("w3"), ""},
 		{"release_claim", func(e *env) error { return e.s.ReleaseClaim(e.ctx, id, at(3*time.Minute)) }, turnframe.ActorOperator, ""},
 		{"claim_fifth", claim("w1", at(3*time.Minute)), turnframe.WorkerActor("w1"), ""},
-		{"fail", func(e *env) error { return e.s.Fail(e.ctx, held, "declined", at(4*time.Minute)) }, turnframe.WorkerActor("w1"), ""},
+		{"fail", func(e *env) error { return turnframe.FailClaim(e.ctx, e.s, held, "declined", at(4*time.Minute)) }, turnframe.WorkerActor("w1"), ""},
 		{"requeue_again", func(e *env) error { return e.s.Requeue(e.ctx, id, at(5*time.Minute)) }, turnframe.ActorOperator, ""},
 		{"claim_sixth", claim("w2", at(5*time.Minute)), turnframe.WorkerActor("w2"), ""},
 		{"settle_batch", func(e *env) error {
@@ -289,7 +289,7 @@ func testHistoryRefused(t *testing.T, e *env) {
 	// Calls on rows, refused.
 	r, c := e.rowIn(turnframe.OutboxCompleted, true)
 	rowBefore := e.history(turnframe.OutboxSubject(acme, r.ID))
-	e.refusedOp("complete again", turnframe.ErrClaimLost, func() error { return e.s.Complete(e.ctx, c, "", at(time.Hour)) })
+	e.refusedOp("complete again", turnframe.ErrClaimLost, func() error { return turnframe.CompleteClaim(e.ctx, e.s, c, "", at(time.Hour)) })
 	e.refusedOp("resolve a completed row", turnframe.ErrConflict, func() error {
 		return e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: turnframe.VerdictFailed, Now: at(time.Hour)})
 	})
@@ -398,8 +398,8 @@ func testHistoryPrune(t *testing.T, e *env) {
 	rows := e.commit(acme, turn, key, attempt, at(0), []turnframe.Event{{Case: "booking/1", Type: "booked"}}, []turnframe.OutboxMessage{message(""), message("")}).Outbox
 	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(0), Phase: turnframe.PhaseDelivered})
 	cs := e.claim(at(time.Second), 10, worker)
-	is.Equal(len(cs), 2)                                          // both claimed
-	is.NoErr(e.s.Complete(e.ctx, cs[0], "ch_1", at(time.Second))) // one finished
+	is.Equal(len(cs), 2)                                                          // both claimed
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "ch_1", at(time.Second))) // one finished
 	keyHistory := e.history(turnframe.JournalSubject(acme, key))
 	turnHistory := e.history(turnframe.TurnSubject(acme, turn))
 	kept := e.history(turnframe.OutboxSubject(acme, rows[1].ID))
@@ -463,7 +463,7 @@ func testEvidenceMissing(t *testing.T, e *env) {
 	turn, key, attempt := e.running(acme, "booking/1", at(0))
 	rows := e.commit(acme, turn, key, attempt, at(0), []turnframe.Event{{Case: "booking/1", Type: "booked"}}, []turnframe.OutboxMessage{message(""), message("")}).Outbox
 	c := e.claim(at(time.Second), 1, worker)[0]
-	is.NoErr(e.s.Complete(e.ctx, c, "ch_1", at(time.Second))) // finished, then
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, c, "ch_1", at(time.Second))) // finished, then
 	n, err := e.s.Prune(e.ctx, at(time.Hour))
 	is.NoErr(err)  // pruned
 	is.Equal(n, 1) // the first row is gone

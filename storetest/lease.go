@@ -42,9 +42,9 @@ func testExtendForward(t *testing.T, e *env) {
 	is.Equal(got.Attempts, 1)                         // the same attempt
 	is.Equal(got.ClaimedBy, worker)                   // the same worker
 	ids, err := e.s.ExpireClaims(e.ctx, at(21*time.Second))
-	is.NoErr(err)                                                // expire
-	is.Equal(len(ids), 0)                                        // the extended lease still runs
-	is.NoErr(e.s.Complete(e.ctx, c, "ch_1", at(21*time.Second))) // the claim still settles
+	is.NoErr(err)                                                                // expire
+	is.Equal(len(ids), 0)                                                        // the extended lease still runs
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, c, "ch_1", at(21*time.Second))) // the claim still settles
 
 	results, err := e.s.ExtendClaims(e.ctx, nil, at(22*time.Second), lease)
 	is.NoErr(err)             // an empty list
@@ -56,7 +56,7 @@ func testExtendLost(t *testing.T, e *env) {
 	rows := e.enqueue(acme, at(0), message(""), message(""), message(""), message(""))
 	cs := e.claim(at(time.Second), 10, worker)
 	is.Equal(len(cs), 4)                                                                               // all claimed
-	is.NoErr(e.s.Complete(e.ctx, cs[0], "ch_1", at(2*time.Second)))                                    // settled
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "ch_1", at(2*time.Second)))                    // settled
 	is.NoErr(e.s.ReleaseClaim(e.ctx, cs[2].ID, at(2*time.Second)))                                     // released, then
 	is.Equal(claimedIDs(e.claim(at(2*time.Second), 10, "worker-2")), []turnframe.OutboxID{rows[2].ID}) // re-claimed by another worker
 	is.NoErr(e.s.ReleaseClaim(e.ctx, cs[1].ID, at(2*time.Second)))                                     // released, not re-claimed

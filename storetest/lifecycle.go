@@ -43,10 +43,10 @@ func testClosed(t *testing.T, e *env) {
 		"CaseRevision": func() error { _, err := s.CaseRevision(ctx, acme, "booking/1"); return err },
 		"Replay":       func() error { _, err := s.Replay(ctx, acme, turn); return err },
 		"ClaimDue":     func() error { _, err := s.ClaimDue(ctx, at(time.Hour), 10, worker, lease); return err },
-		"Complete":     func() error { return s.Complete(ctx, c, "", at(time.Hour)) },
-		"Retry":        func() error { return s.Retry(ctx, c, "busy", at(time.Hour)) },
-		"Fail":         func() error { return s.Fail(ctx, c, "no", at(time.Hour)) },
-		"MarkUnknown":  func() error { return s.MarkUnknown(ctx, c, "", at(time.Hour)) },
+		"Complete":     func() error { return turnframe.CompleteClaim(ctx, s, c, "", at(time.Hour)) },
+		"Retry":        func() error { return turnframe.RetryClaim(ctx, s, c, "busy", at(time.Hour)) },
+		"Fail":         func() error { return turnframe.FailClaim(ctx, s, c, "no", at(time.Hour)) },
+		"MarkUnknown":  func() error { return turnframe.MarkClaimUnknown(ctx, s, c, "", at(time.Hour)) },
 		"Settle": func() error {
 			_, err := s.Settle(ctx, []turnframe.OutboxSettlement{{Claim: c, To: turnframe.OutboxCompleted, Now: at(time.Hour)}})
 			return err
@@ -169,9 +169,9 @@ func testCopiedOut(t *testing.T, e *env) {
 	is.NoErr(err)                          // events by id
 	is.Equal(string(evs[0].Data), "event") // event data
 	replay, err = e.s.Replay(e.ctx, acme, turn)
-	is.NoErr(err)                                                  // replay
-	is.Equal(replay.Understanding.Questions[0].Unit, 1)            // understanding
-	is.Equal(replay.LoadedCases, []turnframe.CaseKey{"booking/1"}) // loaded cases
-	is.Equal(string(e.row(a.Outbox[0].ID).Payload), "payload")     // outbox payload
-	is.NoErr(e.s.Complete(e.ctx, c, "", at(2*time.Second)))        // the claim is still the claim
+	is.NoErr(err)                                                           // replay
+	is.Equal(replay.Understanding.Questions[0].Unit, 1)                     // understanding
+	is.Equal(replay.LoadedCases, []turnframe.CaseKey{"booking/1"})          // loaded cases
+	is.Equal(string(e.row(a.Outbox[0].ID).Payload), "payload")              // outbox payload
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, c, "", at(2*time.Second))) // the claim is still the claim
 }

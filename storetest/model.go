@@ -328,7 +328,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 			if rng.IntN(4) == 0 {
 				n = 1 + rng.IntN(3)
 			}
-			single := n == 1 && rng.IntN(2) == 0 // through Complete, Retry, Fail or MarkUnknown
+			single := n == 1 && rng.IntN(2) == 0 // through CompleteClaim, RetryClaim, FailClaim or MarkClaimUnknown
 			var sts []turnframe.OutboxSettlement
 			var wants []error
 			chosen := make(map[turnframe.OutboxID]bool)
@@ -341,7 +341,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				to := settleTo[rng.IntN(len(settleTo))]
 				code := fmt.Sprintf("code-%d", step)
 				if single && (to == turnframe.OutboxCompleted || to == turnframe.OutboxOutcomeUnknown) {
-					code = "" // Complete and MarkUnknown take no code
+					code = "" // CompleteClaim and MarkClaimUnknown take no code
 				}
 				st := turnframe.OutboxSettlement{Claim: c, To: to, Code: code, RemoteRef: "ref", Now: now}
 				if to == turnframe.OutboxPending {
@@ -363,13 +363,13 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				var err error
 				switch st.To {
 				case turnframe.OutboxCompleted:
-					err = e.s.Complete(e.ctx, st.Claim, st.RemoteRef, st.Now)
+					err = turnframe.CompleteClaim(e.ctx, e.s, st.Claim, st.RemoteRef, st.Now)
 				case turnframe.OutboxPending:
-					err = e.s.Retry(e.ctx, st.Claim, st.Code, st.RetryAt)
+					err = turnframe.RetryClaim(e.ctx, e.s, st.Claim, st.Code, st.RetryAt)
 				case turnframe.OutboxFailed:
-					err = e.s.Fail(e.ctx, st.Claim, st.Code, st.Now)
+					err = turnframe.FailClaim(e.ctx, e.s, st.Claim, st.Code, st.Now)
 				default:
-					err = e.s.MarkUnknown(e.ctx, st.Claim, st.RemoteRef, st.Now)
+					err = turnframe.MarkClaimUnknown(e.ctx, e.s, st.Claim, st.RemoteRef, st.Now)
 				}
 				check(fmt.Sprintf("settle %v to %v", st.Claim.ID, st.To), err, wants[0])
 				break

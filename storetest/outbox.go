@@ -56,13 +56,13 @@ var settleKinds = []settleKind{
 func (e *env) settleClaim(k settleKind, c turnframe.Claim, now time.Time) error {
 	switch k.to {
 	case turnframe.OutboxCompleted:
-		return e.s.Complete(e.ctx, c, "ref-"+k.name, now)
+		return turnframe.CompleteClaim(e.ctx, e.s, c, "ref-"+k.name, now)
 	case turnframe.OutboxPending:
-		return e.s.Retry(e.ctx, c, "busy", now)
+		return turnframe.RetryClaim(e.ctx, e.s, c, "busy", now)
 	case turnframe.OutboxFailed:
-		return e.s.Fail(e.ctx, c, "declined", now)
+		return turnframe.FailClaim(e.ctx, e.s, c, "declined", now)
 	default:
-		return e.s.MarkUnknown(e.ctx, c, "ref-"+k.name, now)
+		return turnframe.MarkClaimUnknown(e.ctx, e.s, c, "ref-"+k.name, now)
 	}
 }
 
@@ -99,15 +99,15 @@ func (e *env) rowIn(status turnframe.OutboxStatus, claimed bool) (turnframe.Outb
 	c := e.claimOne(at(time.Second), worker)
 	switch status {
 	case turnframe.OutboxPending:
-		e.must(e.s.Retry(e.ctx, c, "busy", at(2*time.Second)), "retry")
+		e.must(turnframe.RetryClaim(e.ctx, e.s, c, "busy", at(2*time.Second)), "retry")
 	case turnframe.OutboxCompleted:
-		e.must(e.s.Complete(e.ctx, c, "ref", at(2*time.Second)), "complete")
+		e.must(turnframe.CompleteClaim(e.ctx, e.s, c, "ref", at(2*time.Second)), "complete")
 	case turnframe.OutboxFailed:
-		e.must(e.s.Fail(e.ctx, c, "declined", at(2*time.Second)), "fail")
+		e.must(turnframe.FailClaim(e.ctx, e.s, c, "declined", at(2*time.Second)), "fail")
 	case turnframe.OutboxOutcomeUnknown:
-		e.must(e.s.MarkUnknown(e.ctx, c, "ref", at(2*time.Second)), "mark unknown")
+		e.must(turnframe.MarkClaimUnknown(e.ctx, e.s, c, "ref", at(2*time.Second)), "mark unknown")
 	case turnframe.OutboxNeedsIntervention:
-		e.must(e.s.MarkUnknown(e.ctx, c, "ref", at(2*time.Second)), "mark unknown")
+		e.must(turnframe.MarkClaimUnknown(e.ctx, e.s, c, "ref", at(2*time.Second)), "mark unknown")
 		e.must(e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: turnframe.VerdictEscalate, Code: "policy.no_lookup",
 			Actor: turnframe.ActorPolicy, Note: "the remote cannot be asked", Now: at(2 * time.Second)}), "escalate")
 	}
@@ -234,7 +234,7 @@ func testClaimsExclusive(t *testing.T, e *env) {
 						errs = append(errs, fmt.Errorf("%s got a claim for %s", name, c.Worker))
 						mu.Unlock()
 					}
-					err := e.s.Complete(e.ctx, c, "ref", at(2*time.Second))
+					err := turnframe.CompleteClaim(e.ctx, e.s, c, "ref", at(2*time.Second))
 					mu.Lock()
 					counts[c.ID]++
 					if err != nil {
@@ -286,7 +286,7 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"complete", turnframe.OutboxDispatching, turnframe.OutboxCompleted,
 			func(e *env, _ turnframe.OutboxID, c turnframe.Claim) error {
-				return e.s.Complete(e.ctx, c, "ch_42", now)
+				return turnframe.CompleteClaim(e.ctx, e.s, c, "ch_42", now)
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.Equal(after.RemoteRef, "ch_42")        // remote ref
@@ -295,7 +295,7 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"retry", turnframe.OutboxDispatching, turnframe.OutboxPending,
 			func(e *env, _ turnframe.OutboxID, c turnframe.Claim) error {
-				return e.s.Retry(e.ctx, c, "rate_limited", at(time.Minute))
+				return turnframe.RetryClaim(e.ctx, e.s, c, "rate_limited", at(time.Minute))
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.True(after.DueAt.Equal(at(time.Minute))) // due at retry time
@@ -305,7 +305,7 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"fail", turnframe.OutboxDispatching, turnframe.OutboxFailed,
 			func(e *env, _ turnframe.OutboxID, c turnframe.Claim) error {
-				return e.s.Fail(e.ctx, c, "card_declined", now)
+				return turnframe.FailClaim(e.ctx, e.s, c, "card_declined", now)
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.Equal(after.LastCode, "card_declined") // code
@@ -313,7 +313,7 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"unknown", turnframe.OutboxDispatching, turnframe.OutboxOutcomeUnknown,
 			func(e *env, _ turnframe.OutboxID, c turnframe.Claim) error {
-				return e.s.MarkUnknown(e.ctx, c, "req_9", now)
+				return turnframe.MarkClaimUnknown(e.ctx, e.s, c, "req_9", now)
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.Equal(after.RemoteRef, "req_9") // remote ref
@@ -598,8 +598,8 @@ func testSettleBatch(t *testing.T, e *env) {
 	is := is.New(t)
 	rows := e.enqueue(acme, at(0), message(""), message(""), message(""), message(""))
 	cs := e.claim(at(time.Second), 10, worker)
-	is.Equal(len(cs), 4)                                             // all claimed
-	is.NoErr(e.s.Complete(e.ctx, cs[1], "first", at(2*time.Second))) // settled before the batch
+	is.Equal(len(cs), 4)                                                             // all claimed
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[1], "first", at(2*time.Second))) // settled before the batch
 
 	results, err := e.s.Settle(e.ctx, []turnframe.OutboxSettlement{
 		{Claim: cs[0], To: turnframe.OutboxCompleted, RemoteRef: "ok-0", Now: at(3 * time.Second)},
@@ -672,7 +672,7 @@ func testCompletedCode(t *testing.T, e *env) {
 			return settleOneBatch(e, turnframe.OutboxSettlement{Claim: c, To: turnframe.OutboxCompleted, Code: "http.201", Now: at(3 * time.Second)})
 		}, "http.201"},
 		{"ThroughCompleteWhichCarriesNoCode", func(e *env, c turnframe.Claim) error {
-			return e.s.Complete(e.ctx, c, "ch_1", at(3*time.Second))
+			return turnframe.CompleteClaim(e.ctx, e.s, c, "ch_1", at(3*time.Second))
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -693,10 +693,10 @@ func testRequeueBudget(t *testing.T, e *env) {
 	is := is.New(t)
 	r := e.enqueue(acme, at(0), message(""))[0]
 	c := e.claimOne(at(time.Second), worker)
-	is.NoErr(e.s.Retry(e.ctx, c, "http.503", at(2*time.Second))) // first attempt retried
+	is.NoErr(turnframe.RetryClaim(e.ctx, e.s, c, "http.503", at(2*time.Second))) // first attempt retried
 	c = e.claimOne(at(2*time.Second), worker)
-	is.NoErr(e.s.Fail(e.ctx, c, "attempts_exhausted", at(3*time.Second))) // second attempt failed
-	is.Equal(e.row(r.ID).AttemptBase, 0)                                  // no requeue yet
+	is.NoErr(turnframe.FailClaim(e.ctx, e.s, c, "attempts_exhausted", at(3*time.Second))) // second attempt failed
+	is.Equal(e.row(r.ID).AttemptBase, 0)                                                  // no requeue yet
 
 	is.NoErr(e.s.Requeue(e.ctx, r.ID, at(4*time.Second))) // requeued
 	got := e.row(r.ID)
@@ -704,11 +704,11 @@ func testRequeueBudget(t *testing.T, e *env) {
 	is.Equal(got.AttemptBase, 2) // the new budget begins after them
 
 	c = e.claimOne(at(4*time.Second), worker)
-	is.Equal(c.Attempts, 3)                                               // attempts keep rising: the fence never repeats
-	is.Equal(c.AttemptBase, 2)                                            // the claim carries the budget's base
-	is.NoErr(e.s.Fail(e.ctx, c, "attempts_exhausted", at(5*time.Second))) // the new budget spent
-	is.NoErr(e.s.Requeue(e.ctx, r.ID, at(6*time.Second)))                 // requeued again
-	is.Equal(e.row(r.ID).AttemptBase, 3)                                  // a fresh budget again
+	is.Equal(c.Attempts, 3)                                                               // attempts keep rising: the fence never repeats
+	is.Equal(c.AttemptBase, 2)                                                            // the claim carries the budget's base
+	is.NoErr(turnframe.FailClaim(e.ctx, e.s, c, "attempts_exhausted", at(5*time.Second))) // the new budget spent
+	is.NoErr(e.s.Requeue(e.ctx, r.ID, at(6*time.Second)))                                 // requeued again
+	is.Equal(e.row(r.ID).AttemptBase, 3)                                                  // a fresh budget again
 	c = e.claimOne(at(6*time.Second), worker)
 	is.Equal(c.Attempts, 4) // the fourth attempt
 }
@@ -717,10 +717,10 @@ func testUnknownNotClaimed(t *testing.T, e *env) {
 	is := is.New(t)
 	r := e.enqueue(acme, at(0), message(""))[0]
 	c := e.claimOne(at(time.Second), worker)
-	is.NoErr(e.s.MarkUnknown(e.ctx, c, "req-1", at(2*time.Second))) // unknown
-	is.Equal(len(e.claim(at(time.Hour), 10, worker)), 0)            // never claimed again
-	is.Equal(len(e.expire(at(time.Hour))), 0)                       // an unknown row is not a claim to expire
-	is.Equal(len(e.claim(at(24*time.Hour), 10, worker)), 0)         // still not claimed
+	is.NoErr(turnframe.MarkClaimUnknown(e.ctx, e.s, c, "req-1", at(2*time.Second))) // unknown
+	is.Equal(len(e.claim(at(time.Hour), 10, worker)), 0)                            // never claimed again
+	is.Equal(len(e.expire(at(time.Hour))), 0)                                       // an unknown row is not a claim to expire
+	is.Equal(len(e.claim(at(24*time.Hour), 10, worker)), 0)                         // still not claimed
 
 	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: turnframe.VerdictResend, Code: "never_arrived", Now: at(25 * time.Hour)})) // resend
 	again := e.claimOne(at(25*time.Hour), worker)
@@ -738,13 +738,13 @@ func testPrune(t *testing.T, e *env) {
 	cs := e.claim(at(time.Second), 10, worker)
 	is.Equal(len(cs), 7) // all claimed
 	t1, t3 := at(time.Second), at(3*time.Second)
-	is.NoErr(e.s.Complete(e.ctx, cs[0], "", t1))             // completed before the cutoff
-	is.NoErr(e.s.Fail(e.ctx, cs[1], "declined", t1))         // failed before the cutoff
-	is.NoErr(e.s.Complete(e.ctx, cs[2], "", t3))             // completed at the cutoff
-	is.NoErr(e.s.Retry(e.ctx, cs[3], "busy", at(time.Hour))) // pending
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "", t1))             // completed before the cutoff
+	is.NoErr(turnframe.FailClaim(e.ctx, e.s, cs[1], "declined", t1))         // failed before the cutoff
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[2], "", t3))             // completed at the cutoff
+	is.NoErr(turnframe.RetryClaim(e.ctx, e.s, cs[3], "busy", at(time.Hour))) // pending
 	// cs[4] stays dispatching
-	is.NoErr(e.s.MarkUnknown(e.ctx, cs[5], "", t1))                                                                             // unknown
-	is.NoErr(e.s.MarkUnknown(e.ctx, cs[6], "", t1))                                                                             // unknown, then
+	is.NoErr(turnframe.MarkClaimUnknown(e.ctx, e.s, cs[5], "", t1))                                                             // unknown
+	is.NoErr(turnframe.MarkClaimUnknown(e.ctx, e.s, cs[6], "", t1))                                                             // unknown, then
 	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: rows[6].ID, Verdict: turnframe.VerdictFailed, Code: "gone", Now: t1})) // failed before the cutoff
 
 	n, err := e.s.Prune(e.ctx, t3)
@@ -759,7 +759,7 @@ func testPrune(t *testing.T, e *env) {
 			is.NoErr(err) // kept
 		}
 	}
-	err = e.s.Complete(e.ctx, cs[0], "", t3)
+	err = turnframe.CompleteClaim(e.ctx, e.s, cs[0], "", t3)
 	is.True(errors.Is(err, turnframe.ErrClaimLost)) // a settlement needs the claim, and a pruned row holds none
 	n, err = e.s.Prune(e.ctx, t3)
 	is.NoErr(err)  // prune again
@@ -778,7 +778,7 @@ func testPruneKeepsKeys(t *testing.T, e *env) {
 	e.commit(acme, turn, key, attempt, at(0), []turnframe.Event{{Case: "payment/1", Type: "charged"}}, []turnframe.OutboxMessage{message("")})
 	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(0), Phase: turnframe.PhaseDelivered})
 	c := e.claimOne(at(time.Second), worker)
-	is.NoErr(e.s.Complete(e.ctx, c, "ch_1", at(time.Second))) // complete
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, c, "ch_1", at(time.Second))) // complete
 	n, err := e.s.Prune(e.ctx, at(time.Hour))
 	is.NoErr(err)  // prune
 	is.Equal(n, 1) // the row is gone

@@ -117,8 +117,8 @@ func testOutboxPagesMissing(t *testing.T, e *env) {
 
 	rows := e.enqueue(acme, at(0), message(""), message(""))
 	c := e.claim(at(time.Second), 1, worker)[0]
-	is.Equal(c.ID, rows[0].ID)                                // the first row
-	is.NoErr(e.s.Complete(e.ctx, c, "ch_1", at(time.Second))) // finished
+	is.Equal(c.ID, rows[0].ID)                                                // the first row
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, c, "ch_1", at(time.Second))) // finished
 	n, err := e.s.Prune(e.ctx, at(time.Hour))
 	is.NoErr(err)  // prune
 	is.Equal(n, 1) // the first row is gone

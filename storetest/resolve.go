@@ -152,7 +152,7 @@ func testInterventionHoldsOrder(t *testing.T, e *env) {
 			e := newEnv(t, e.open)
 			rows := e.enqueue(acme, at(0), message("k"), message("k"))
 			c := e.claimOne(at(time.Second), worker)
-			is.NoErr(e.s.MarkUnknown(e.ctx, c, "req-1", at(time.Second)))                                                             // the head is unknown
+			is.NoErr(turnframe.MarkClaimUnknown(e.ctx, e.s, c, "req-1", at(time.Second)))                                             // the head is unknown
 			is.NoErr(e.s.Resolve(e.ctx, resolution(rows[0].ID, turnframe.VerdictEscalate, turnframe.ActorPolicy, at(2*time.Second)))) // then needs a person
 			free := e.enqueue(acme, at(time.Minute), message(""))[0]
 			other := e.enqueue(globex, at(time.Minute), message("k"))[0]

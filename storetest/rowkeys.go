@@ -152,7 +152,7 @@ func testRowKeysProperty(t *testing.T, e *env) {
 				t.Fatalf("claim: %v", err)
 			}
 			for _, c := range cs {
-				if err := e.s.Complete(e.ctx, c, "", now); err != nil {
+				if err := turnframe.CompleteClaim(e.ctx, e.s, c, "", now); err != nil {
 					t.Fatalf("complete: %v", err)
 				}
 			}

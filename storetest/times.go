@@ -41,10 +41,10 @@ func testTimesOutOfRange(t *testing.T, e *env) {
 	if len(cs) != 3 {
 		t.Fatalf("claimed %d rows, want 3", len(cs))
 	}
-	if err := e.s.Fail(e.ctx, cs[1], "declined", at(time.Second)); err != nil {
+	if err := turnframe.FailClaim(e.ctx, e.s, cs[1], "declined", at(time.Second)); err != nil {
 		t.Fatalf("fail: %v", err)
 	}
-	if err := e.s.MarkUnknown(e.ctx, cs[2], "", at(time.Second)); err != nil {
+	if err := turnframe.MarkClaimUnknown(e.ctx, e.s, cs[2], "", at(time.Second)); err != nil {
 		t.Fatalf("mark unknown: %v", err)
 	}
 	c, failed, unknown := cs[0], rows[1].ID, rows[2].ID
@@ -93,10 +93,18 @@ func testTimesOutOfRange(t *testing.T, e *env) {
 				return settleOneBatch(e, turnframe.OutboxSettlement{Claim: c, To: turnframe.OutboxPending, RetryAt: bad, Now: at(time.Second)})
 			}
 		}},
-		{"Complete", func(bad time.Time) func() error { return func() error { return e.s.Complete(e.ctx, c, "", bad) } }},
-		{"Retry", func(bad time.Time) func() error { return func() error { return e.s.Retry(e.ctx, c, "busy", bad) } }},
-		{"Fail", func(bad time.Time) func() error { return func() error { return e.s.Fail(e.ctx, c, "declined", bad) } }},
-		{"MarkUnknown", func(bad time.Time) func() error { return func() error { return e.s.MarkUnknown(e.ctx, c, "", bad) } }},
+		{"Complete", func(bad time.Time) func() error {
+			return func() error { return turnframe.CompleteClaim(e.ctx, e.s, c, "", bad) }
+		}},
+		{"Retry", func(bad time.Time) func() error {
+			return func() error { return turnframe.RetryClaim(e.ctx, e.s, c, "busy", bad) }
+		}},
+		{"Fail", func(bad time.Time) func() error {
+			return func() error { return turnframe.FailClaim(e.ctx, e.s, c, "declined", bad) }
+		}},
+		{"MarkUnknown", func(bad time.Time) func() error {
+			return func() error { return turnframe.MarkClaimUnknown(e.ctx, e.s, c, "", bad) }
+		}},
 		{"Resolve", func(bad time.Time) func() error {
 			return func() error {
 				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: unknown, Verdict: turnframe.VerdictResend, Now: bad})
@@ -199,16 +207,16 @@ func testTimesAtTheBounds(t *testing.T, e *env) {
 	is.Equal(len(late2), 0) // nothing due: every row is claimed or due at MaxTime
 
 	// Settled at MaxTime and at MinTime.
-	is.NoErr(e.s.Complete(e.ctx, cs[0], "", hi)) // completed at MaxTime
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "", hi)) // completed at MaxTime
 	same(e.row(ids[1]).FinishedAt, hi, "finished at MaxTime")
 	same(e.row(ids[1]).UpdatedAt, hi, "updated at MaxTime")
-	is.NoErr(e.s.Retry(e.ctx, cs[1], "busy", hi)) // retried, due at MaxTime
+	is.NoErr(turnframe.RetryClaim(e.ctx, e.s, cs[1], "busy", hi)) // retried, due at MaxTime
 	same(e.row(ids[2]).DueAt, hi, "retry due at MaxTime")
-	is.NoErr(e.s.Fail(e.ctx, cs[2], "declined", lo)) // failed at MinTime
+	is.NoErr(turnframe.FailClaim(e.ctx, e.s, cs[2], "declined", lo)) // failed at MinTime
 	same(e.row(ids[3]).FinishedAt, lo, "finished at MinTime")
 	is.NoErr(e.s.Requeue(e.ctx, ids[3], hi)) // requeued at MaxTime
 	same(e.row(ids[3]).DueAt, hi, "requeued due at MaxTime")
-	is.NoErr(e.s.MarkUnknown(e.ctx, cs[3], "", lo))                                                           // unknown at MinTime
+	is.NoErr(turnframe.MarkClaimUnknown(e.ctx, e.s, cs[3], "", lo))                                           // unknown at MinTime
 	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: ids[4], Verdict: turnframe.VerdictResend, Now: hi})) // resolved at MaxTime
 	same(e.row(ids[4]).DueAt, hi, "resend due at MaxTime")
 	is.NoErr(e.s.ReleaseClaim(e.ctx, ids[5], lo)) // force-released at MinTime

@@ -192,7 +192,7 @@ func testBadCallInput(t *testing.T, e *env) {
 	turn := e.begin(acme, at(0))
 	e.enqueue(acme, at(0), message(""))
 	c := e.claimOne(at(time.Second), worker)
-	is.NoErr(e.s.MarkUnknown(e.ctx, c, "", at(time.Second))) // unknown
+	is.NoErr(turnframe.MarkClaimUnknown(e.ctx, e.s, c, "", at(time.Second))) // unknown
 
 	checks := []struct {
 		name, field string
@@ -216,10 +216,10 @@ func testBadCallInput(t *testing.T, e *env) {
 			return e.s.Resolve(e.ctx, turnframe.Resolution{ID: c.ID, Verdict: turnframe.VerdictUnresolved, Now: at(time.Hour)})
 		}},
 		{"GetOutboxZeroID", "id", func() error { _, err := e.s.GetOutbox(e.ctx, turnframe.OutboxID{}); return err }},
-		{"CompleteZeroClaim", "claim", func() error { return e.s.Complete(e.ctx, turnframe.Claim{}, "", at(time.Hour)) }},
+		{"CompleteZeroClaim", "claim", func() error { return turnframe.CompleteClaim(e.ctx, e.s, turnframe.Claim{}, "", at(time.Hour)) }},
 		{"RetryWithoutATime", "retry_at", func() error {
 			c2 := c
-			return e.s.Retry(e.ctx, c2, "busy", time.Time{})
+			return turnframe.RetryClaim(e.ctx, e.s, c2, "busy", time.Time{})
 		}},
 	}
 	for _, tc := range checks {

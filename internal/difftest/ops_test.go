@@ -666,13 +666,13 @@ func (r *runner) opSettleOne() {
 		var err error
 		switch st.To {
 		case turnframe.OutboxCompleted:
-			err = w.store.Complete(r.ctx, st.Claim, st.RemoteRef, st.Now)
+			err = turnframe.CompleteClaim(r.ctx, w.store, st.Claim, st.RemoteRef, st.Now)
 		case turnframe.OutboxPending:
-			err = w.store.Retry(r.ctx, st.Claim, st.Code, st.RetryAt)
+			err = turnframe.RetryClaim(r.ctx, w.store, st.Claim, st.Code, st.RetryAt)
 		case turnframe.OutboxFailed:
-			err = w.store.Fail(r.ctx, st.Claim, st.Code, st.Now)
+			err = turnframe.FailClaim(r.ctx, w.store, st.Claim, st.Code, st.Now)
 		case turnframe.OutboxOutcomeUnknown:
-			err = w.store.MarkUnknown(r.ctx, st.Claim, st.RemoteRef, st.Now)
+			err = turnframe.MarkClaimUnknown(r.ctx, w.store, st.Claim, st.RemoteRef, st.Now)
 		default: // a status a claim does not settle to: only Settle takes it
 			res, err := w.store.Settle(r.ctx, []turnframe.OutboxSettlement{st})
 			return classes(res), err
@@ -1204,7 +1204,7 @@ func (r *runner) opExhaustRequeue() {
 			if i >= len(batch[w]) {
 				return nil, fmt.Errorf("no claim %d", i)
 			}
-			return nil, w.store.Fail(r.ctx, batch[w][i], "attempts_exhausted", r.now)
+			return nil, turnframe.FailClaim(r.ctx, w.store, batch[w][i], "attempts_exhausted", r.now)
 		})
 		r.do(fmt.Sprintf("cycle/requeue %d", i), func(w *world) (any, error) {
 			if i >= len(batch[w]) {
@@ -1345,13 +1345,13 @@ func (r *runner) opBadCall() {
 			cl := claimAt(w, t)
 			switch m {
 			case "Complete":
-				return nil, w.store.Complete(r.ctx, cl, "ref", bad)
+				return nil, turnframe.CompleteClaim(r.ctx, w.store, cl, "ref", bad)
 			case "Retry":
-				return nil, w.store.Retry(r.ctx, cl, "c", bad)
+				return nil, turnframe.RetryClaim(r.ctx, w.store, cl, "c", bad)
 			case "Fail":
-				return nil, w.store.Fail(r.ctx, cl, "c", bad)
+				return nil, turnframe.FailClaim(r.ctx, w.store, cl, "c", bad)
 			}
-			return nil, w.store.MarkUnknown(r.ctx, cl, "ref", bad)
+			return nil, turnframe.MarkClaimUnknown(r.ctx, w.store, cl, "ref", bad)
 		}
 	case 12:
 		name, do = "ListUnfinishedTurns"+tl, func(w *world) (any, error) {

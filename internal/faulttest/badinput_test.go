@@ -122,7 +122,7 @@ func newFixture(t *testing.T, o opener) *fixture {
 	is.NoErr(err)
 	is.Equal(len(claims), 2) // k1's row and k2's
 	f.claim = claims[0]
-	is.NoErr(store.MarkUnknown(bg, claims[1], "ref", t0))
+	is.NoErr(turnframe.MarkClaimUnknown(bg, store, claims[1], "ref", t0))
 	f.unknownRow = claims[1].ID
 	e, err := store.ByKey(bg, f.account, "k1")
 	is.NoErr(err)
@@ -151,7 +151,7 @@ func newFixture(t *testing.T, o opener) *fixture {
 	claims, err = store.ClaimDue(bg, t0, 10, "w1", fixtureLease)
 	is.NoErr(err)
 	is.Equal(len(claims), 1) // n2's row
-	is.NoErr(store.MarkUnknown(bg, claims[0], "ref", t0))
+	is.NoErr(turnframe.MarkClaimUnknown(bg, store, claims[0], "ref", t0))
 	f.interventionRow = claims[0].ID
 	is.NoErr(store.Resolve(bg, turnframe.Resolution{ID: f.interventionRow, Verdict: turnframe.VerdictEscalate,
 		Code: turnframe.CodeNoSafeResolution, Actor: turnframe.ActorPolicy, Now: t0}))
@@ -254,10 +254,18 @@ func badCallsOfTheNewContract() []call {
 			_, err := f.store.ExtendClaims(ctx, []turnframe.Claim{f.claim}, at, time.Nanosecond)
 			return err
 		})
-		add("Complete/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "ref", at) })
-		add("Retry/At"+bt.name, "retry_at", func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", at) })
-		add("Fail/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", at) })
-		add("MarkUnknown/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, "r", at) })
+		add("Complete/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			return turnframe.CompleteClaim(ctx, f.store, f.claim, "ref", at)
+		})
+		add("Retry/At"+bt.name, "retry_at", func(ctx context.Context, f *fixture) error {
+			return turnframe.RetryClaim(ctx, f.store, f.claim, "c", at)
+		})
+		add("Fail/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			return turnframe.FailClaim(ctx, f.store, f.claim, "c", at)
+		})
+		add("MarkUnknown/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
+			return turnframe.MarkClaimUnknown(ctx, f.store, f.claim, "r", at)
+		})
 		add("Settle/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
 			return settle(ctx, f, turnframe.OutboxSettlement{Claim: f.claim, To: turnframe.OutboxCompleted, Now: at})
 		})
@@ -639,25 +647,39 @@ func badCallsBefore() []call {
 		{name: "Complete/ZeroClaimID", do: func(ctx context.Context, f *fixture) error {
 			c := f.claim
 			c.ID = turnframe.OutboxID{}
-			return f.store.Complete(ctx, c, "", t0)
+			return turnframe.CompleteClaim(ctx, f.store, c, "", t0)
 		}},
 		{name: "Complete/EmptyWorker", do: func(ctx context.Context, f *fixture) error {
 			c := f.claim
 			c.Worker = ""
-			return f.store.Complete(ctx, c, "", t0)
+			return turnframe.CompleteClaim(ctx, f.store, c, "", t0)
 		}},
 		{name: "Complete/ZeroAttempts", do: func(ctx context.Context, f *fixture) error {
 			c := f.claim
 			c.Attempts = 0
-			return f.store.Complete(ctx, c, "", t0)
+			return turnframe.CompleteClaim(ctx, f.store, c, "", t0)
 		}},
-		{name: "Complete/ZeroNow", do: func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "", time.Time{}) }},
-		{name: "Complete/OversizeRef", do: func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, long(1025), t0) }},
-		{name: "Retry/ZeroAt", do: func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", time.Time{}) }},
-		{name: "Retry/NonUTF8Code", do: func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, badUTF8, t0) }},
-		{name: "Fail/OversizeCode", do: func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, long(201), t0) }},
-		{name: "Fail/ZeroNow", do: func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", time.Time{}) }},
-		{name: "MarkUnknown/NonUTF8Ref", do: func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, badUTF8, t0) }},
+		{name: "Complete/ZeroNow", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.CompleteClaim(ctx, f.store, f.claim, "", time.Time{})
+		}},
+		{name: "Complete/OversizeRef", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.CompleteClaim(ctx, f.store, f.claim, long(1025), t0)
+		}},
+		{name: "Retry/ZeroAt", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.RetryClaim(ctx, f.store, f.claim, "c", time.Time{})
+		}},
+		{name: "Retry/NonUTF8Code", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.RetryClaim(ctx, f.store, f.claim, badUTF8, t0)
+		}},
+		{name: "Fail/OversizeCode", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.FailClaim(ctx, f.store, f.claim, long(201), t0)
+		}},
+		{name: "Fail/ZeroNow", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.FailClaim(ctx, f.store, f.claim, "c", time.Time{})
+		}},
+		{name: "MarkUnknown/NonUTF8Ref", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.MarkClaimUnknown(ctx, f.store, f.claim, badUTF8, t0)
+		}},
 		{name: "Settle/ToDispatching", do: settle(func(s *turnframe.OutboxSettlement) { s.To = turnframe.OutboxDispatching })},
 		{name: "Settle/ToOutOfRange", do: settle(func(s *turnframe.OutboxSettlement) { s.To = 77 })},
 		{name: "Settle/RetryZeroAt", do: settle(func(s *turnframe.OutboxSettlement) { s.To = turnframe.OutboxPending })},
@@ -758,10 +780,18 @@ func validCalls() []call {
 			return err
 		}},
 		{name: "ReleaseClaim", do: func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, t0) }},
-		{name: "Complete", do: func(ctx context.Context, f *fixture) error { return f.store.Complete(ctx, f.claim, "ref", t0) }},
-		{name: "Retry", do: func(ctx context.Context, f *fixture) error { return f.store.Retry(ctx, f.claim, "c", t0) }},
-		{name: "Fail", do: func(ctx context.Context, f *fixture) error { return f.store.Fail(ctx, f.claim, "c", t0) }},
-		{name: "MarkUnknown", do: func(ctx context.Context, f *fixture) error { return f.store.MarkUnknown(ctx, f.claim, "r", t0) }},
+		{name: "Complete", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.CompleteClaim(ctx, f.store, f.claim, "ref", t0)
+		}},
+		{name: "Retry", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.RetryClaim(ctx, f.store, f.claim, "c", t0)
+		}},
+		{name: "Fail", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.FailClaim(ctx, f.store, f.claim, "c", t0)
+		}},
+		{name: "MarkUnknown", do: func(ctx context.Context, f *fixture) error {
+			return turnframe.MarkClaimUnknown(ctx, f.store, f.claim, "r", t0)
+		}},
 		{name: "Settle", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.Settle(ctx, []turnframe.OutboxSettlement{{Claim: f.claim, To: turnframe.OutboxCompleted, Now: t0}})
 			return err

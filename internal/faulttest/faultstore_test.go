@@ -132,18 +132,6 @@ func (s *faultStore) ClaimDue(ctx context.Context, now time.Time, limit int, wor
 func (s *faultStore) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
 	return run(s, "ExtendClaims", func() ([]error, error) { return s.inner.ExtendClaims(ctx, claims, now, lease) })
 }
-func (s *faultStore) Complete(ctx context.Context, c turnframe.Claim, ref string, now time.Time) error {
-	return run0(s, "Complete", func() error { return s.inner.Complete(ctx, c, ref, now) })
-}
-func (s *faultStore) Retry(ctx context.Context, c turnframe.Claim, code string, at time.Time) error {
-	return run0(s, "Retry", func() error { return s.inner.Retry(ctx, c, code, at) })
-}
-func (s *faultStore) Fail(ctx context.Context, c turnframe.Claim, code string, now time.Time) error {
-	return run0(s, "Fail", func() error { return s.inner.Fail(ctx, c, code, now) })
-}
-func (s *faultStore) MarkUnknown(ctx context.Context, c turnframe.Claim, ref string, now time.Time) error {
-	return run0(s, "MarkUnknown", func() error { return s.inner.MarkUnknown(ctx, c, ref, now) })
-}
 func (s *faultStore) Settle(ctx context.Context, sts []turnframe.OutboxSettlement) ([]error, error) {
 	return run(s, "Settle", func() ([]error, error) { return s.inner.Settle(ctx, sts) })
 }

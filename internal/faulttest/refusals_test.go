@@ -78,7 +78,7 @@ func refusals() []struct {
 		{"Complete/LostClaim", lost, func(ctx context.Context, f *fixture) error {
 			c := f.claim
 			c.Worker = "w-other"
-			return f.store.Complete(ctx, c, "ref", t0)
+			return turnframe.CompleteClaim(ctx, f.store, c, "ref", t0)
 		}},
 		{"ExtendClaims/LostClaim", lost, func(ctx context.Context, f *fixture) error {
 			c := f.claim
