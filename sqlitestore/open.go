@@ -37,7 +37,8 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 
 // Open opens the store in the SQLite file at path and returns it ready:
 // WAL mode verified, schema at schema.Version. Without WithExisting it
-// creates the file if needed and applies the migrations the file lacks
+// creates the file if needed, owner-only (DefaultFileMode, 0600, or
+// WithFileMode; an existing file keeps its mode), and applies the migrations the file lacks
 // (each in its own transaction: a crash leaves the file at the last one that
 // committed, and the next Open goes on). With WithExisting it opens the file
 // as it is: it never creates it and never migrates it (see WithExisting).
@@ -67,6 +68,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if err := checkExisting(ctx, abs, cfg); err != nil {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 		}
+	} else if err := createPrivate(abs, cfg.fileMode); err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 	}
 	write, err := openWriter(ctx, abs, cfg)
 	if err != nil {
@@ -84,6 +87,23 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 	}
 	return &Store{path: abs, write: write, read: read, stmts: stmts, ids: cfg.ids, busyTimeout: cfg.busyTimeout}, nil
+}
+
+// createPrivate creates the database file, empty, with mode, when it does
+// not exist, so that SQLite never creates it with its own default (0644
+// under the usual umask); SQLite then creates -wal and -shm with the same
+// mode. An existing file is left as it is, mode included. Two openers
+// racing on a new file are fine: O_EXCL lets one create it, and the other
+// finds it.
+func createPrivate(path string, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // dsn builds a file: URI for modernc.org/sqlite. The path is escaped, so a

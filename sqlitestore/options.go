@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"io/fs"
 	"time"
 
 	"github.com/turnframe/turnframe"
@@ -14,14 +15,20 @@ type config struct {
 	busyTimeout time.Duration
 	ids         *turnframe.IDGenerator
 	existing    bool
+	fileMode    fs.FileMode
 }
 
 // DefaultBusyTimeout is how long a write waits for a file that another
 // connection holds locked for writing before it fails with ErrBusy.
 const DefaultBusyTimeout = 5 * time.Second
 
+// DefaultFileMode is the mode Open creates a new database file with:
+// readable and writable by its owner alone, for the file holds users'
+// messages and the payloads of their commands.
+const DefaultFileMode fs.FileMode = 0o600
+
 func newConfig(opts []Option) config {
-	c := config{busyTimeout: DefaultBusyTimeout}
+	c := config{busyTimeout: DefaultBusyTimeout, fileMode: DefaultFileMode}
 	for _, opt := range opts {
 		opt(&c)
 	}
@@ -69,4 +76,19 @@ func WithIDGenerator(g *turnframe.IDGenerator) Option {
 // application's own Open, and `turnframe migrate`, migrate.
 func WithExisting() Option {
 	return func(c *config) { c.existing = true }
+}
+
+// WithFileMode sets the permission bits Open creates a new database file
+// with (default DefaultFileMode, 0600), before the process's umask. SQLite
+// gives the file's -wal and -shm companions the database file's
+// permissions. Open never changes the mode of a file that exists: a file an
+// earlier version created 0644 stays so until its owner runs chmod. A mode
+// with no permission bits (0) keeps the default; bits other than the
+// permission bits are ignored.
+func WithFileMode(mode fs.FileMode) Option {
+	return func(c *config) {
+		if mode.Perm() != 0 {
+			c.fileMode = mode.Perm()
+		}
+	}
 }
