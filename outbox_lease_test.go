@@ -72,15 +72,19 @@ func TestRunOnceKeepsTheLeasesOfRowsInFlight(t *testing.T) {
 
 // busyStore answers ErrBusy to the first busy calls of Settle, as a SQLite
 // file another process holds locked past the busy timeout does, and counts
-// the calls.
+// the calls. onCall, when set, runs first in each call with its number.
 type busyStore struct {
 	turnframe.Store
-	busy  atomic.Int64 // calls still to refuse; negative: refuse every call
-	calls atomic.Int64
+	busy   atomic.Int64 // calls still to refuse; negative: refuse every call
+	calls  atomic.Int64
+	onCall func(n int64)
 }
 
 func (s *busyStore) Settle(ctx context.Context, settlements []turnframe.OutboxSettlement) ([]error, error) {
-	s.calls.Add(1)
+	n := s.calls.Add(1)
+	if s.onCall != nil {
+		s.onCall(n)
+	}
 	if s.busy.Load() != 0 {
 		s.busy.Add(-1)
 		return nil, fmt.Errorf("busy store: %w", turnframe.ErrBusy)
@@ -127,7 +131,15 @@ func TestASweepGivesUpABusyStoreOnlyOnceItsContextAndLeasesEnded(t *testing.T) {
 	eachStore(t, func(t *testing.T, inner turnframe.Store) {
 		is := is.New(t)
 		rows := dispEnqueue(t, inner, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-		store := &busyStore{Store: inner}
+		// The lease ends only when the clock moves, and it moves during the
+		// second refused write: the first refusal must be tried again
+		// however slow the machine, and the second is the last.
+		clock := newStepClock(dispNow)
+		store := &busyStore{Store: inner, onCall: func(n int64) {
+			if n == 2 {
+				clock.set(dispNow.Add(time.Hour))
+			}
+		}}
 		store.busy.Store(-1) // busy for good
 		ctx, cancel := context.WithCancel(context.Background())
 		sender := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
@@ -137,11 +149,11 @@ func TestASweepGivesUpABusyStoreOnlyOnceItsContextAndLeasesEnded(t *testing.T) {
 		cfg := turnframe.DefaultDispatchConfig("w1")
 		cfg.SendTimeout, cfg.LeaseMargin = time.Millisecond, time.Millisecond
 		var log dispLog
-		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithLogger(dispLogger(&log)))
+		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithLogger(dispLogger(&log)), turnframe.WithClock(clock.read))
 		report, err := d.RunOnce(ctx, dispNow)
 		is.NoErr(err)                                                // run
 		is.Equal(report.Unsettled, []turnframe.OutboxID{rows[0].ID}) // given up
-		is.True(store.calls.Load() >= 2)                             // after trying again
+		is.Equal(store.calls.Load(), int64(2))                       // tried again while the lease lasted, then given up
 		is.True(strings.Contains(log.String(), "level=ERROR msg=\"turnframe: outbox row could not be settled"))
 		is.True(strings.Contains(log.String(), rows[0].ID.String())) // naming the row
 	})
