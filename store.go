@@ -18,6 +18,13 @@ type Write struct {
 	Turn    TurnID
 	// Begin creates the turn in PhaseReceived. The turn must not exist:
 	// ErrConflict if it does. Its Account and ID must match the Write's.
+	//
+	// A Begin whose MessageID the account already began a turn with is a
+	// redelivery, judged by CheckRedelivery: the same message (same
+	// conversation and text) writes nothing of the Write, calls no App,
+	// and Applied.Redelivered is the turn that message began; another
+	// message under that id is ErrConflict. Two Writes racing with one
+	// message id begin one turn: the other is the redelivery.
 	Begin *StoredTurn
 	// Phase is the turn's new phase; PhaseUnset leaves it unchanged. The
 	// move must be allowed by NextPhase, or the Write is ErrConflict.
@@ -108,6 +115,9 @@ type Applied struct {
 	// (its turn, its status) — for an adopted entry, the abandoned turn it
 	// came from; the zero JournalEntry for a key this Write admitted first.
 	Earlier []JournalEntry
+	// Redelivered, when not nil, is the turn an earlier delivery of
+	// Write.Begin's message began, as stored now: the Write wrote nothing.
+	Redelivered *StoredTurn
 }
 
 // TurnStore reads turns.

@@ -44,38 +44,18 @@ func (rt *Runtime) NewConversationID() ConversationID {
 }
 
 // Receive stores a user's message as a new turn of conversation, in
-// PhaseReceived, and returns its id. text may be empty (a voice turn may have
-// none). A bad account, a zero conversation, or text over 64 KiB or not UTF-8
-// is ErrInvalid, and nothing is written.
+// PhaseReceived, and returns its id: ReceiveMessage without a message id,
+// so every call is a new turn. A channel that may deliver a message twice
+// (a chat platform, a webhook) should call ReceiveMessage with the
+// message's id instead, or a redelivery becomes a second turn. Errors are
+// ReceiveMessage's; nothing is written on any.
 //
 // A crash before Receive returns leaves either no turn or a received turn the
 // caller does not know the id of; recovery finds the latter as a turn to
 // interpret again.
 func (rt *Runtime) Receive(ctx context.Context, account AccountID, conversation ConversationID, text string) (TurnID, error) {
-	if err := account.Validate(); err != nil {
-		return TurnID{}, err
-	}
-	if err := CheckID("conversation", conversation); err != nil {
-		return TurnID{}, err
-	}
-	if err := CheckText(text); err != nil {
-		return TurnID{}, err
-	}
-	now := rt.cfg.now()
-	id := rt.cfg.ids.TurnID(now)
-	_, err := rt.store.Apply(ctx, Write{
-		Account: account,
-		Turn:    id,
-		Begin: &StoredTurn{
-			Account: account, ID: id, Conversation: conversation, Text: text,
-			Phase: PhaseReceived, ReceivedAt: now, UpdatedAt: now,
-		},
-		Now: now,
-	})
-	if err != nil {
-		return TurnID{}, fmt.Errorf("receive: %w", err)
-	}
-	return id, nil
+	r, err := rt.ReceiveMessage(ctx, Inbound{Account: account, Conversation: conversation, Text: text})
+	return r.Turn, err
 }
 
 // Plan is what the application made of a turn: its reading of the message,

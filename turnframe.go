@@ -142,9 +142,13 @@ type StoredTurn struct {
 	ID           TurnID
 	Conversation ConversationID
 	Text         string // the user's message; may be empty (a voice turn)
-	Phase        TurnPhase
-	ReceivedAt   time.Time
-	UpdatedAt    time.Time
+	// MessageID is the channel's id of the message that began the turn
+	// (ReceiveMessage); "" for a turn received without one. No two turns
+	// of an account share one.
+	MessageID  MessageID
+	Phase      TurnPhase
+	ReceivedAt time.Time
+	UpdatedAt  time.Time
 }
 
 // TurnPhaseMarker is the phase a turn is in and when it last changed: what

@@ -350,6 +350,11 @@ func (w Write) validateBegin() error {
 	if err := checkOptionalTime("begin.received_at", b.ReceivedAt); err != nil {
 		return err
 	}
+	if b.MessageID != "" {
+		if err := b.MessageID.Validate(); err != nil {
+			return prefixed("begin", err)
+		}
+	}
 	return prefixed("begin", CheckText(b.Text))
 }
 

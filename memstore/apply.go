@@ -43,6 +43,12 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 		return turnframe.Applied{}, err
 	}
 	defer s.mu.Unlock()
+	if earlier, ok, err := s.redelivery(w); ok || err != nil {
+		if err != nil {
+			return turnframe.Applied{}, fmt.Errorf("memstore: apply: %w", err)
+		}
+		return turnframe.Applied{Redelivered: &earlier}, nil
+	}
 	c, applied, err := s.build(w)
 	if err != nil {
 		return turnframe.Applied{}, fmt.Errorf("memstore: apply: %w", err)
@@ -57,6 +63,20 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 		s.enqueued.Signal()
 	}
 	return applied, nil
+}
+
+// redelivery returns the turn w.Begin's message id began already, if it
+// did: ok, and nil when it is the same message (turnframe.CheckRedelivery).
+func (s *Store) redelivery(w turnframe.Write) (earlier turnframe.StoredTurn, ok bool, err error) {
+	if w.Begin == nil || w.Begin.MessageID == "" {
+		return earlier, false, nil
+	}
+	id, found := s.inbox[messageKey{w.Account, w.Begin.MessageID}]
+	if !found {
+		return earlier, false, nil
+	}
+	earlier = s.turns[id].turn
+	return earlier, true, turnframe.CheckRedelivery(earlier, *w.Begin)
 }
 
 func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
@@ -267,6 +287,9 @@ func (s *Store) commit(c *change) {
 		s.turns[id] = t
 	}
 	t.turn = c.turn
+	if c.newTurn && c.turn.MessageID != "" {
+		s.inbox[messageKey{c.turn.Account, c.turn.MessageID}] = id
+	}
 	if c.replay != nil {
 		t.replay = c.replay
 	}

@@ -33,7 +33,8 @@ type Store struct {
 	seq    int64 // the last sequence number handed to an entry, event or outbox row
 
 	turns   map[turnframe.TurnID]*turnRow
-	entries map[entryKey]*entryRow // every key an account ever used; never deleted
+	inbox   map[messageKey]turnframe.TurnID // the turn each message id began, per account; kept with the turn
+	entries map[entryKey]*entryRow          // every key an account ever used; never deleted
 	byTurn  map[turnframe.TurnID][]entryKey
 	events  []turnframe.StoredEvent // append order
 	eventAt map[turnframe.EventID]int
@@ -49,6 +50,12 @@ type Store struct {
 	app map[string][]byte // the application's own data, committed by App functions (app.go)
 
 	enqueued wake.Broadcast // signalled by each commit that enqueued rows (notify.go)
+}
+
+// messageKey is a channel's message id within its account.
+type messageKey struct {
+	account turnframe.AccountID
+	id      turnframe.MessageID
 }
 
 type turnRow struct {
@@ -96,6 +103,7 @@ func WithIDGenerator(g *turnframe.IDGenerator) Option {
 func New(opts ...Option) *Store {
 	s := &Store{
 		turns:   make(map[turnframe.TurnID]*turnRow),
+		inbox:   make(map[messageKey]turnframe.TurnID),
 		entries: make(map[entryKey]*entryRow),
 		byTurn:  make(map[turnframe.TurnID][]entryKey),
 		eventAt: make(map[turnframe.EventID]int),

@@ -134,7 +134,9 @@ const (
 	rollbackToSavepointSQL = `ROLLBACK TO turnframe_apply`
 	releaseSavepointSQL    = `RELEASE turnframe_apply`
 
-	insertTurnSQL = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	insertTurnSQL = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// messageTurnSQL finds the turn a message id began, by turns_message.
+	messageTurnSQL = `SELECT ` + turnCols + ` FROM turns WHERE account = ? AND message_id = ?`
 	// updateTurnSQL keeps the stored replay record when the new one is NULL.
 	updateTurnSQL = `UPDATE turns SET phase = ?, updated_at = ?, replay = coalesce(?, replay) WHERE id = ?`
 	// touchTurnSQL is updateTurnSQL for a phase that does not change: a
@@ -183,6 +185,13 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	var applied turnframe.Applied
 	w = stampWrite(w)
 
+	if earlier, ok, err := redelivery(ctx, tx, w); ok || err != nil {
+		if err != nil {
+			return applied, err
+		}
+		applied.Redelivered = &earlier
+		return applied, nil
+	}
 	turn, err := beginOrFindTurn(ctx, tx, w)
 	if err != nil {
 		return applied, err
@@ -364,6 +373,25 @@ func stampWrite(w turnframe.Write) turnframe.Write {
 	return w
 }
 
+// redelivery returns the turn w.Begin's message id began already, if it
+// did: ok, and nil when it is the same message (turnframe.CheckRedelivery).
+// The store's one writer runs one transaction at a time, so a delivery
+// racing this one either committed its turn before this read or begins
+// none until this transaction ends.
+func redelivery(ctx context.Context, tx *wtx, w turnframe.Write) (earlier turnframe.StoredTurn, ok bool, err error) {
+	if w.Begin == nil || w.Begin.MessageID == "" {
+		return earlier, false, nil
+	}
+	earlier, err = scanTurn(tx.QueryRowContext(ctx, messageTurnSQL, string(w.Account), string(w.Begin.MessageID)))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return earlier, false, nil
+	case err != nil:
+		return earlier, false, fmt.Errorf("message %q: %w", w.Begin.MessageID, translate(ctx, err))
+	}
+	return earlier, true, turnframe.CheckRedelivery(earlier, *w.Begin)
+}
+
 // beginOrFindTurn creates the turn of a Begin (ErrConflict if its id
 // exists, in any account) or loads the turn the Write changes (ErrNotFound
 // if it does not exist for the account).
@@ -379,7 +407,7 @@ func beginOrFindTurn(ctx context.Context, tx *wtx, w turnframe.Write) (turnframe
 	t.UpdatedAt = w.Now
 	_, err := tx.ExecContext(ctx, insertTurnSQL,
 		t.ID.String(), string(t.Account), t.Conversation.String(), t.Text, t.Phase.String(),
-		micros(t.ReceivedAt), micros(t.UpdatedAt))
+		micros(t.ReceivedAt), micros(t.UpdatedAt), messageArg(t.MessageID))
 	if err != nil {
 		return t, fmt.Errorf("begin turn %v: %w", t.ID, translate(ctx, err))
 	}

@@ -93,7 +93,7 @@ func idText(id interface {
 
 // Turns.
 
-const turnCols = `id, account, conversation, text, phase, received_at, updated_at`
+const turnCols = `id, account, conversation, text, phase, received_at, updated_at, message_id`
 
 // scanTurn reads the turnCols of a row, then any extra columns into extra.
 func scanTurn(sc scanner, extra ...any) (turnframe.StoredTurn, error) {
@@ -102,8 +102,9 @@ func scanTurn(sc scanner, extra ...any) (turnframe.StoredTurn, error) {
 		id, conv, phase   string
 		account           string
 		received, updated int64
+		message           sql.NullString
 	)
-	dest := append([]any{&id, &account, &conv, &t.Text, &phase, &received, &updated}, extra...)
+	dest := append([]any{&id, &account, &conv, &t.Text, &phase, &received, &updated, &message}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return t, err
 	}
@@ -117,9 +118,18 @@ func scanTurn(sc scanner, extra ...any) (turnframe.StoredTurn, error) {
 	if t.Phase, err = turnframe.ParseTurnPhase(phase); err != nil {
 		return t, fmt.Errorf("stored phase: %w", err)
 	}
-	t.Account = turnframe.AccountID(account)
+	t.Account, t.MessageID = turnframe.AccountID(account), turnframe.MessageID(message.String)
 	t.ReceivedAt, t.UpdatedAt = fromMicros(received), fromMicros(updated)
 	return t, nil
+}
+
+// messageArg is a turn's message_id column: NULL for a turn received
+// without one, so turns_message leaves it out.
+func messageArg(id turnframe.MessageID) any {
+	if id == "" {
+		return nil
+	}
+	return string(id)
 }
 
 func marker(t turnframe.StoredTurn) turnframe.TurnPhaseMarker {

@@ -16,6 +16,7 @@ const (
 	SettleOutboxSQL = settleOutboxSQL
 	AdoptEntrySQL   = adoptEntrySQL
 	CountPendingSQL = countPendingSQL
+	MessageTurnSQL  = messageTurnSQL
 )
 
 // SettleBatchSQL is settleBatchSQL, the statement of n settlements.

@@ -143,6 +143,12 @@ func TestQueryPlans(t *testing.T) {
 			uses:  []string{"sqlite_autoindex_outbox_1"}, noScans: []string{"outbox"},
 		},
 		{
+			// A Begin with a message id looks for an earlier delivery.
+			name:  "RedeliveryReadsTheMessageIndex",
+			query: sqlitestore.MessageTurnSQL, args: []any{"acme", "upd-1"},
+			uses: []string{"turns_message (account=? AND message_id=?)"}, noScans: []string{"turns"},
+		},
+		{
 			name:  "UnfinishedReadsPartialIndexesOnly",
 			query: sqlitestore.UnfinishedSQL + ` AND t.account = ? ORDER BY t.id LIMIT ?`, args: []any{"", "acme", 10},
 			uses:    []string{"turns_unfinished (id>?)", "journal_unknown (turn>?)", "journal_pending (turn>?)", "journal_awaiting (turn>?)"},

@@ -22,7 +22,7 @@ import (
 // writeQueries is every statement a write transaction runs.
 func writeQueries() []string {
 	return append([]string{
-		findTurnSQL, insertTurnSQL, updateTurnSQL, touchTurnSQL,
+		findTurnSQL, insertTurnSQL, messageTurnSQL, updateTurnSQL, touchTurnSQL,
 		findEntrySQL, insertEntrySQL, updateEntrySQL, adoptEntrySQL, settleEntrySQL, countPendingSQL,
 		caseRevisionSQL, insertEventSQL,
 		insertOutboxSQL, claimSQL, findOutboxSQL, readOutboxSQL, settleOutboxSQL, updateOutboxSQL, extendSQL,

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) turnframe.Store) {
 	t.Helper()
 	var all []test
 	all = append(all, turnTests()...)
+	all = append(all, inboxTests()...)
 	all = append(all, journalTests()...)
 	all = append(all, takeTests()...)
 	all = append(all, adoptionTests()...)

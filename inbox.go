@@ -1,0 +1,145 @@
+package turnframe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// MessageID is a channel's own id of an inbound message: the update id of
+// a chat platform, the event id of a webhook. A channel that does not see a
+// quick answer delivers the same message again under the same id;
+// ReceiveMessage makes every delivery of it one turn. It is 1–255 bytes of
+// UTF-8 without control characters, scoped to an account: two accounts may
+// receive the same id.
+type MessageID string
+
+// MaxMessageIDLen is the longest MessageID, in bytes.
+const MaxMessageIDLen = 255
+
+// Validate returns ErrInvalid unless id is 1–255 bytes of UTF-8 holding no
+// control character.
+func (id MessageID) Validate() error {
+	if err := checkString("message_id", string(id), 1, MaxMessageIDLen); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(string(id), unicode.IsControl); i >= 0 {
+		return invalid("message_id", "%q holds a control character at byte %d", string(id), i)
+	}
+	return nil
+}
+
+// Inbound is one message as a channel delivered it.
+type Inbound struct {
+	Account      AccountID
+	Conversation ConversationID
+	// MessageID is the channel's id of the message. "" receives it without
+	// one, as Receive does: every delivery is then a new turn.
+	MessageID MessageID
+	Text      string // the user's message; may be empty (a voice turn)
+}
+
+// Received is what ReceiveMessage made of an inbound message.
+type Received struct {
+	// Turn is the turn the message began: a new one, or, for a redelivery,
+	// the one its first delivery began.
+	Turn TurnID
+	// Redelivered reports that the message id had been received before:
+	// nothing was written, and Turn is the earlier turn. That turn may be
+	// finished, or still running in the process the first delivery reached
+	// (or left to recovery by a crash): the app must not run it again.
+	Redelivered bool
+	// Phase is the turn's phase: PhaseReceived for a new turn.
+	Phase TurnPhase
+	// Response is, for a redelivered turn already delivered, the answer it
+	// delivered, so the app can send it again; "" otherwise.
+	Response string
+}
+
+// ReceiveMessage stores an inbound message as a new turn of its
+// conversation, in PhaseReceived, unless the account already received its
+// MessageID: then it writes nothing and returns the turn that message began
+// (Received.Redelivered), with that turn's delivered answer when it has
+// one. Concurrent deliveries of one message id begin exactly one turn; the
+// others are redeliveries. Message ids are kept as long as their turns,
+// which no pruning deletes.
+//
+// Errors: ErrInvalid for a bad account, a zero conversation, a bad message
+// id, or a text over the limit or not UTF-8; ErrConflict for a message id
+// the account received with another conversation or text (a channel's id
+// names one message; an edited message needs an id of its own). Nothing is
+// written on any error.
+//
+// A crash before ReceiveMessage returns leaves either no turn or a received
+// turn the caller does not know the id of; the channel's redelivery then
+// finds that turn, and recovery finds it as a turn to interpret again.
+func (rt *Runtime) ReceiveMessage(ctx context.Context, in Inbound) (Received, error) {
+	if err := in.validate(); err != nil {
+		return Received{}, err
+	}
+	now := rt.cfg.now()
+	id := rt.cfg.ids.TurnID(now)
+	applied, err := rt.store.Apply(ctx, Write{
+		Account: in.Account,
+		Turn:    id,
+		Begin: &StoredTurn{
+			Account: in.Account, ID: id, Conversation: in.Conversation, Text: in.Text, MessageID: in.MessageID,
+			Phase: PhaseReceived, ReceivedAt: now, UpdatedAt: now,
+		},
+		Now: now,
+	})
+	if err != nil {
+		return Received{}, fmt.Errorf("receive: %w", err)
+	}
+	if applied.Redelivered == nil {
+		return Received{Turn: id, Phase: PhaseReceived}, nil
+	}
+	return rt.redelivered(ctx, *applied.Redelivered)
+}
+
+// redelivered reports the turn an earlier delivery began, with its answer
+// if it delivered one.
+func (rt *Runtime) redelivered(ctx context.Context, t StoredTurn) (Received, error) {
+	r := Received{Turn: t.ID, Redelivered: true, Phase: t.Phase}
+	if t.Phase != PhaseDelivered {
+		return r, nil
+	}
+	rec, err := rt.replayOf(ctx, t.Account, t.ID)
+	if err != nil {
+		return Received{}, fmt.Errorf("receive: the answer of turn %v: %w", t.ID, err)
+	}
+	r.Response = rec.Response
+	return r, nil
+}
+
+func (in Inbound) validate() error {
+	if err := in.Account.Validate(); err != nil {
+		return err
+	}
+	if err := CheckID("conversation", in.Conversation); err != nil {
+		return err
+	}
+	if in.MessageID != "" {
+		if err := in.MessageID.Validate(); err != nil {
+			return err
+		}
+	}
+	return CheckText(in.Text)
+}
+
+// CheckRedelivery is the rule a store applies to a Write.Begin whose
+// MessageID began the turn stored already: nil when begin is the same
+// message again (same conversation, same text), so the store writes nothing
+// and reports stored as Applied.Redelivered; ErrConflict otherwise.
+func CheckRedelivery(stored, begin StoredTurn) error {
+	switch {
+	case stored.Conversation != begin.Conversation:
+		return fmt.Errorf("%w: message %q of %q began turn %v in conversation %v, not %v",
+			ErrConflict, begin.MessageID, begin.Account, stored.ID, stored.Conversation, begin.Conversation)
+	case stored.Text != begin.Text:
+		return fmt.Errorf("%w: message %q of %q began turn %v with another text",
+			ErrConflict, begin.MessageID, begin.Account, stored.ID)
+	}
+	return nil
+}

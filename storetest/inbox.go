@@ -1,0 +1,209 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// The inbox: a Write.Begin carrying a channel's message id begins a turn
+// once per account and message id. A redelivery of the same message writes
+// nothing and reports the turn the first delivery began; another message
+// under the id is a conflict (turnframe.CheckRedelivery).
+
+func inboxTests() []test {
+	return []test{
+		{"ABeginKeepsItsMessageIDOnTheTurn", testInboxKeepsID},
+		{"ARedeliveredMessageWritesNothingAndReportsTheTurnItBeganAsStoredNow", testInboxRedelivery},
+		{"ARedeliveryWritesNothingElseOfItsWriteAndCallsNoApp", testInboxRedeliveryWritesNothing},
+		{"AnotherMessageUnderAReceivedMessageIDIsConflictAndChangesNothing", testInboxConflict},
+		{"MessageIDsAreScopedToTheirAccount", testInboxTenancy},
+		{"ConcurrentDeliveriesOfOneMessageIDBeginExactlyOneTurn", testInboxConcurrent},
+		{"AMessageIDOutlivesPruning", testInboxPrune},
+		{"TurnsWithoutAMessageIDAreNeverRedeliveries", testInboxNoID},
+	}
+}
+
+// deliverWrite returns the Write that begins a new turn of account for the
+// message id in conversation conv with text, at now.
+func (e *env) deliverWrite(account turnframe.AccountID, conv turnframe.ConversationID, id turnframe.MessageID, text string, now time.Time) turnframe.Write {
+	w := e.beginWrite(account, now)
+	w.Begin.Conversation, w.Begin.MessageID, w.Begin.Text = conv, id, text
+	return w
+}
+
+func testInboxKeepsID(t *testing.T, e *env) {
+	is := is.New(t)
+	w := e.deliverWrite(acme, e.ids.ConversationID(at(0)), "upd-1", "hello", at(0))
+	a := e.apply(w)
+	is.Equal(a.Redelivered, nil) // a first delivery
+	got, err := e.s.LoadTurn(e.ctx, acme, w.Turn)
+	is.NoErr(err)                                         // load turn
+	is.Equal(got.MessageID, turnframe.MessageID("upd-1")) // message id kept
+}
+
+func testInboxRedelivery(t *testing.T, e *env) {
+	is := is.New(t)
+	conv := e.ids.ConversationID(at(0))
+	first := e.deliverWrite(acme, conv, "upd-1", "hello", at(0))
+	e.apply(first)
+	e.apply(turnframe.Write{Account: acme, Turn: first.Turn, Now: at(time.Second), Phase: turnframe.PhaseDelivered})
+
+	again := e.deliverWrite(acme, conv, "upd-1", "hello", at(time.Minute))
+	e.note(again)
+	before := e.snapshot()
+	a, err := e.s.Apply(e.ctx, again)
+	is.NoErr(err)                                           // a redelivery is no error
+	is.True(a.Redelivered != nil)                           // reported as a redelivery
+	is.Equal(a.Redelivered.ID, first.Turn)                  // the first delivery's turn
+	is.Equal(a.Redelivered.Phase, turnframe.PhaseDelivered) // as stored now
+	is.Equal(a.Redelivered.MessageID, turnframe.MessageID("upd-1"))
+	is.Equal(a.Redelivered.Text, "hello")
+	is.True(a.Redelivered.ReceivedAt.Equal(at(0))) // received when first delivered
+	e.unchanged(before, "a redelivery")
+	_, err = e.s.LoadTurn(e.ctx, acme, again.Turn)
+	is.True(errors.Is(err, turnframe.ErrNotFound)) // the redelivery's turn id was never written
+}
+
+func testInboxRedeliveryWritesNothing(t *testing.T, e *env) {
+	is := is.New(t)
+	conv := e.ids.ConversationID(at(0))
+	e.apply(e.deliverWrite(acme, conv, "upd-1", "hello", at(0)))
+	again := e.deliverWrite(acme, conv, "upd-1", "hello", at(time.Second))
+	key := e.freshKey()
+	again.Admit = []turnframe.Command{command(key, "booking/1")}
+	app, calls := e.putRows(nil, "redelivered")
+	again.App = app
+	e.note(again)
+	before := e.snapshot()
+	a, err := e.s.Apply(e.ctx, again)
+	is.NoErr(err)                 // a redelivery is no error
+	is.True(a.Redelivered != nil) // reported as a redelivery
+	is.Equal(len(a.Admitted), 0)  // nothing admitted
+	is.Equal(*calls, 0)           // the app's writes never ran
+	e.unchanged(before, "a redelivery carrying more")
+	is.Equal(len(e.appRows()), 0) // no app row
+}
+
+func testInboxConflict(t *testing.T, e *env) {
+	conv := e.ids.ConversationID(at(0))
+	e.apply(e.deliverWrite(acme, conv, "upd-1", "hello", at(0)))
+	cases := []struct {
+		name string
+		conv turnframe.ConversationID
+		text string
+	}{
+		{"OtherText", conv, "hello!"},
+		{"OtherConversation", e.ids.ConversationID(at(time.Second)), "hello"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.refused(e.deliverWrite(acme, c.conv, "upd-1", c.text, at(time.Minute)), turnframe.ErrConflict, c.name)
+		})
+	}
+}
+
+func testInboxTenancy(t *testing.T, e *env) {
+	is := is.New(t)
+	conv := e.ids.ConversationID(at(0))
+	e.apply(e.deliverWrite(acme, conv, "upd-1", "hello", at(0)))
+	w := e.deliverWrite(globex, conv, "upd-1", "hello", at(time.Second))
+	a := e.apply(w)
+	is.Equal(a.Redelivered, nil) // another account's message id is no redelivery
+	got, err := e.s.LoadTurn(e.ctx, globex, w.Turn)
+	is.NoErr(err)                 // globex's own turn
+	is.Equal(got.Account, globex) // of globex
+}
+
+func testInboxConcurrent(t *testing.T, e *env) {
+	is := is.New(t)
+	const n = 8
+	conv := e.ids.ConversationID(at(0))
+	writes := make([]turnframe.Write, n)
+	for i := range writes {
+		writes[i] = e.deliverWrite(acme, conv, "upd-1", "hello", at(time.Duration(i)*time.Millisecond))
+		e.note(writes[i])
+	}
+	results := make([]turnframe.Applied, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range writes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = e.s.Apply(e.ctx, writes[i])
+		}()
+	}
+	close(start)
+	wg.Wait()
+	var began []turnframe.TurnID
+	for i, err := range errs {
+		is.NoErr(err) // every delivery is answered
+		if results[i].Redelivered == nil {
+			began = append(began, writes[i].Turn)
+		}
+	}
+	is.Equal(len(began), 1) // exactly one delivery began a turn
+	for i := range results {
+		if r := results[i].Redelivered; r != nil {
+			is.Equal(r.ID, began[0]) // every other delivery reports that turn
+		}
+	}
+	turns := 0
+	for _, w := range writes {
+		if _, err := e.s.LoadTurn(e.ctx, acme, w.Turn); err == nil {
+			turns++
+		}
+	}
+	is.Equal(turns, 1) // one turn stored
+}
+
+func testInboxPrune(t *testing.T, e *env) {
+	is := is.New(t)
+	conv := e.ids.ConversationID(at(0))
+	first := e.deliverWrite(acme, conv, "upd-1", "hello", at(0))
+	e.apply(first)
+	turn, key := first.Turn, e.freshKey()
+	e.admit(acme, turn, at(time.Second), command(key, "booking/1"))
+	attempt := e.execute(acme, turn, key, at(2*time.Second))
+	e.commit(acme, turn, key, attempt, at(3*time.Second), nil, []turnframe.OutboxMessage{{Destination: "mail"}})
+	e.drainAll(at(4 * time.Second))
+	n, err := e.s.Prune(e.ctx, at(time.Hour))
+	is.NoErr(err)   // prune
+	is.True(n >= 1) // the finished row went
+	a := e.apply(e.deliverWrite(acme, conv, "upd-1", "hello", at(2*time.Hour)))
+	is.True(a.Redelivered != nil)          // still a redelivery
+	is.Equal(a.Redelivered.ID, first.Turn) // of the first turn
+}
+
+func testInboxNoID(t *testing.T, e *env) {
+	is := is.New(t)
+	conv := e.ids.ConversationID(at(0))
+	for i := range 3 {
+		w := e.deliverWrite(acme, conv, "", "hello", at(time.Duration(i)*time.Second))
+		a := e.apply(w)
+		is.Equal(a.Redelivered, nil) // each call without an id is a new turn
+		_, err := e.s.LoadTurn(e.ctx, acme, w.Turn)
+		is.NoErr(err) // stored
+	}
+}
+
+// drainAll claims every due outbox row at now and completes it.
+func (e *env) drainAll(now time.Time) {
+	e.t.Helper()
+	claims := e.claim(now, turnframe.MaxLimit, "w")
+	if len(claims) == 0 {
+		e.t.Fatalf("drain at %v: nothing was due", now)
+	}
+	for _, c := range claims {
+		if err := turnframe.CompleteClaim(e.ctx, e.s, c, "", now); err != nil {
+			e.t.Fatalf("complete %v: %v", c.ID, err)
+		}
+	}
+}
