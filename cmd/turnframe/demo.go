@@ -43,6 +43,9 @@ answered. A second process calls Recover, as an application does at start-up
 and from its loop: it expires the dead claim, resolves every unknown outcome by
 the policy of its remote, resumes the cut-short command, answers the turn left
 unanswered, dispatches (the garage answers 500 once) and calls Recover again.
+Meanwhile the chat platform, which never saw an answer to the cake message,
+delivers it again under its message id: ReceiveMessage finds the turn it
+began and hands back its answer, and no second cake is ordered.
 What the policy could not settle safely — the cake — a person settles
 (Recovery.Settle, as 'turnframe settle' does) after asking the bakery, and the
 demo prints that row's audit trail. The clock jumps over backoffs and leases:
@@ -350,6 +353,7 @@ func (d *demo) processOne(ctx context.Context) error {
 }
 
 // processTwo plays the second process: Recover at start-up, dispatching,
+// the chat platform's redelivery of a message process-1 never answered,
 // Recover again from its loop, dispatching, and the operator's settlement
 // of what the policy handed to a person.
 func (d *demo) processTwo(ctx context.Context, p2 *process) error {
@@ -357,6 +361,9 @@ func (d *demo) processTwo(ctx context.Context, p2 *process) error {
 		return err
 	}
 	if err := d.dispatchUntilIdle(ctx, p2); err != nil {
+		return err
+	}
+	if err := d.redeliver(ctx, p2, d.effects[3]); err != nil {
 		return err
 	}
 	// From a running process, Recover leaves alone the turns that may be

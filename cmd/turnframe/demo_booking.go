@@ -25,8 +25,16 @@ type effect struct {
 	key     turnframe.IdempotencyKey
 	trouble misbehaviour // what happens to its first send
 
-	turn turnframe.TurnID   // set once received
+	conv turnframe.ConversationID // set once received
+	turn turnframe.TurnID         // set once received
 	row  turnframe.OutboxID // set once committed
+}
+
+// inbound is e's message as the chat platform delivers it in conv, under
+// the platform's id of the message, every time it delivers it.
+func (e *effect) inbound(conv turnframe.ConversationID) turnframe.Inbound {
+	return turnframe.Inbound{Account: demoAccount, Conversation: conv,
+		MessageID: turnframe.MessageID(fmt.Sprintf("chat-msg-%d", e.n)), Text: e.text}
 }
 
 // bookingScript returns the conversation the demo plays, one effect a turn:

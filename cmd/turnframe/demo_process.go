@@ -85,11 +85,15 @@ func (d *demo) playTurn(ctx context.Context, p *process, conv turnframe.Conversa
 }
 
 func (d *demo) receiveAndPlan(ctx context.Context, p *process, conv turnframe.ConversationID, e *effect) error {
-	turn, err := p.rt.Receive(ctx, demoAccount, conv, e.text)
+	r, err := p.rt.ReceiveMessage(ctx, e.inbound(conv))
 	if err != nil {
 		return fmt.Errorf("turn %d: %w", e.n, err)
 	}
-	e.turn = turn
+	if r.Redelivered {
+		return fmt.Errorf("turn %d: its first delivery was taken for a redelivery of turn %v", e.n, r.Turn)
+	}
+	turn := r.Turn
+	e.turn, e.conv = turn, conv
 	d.byTurn[turn] = e
 	d.say("turn %d  user: %q", e.n, e.text)
 	if _, err := p.rt.Plan(ctx, demoAccount, turn, e.plan(d.booking)); err != nil {

@@ -129,8 +129,10 @@ func TestDemo(t *testing.T) {
 				"outcome_unknown (turnframe.lease_ended)", // the dead claim, expired
 				"(payments, verifiable): asked the remote: it happened",
 				"(bakery, neither): nothing can settle it safely: needs_intervention",
-				"regenerate_response",                    // the turn never answered
-				"resumed under the same key (attempt 2)", // the command cut short
+				"regenerate_response",                                                           // the turn never answered
+				"resumed under the same key (attempt 2)",                                        // the command cut short
+				"delivers it again: ReceiveMessage finds turn 4 (delivered) and writes nothing", // the redelivered message…
+				"assistant, again, from the first turn",                                         // …answered from the first turn
 				"calls Recover from its loop",
 				"(parking, deduplicates): the remote deduplicates",
 				"operator: phones the bakery",
