@@ -37,11 +37,18 @@ func quickstart(ctx context.Context, paymentsURL string) error {
 		})
 	})
 
-	// One user turn: store it, admit its command under a key, run it, answer.
-	turn, err := rt.Receive(ctx, "acme", rt.NewConversationID(), "A table for two, please")
+	// One user turn: store it under the chat platform's message id, admit its
+	// command under a key, run it, answer. A platform that saw no quick answer
+	// delivers the message again: ReceiveMessage then finds the first turn.
+	msg, err := rt.ReceiveMessage(ctx, turnframe.Inbound{Account: "acme", Conversation: rt.NewConversationID(),
+		MessageID: "update-4711", Text: "A table for two, please"})
 	if err != nil {
 		return err
 	}
+	if msg.Redelivered {
+		return nil // its first delivery answers it (msg.Response, once it did): nothing runs twice
+	}
+	turn := msg.Turn
 	cmd := turnframe.Command{Key: "booking-42/deposit", Case: "booking/42", Name: "book", Payload: []byte(`{"cents":2000}`)}
 	plan, err := rt.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{cmd}})
 	if err != nil {
