@@ -505,6 +505,9 @@ func (r *runner) apply(desc string, w turnframe.Write) ([]any, []error) {
 		if len(a.Outbox) > 0 {
 			r.note("outbox rows " + map[bool]string{true: "several", false: "one"}[len(a.Outbox) > 1])
 		}
+		if a.Redelivered != nil {
+			r.note("redelivered")
+		}
 	}
 	return vals, errs
 }

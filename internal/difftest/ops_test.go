@@ -31,15 +31,22 @@ func (r *runner) opBegin() {
 	case 0xf:
 		text = "bad \xff utf8"
 	}
+	// Now and then under a channel's message id, of which each slot has
+	// three: the same id again with the same text is a redelivery (nothing
+	// written), with another text ErrConflict.
+	var msg turnframe.MessageID
+	if c&0x03 != 0 {
+		msg = turnframe.MessageID(fmt.Sprintf("m-%d-%d", s, c&0x03))
+	}
 	w := turnframe.Write{
 		Account: acct, Turn: turn, Now: r.now,
-		Begin: &turnframe.StoredTurn{Account: acct, ID: turn, Conversation: conv, Text: text, ReceivedAt: r.now},
+		Begin: &turnframe.StoredTurn{Account: acct, ID: turn, Conversation: conv, Text: text, MessageID: msg, ReceivedAt: r.now},
 	}
 	if c&0x18 != 0 { // begin and plan in one write
 		w.Phase = turnframe.PhasePlanned
 		w.Admit = r.commands()
 	}
-	r.apply(fmt.Sprintf("begin slot=%d acct=%s text=%q admit=%v", s, acct, text, keysOf(w.Admit)), w)
+	r.apply(fmt.Sprintf("begin slot=%d acct=%s text=%q msg=%q admit=%v", s, acct, text, msg, keysOf(w.Admit)), w)
 }
 
 // commands draws 1–3 commands: each the one command its key stands for;

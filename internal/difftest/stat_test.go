@@ -73,6 +73,9 @@ var mustReach = []string{
 	// The audit trail and the outbox cursor.
 	"history some", "history none", "history Invalid", "evidence ok", "evidence NotFound", "evidence Invalid",
 	"list after some", "list after NotFound", "outbox pages several", "bad13 Invalid",
+	// Issue 15: a Begin under a message id a turn of the account began
+	// already, the same message again.
+	"redelivered",
 }
 
 // TestDecoderReachesRealFlows proves the random inputs the differential run
