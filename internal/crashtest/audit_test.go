@@ -78,6 +78,8 @@ type figures struct {
 	// that match no such commit (or a second one), and commits without one.
 	handlerCommits                        map[string]string
 	appRows, appRowsExtra, appRowsMissing int
+	// The platform's messages and their redeliveries (issue 15).
+	msgs messageFigures
 }
 
 // policyCount counts the policy's moves for which pred holds.
@@ -176,7 +178,7 @@ func (f figures) String() string {
 		c("extend_after_settle"), f.integrity) +
 		fmt.Sprintf("\n  app rows in the commit:         %d for %d handler commits (without a commit: %d; commits without one: %d); app writes failed on purpose: %d",
 			f.appRows, len(f.handlerCommits), f.appRowsExtra, f.appRowsMissing, c("app_error")) +
-		f.policyLines() + f.errorLines()
+		"\n" + f.msgs.String() + f.policyLines() + f.errorLines()
 }
 
 // policyLines lists the policy's moves by kind.
@@ -246,6 +248,13 @@ func (f figures) assert(t *testing.T) {
 	is.True(f.appRows > 0)                     // the handlers wrote app rows
 	is.True(f.together >= 2)                   // two processes recovered at once
 	is.True(f.counts["expire_calls"] > 0)      // the expirer ran
+	is.Equal(f.msgs.messagesNotOneTurn, 0)     // every message the platform delivered began exactly one turn, however often it came
+	is.Equal(f.msgs.messageMismatch, 0)        // the turn of a message holds its text and conversation
+	is.Equal(f.msgs.turnsUnlogged, 0)          // and every turn received with an id was a message of the platform's
+	is.Equal(f.msgs.turnsWithoutID, 0)         // work receives with ids only
+	is.True(f.msgs.messages > 0)               // the platform delivered messages
+	is.True(f.msgs.redelivered > 0)            // redeliveries were answered with the first delivery's turn
+	is.True(f.msgs.redeliveredAfterKill > 0)   // some came after a kill: at a successor's start-up, or by the drain
 	switch f.kind {
 	case remoteDedup:
 		is.True(f.resolvedAutomatically() > 0) // the policy resolved unknowns
@@ -389,6 +398,8 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 		"SELECT COUNT(*) FROM (SELECT 1 FROM events GROUP BY account, key HAVING COUNT(*) > 1)").Scan(&f.committedTwice); err != nil {
 		t.Fatal(err)
 	}
+	f.msgs = auditMessages(t, store, h.platform, h.afterKills)
+	f.msgs.firstFoundRedelivered = f.counts["first_redelivered"]
 	unfinished, err := store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, turnframe.MaxLimit)
 	if err != nil {
 		t.Fatal(err)

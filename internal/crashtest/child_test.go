@@ -32,6 +32,10 @@ const (
 	envInc    = "TURNFRAME_CRASHTEST_INC"    // the child's incarnation number: its worker id
 	envTurns  = "TURNFRAME_CRASHTEST_TURNS"  // work: stop after this many turns (0: run until killed)
 	envFaults = "TURNFRAME_CRASHTEST_FAULTS" // 1: fire the fault points (see faults_test.go)
+	// The platform's log (platform_test.go): work and drain deliver and
+	// redeliver the users' messages through it. Unset: no log is kept, and
+	// nothing is redelivered at start-up.
+	envPlatform = "TURNFRAME_CRASHTEST_PLATFORM"
 )
 
 // How the children run. The lease margins are short so that a child started
@@ -182,6 +186,7 @@ type child struct {
 	actorRec *turnframe.Recovery // the actor's, to resend a command (fault a)
 	rec      *turnframe.Recovery
 	disp     *turnframe.Dispatcher
+	platform *platform // the channel's log; nil when envPlatform is unset
 	out      *observedOutbox
 
 	http  *http.Client // domain calls: a fresh connection each
@@ -286,6 +291,12 @@ func runChild(role string) error {
 		WorkerID: c.worker, BatchSize: 8, SendTimeout: sendTimeout, LeaseMargin: dispatchLeaseMargin,
 		InitialBackoff: 5 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, MaxAttempts: 8,
 	})
+	if path := os.Getenv(envPlatform); path != "" && (role == "work" || role == "drain") {
+		if c.platform, err = openPlatform(path); err != nil {
+			return err
+		}
+		defer c.platform.Close()
+	}
 	if role != "expirer" {
 		progress("open %s", c.worker)
 	}
@@ -780,7 +791,17 @@ var accounts = []turnframe.AccountID{"acct-1", "acct-2"}
 // dispatch after each, until killed (or TURNFRAME_CRASHTEST_TURNS turns).
 // Every few turns it runs the periodic recovery of a running process:
 // ended leases, and turns untouched for a while.
+//
+// Every turn is a message the platform delivers (ReceiveMessage, under an
+// id of its text), and redelivers at a drawn moment: at once, before or
+// after the turn ran, a few turns later, or never by this child. At
+// start-up, before recovering, the platform redelivers a drawn share of the
+// log's messages no child redelivered yet: its predecessor's, and the live
+// sibling's, whose own redeliveries may race with these.
 func (c *child) work() error {
+	if err := c.redeliverLogged(whenStartup, startupSharePercent, true); err != nil {
+		return err
+	}
 	// At start-up, as the docs advise: everything. Another child may be
 	// running, or recovering at the same moment.
 	if _, err := c.recover(turnframe.RecoveryScope{}); err != nil {
@@ -791,27 +812,19 @@ func (c *child) work() error {
 	}
 	limit, _ := strconv.Atoi(os.Getenv(envTurns))
 	conv := c.rt.NewConversationID()
+	var later []laterRedelivery
 	for i := 0; limit == 0 || i < limit; i++ {
 		// Both accounts use the same texts, hence the same command keys:
 		// keys are per tenant, and so must their effects be.
 		account := accounts[i%2]
 		text := fmt.Sprintf("t%d-%d", c.inc, i/2)
-		turn, err := c.rt.Receive(c.ctx, account, conv, text)
-		if err != nil {
-			return fmt.Errorf("receive: %w", err)
+		m := message{worker: c.worker, account: account, conversation: conv, id: messageID(text), text: text}
+		if err := c.workTurn(m, i, &later); err != nil {
+			return err
 		}
-		progress("received %v", turn)
-		_, err = c.rt.Plan(c.ctx, account, turn, planFor(c.seed, text))
-		switch {
-		case errors.Is(err, turnframe.ErrConflict):
-			seen("deferred", "%v: another process planned it and moved on: %v", turn, err)
-		case err != nil:
-			return fmt.Errorf("plan: %w", err)
-		default:
-			progress("planned %v", turn)
-			if _, err := c.finish(c.ctx, account, turn); err != nil {
-				return err
-			}
+		var err error
+		if later, err = c.redeliverDue(later, i); err != nil {
+			return err
 		}
 		if i%3 == 2 { // every third turn, so that a sweep has several rows to send
 			if _, err := c.dispatchOnce(); err != nil {
@@ -827,6 +840,34 @@ func (c *child) work() error {
 	return nil
 }
 
+// workTurn delivers m, the child's turn i, runs its turn, and redelivers it
+// when the draw says: at once, before or after the turn ran, or later
+// (appended to later).
+func (c *child) workTurn(m message, i int, later *[]laterRedelivery) error {
+	turn, redelivered, err := c.deliver(m)
+	if err != nil || redelivered {
+		return err
+	}
+	n := draw(c.seed, "redeliver", c.inc, i)
+	if n < redeliverBeforePercent {
+		if err := c.redeliver(m, whenNow, true); err != nil {
+			return err
+		}
+	}
+	if err := c.play(m.account, turn, m.text); err != nil {
+		return err
+	}
+	switch n -= redeliverBeforePercent; {
+	case n < 0:
+	case n < redeliverAfterPercent:
+		return c.redeliver(m, whenNow, true)
+	case n < redeliverAfterPercent+redeliverLaterPercent:
+		due := i + 1 + draw(c.seed, "redeliver_later", c.inc, i)%redeliverLaterMaxTurns
+		*later = append(*later, laterRedelivery{msg: m, due: due})
+	}
+	return nil
+}
+
 // drain finishes everything, beside another drain doing the same: recover
 // (the policy resolves the unknowns), dispatch until nothing is due, and
 // again, until nothing is open — waiting for leases to end, backoffs to
@@ -834,7 +875,14 @@ func (c *child) work() error {
 // earliest of them (at most drainPollMax), and failing after drainDeadline.
 // What needs a person (NeedsIntervention), and what it holds back, is not
 // open: nothing will move it but a person.
+//
+// First the platform redelivers every message of the log no child
+// redelivered yet (both drains do, at once, so their deliveries of one id
+// race); a redelivery that begins its turn leaves it to the recover loop.
 func (c *child) drain() error {
+	if err := c.redeliverLogged(whenDrain, 100, false); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(drainDeadline)
 	for round := 0; ; round++ {
 		next, err := c.recover(turnframe.RecoveryScope{})

@@ -93,6 +93,8 @@ func TestCrashRecovery(t *testing.T) {
 // once, until nothing is open — what needs a person is not open — and
 // every lease has ended (bounded by drainDeadline). Then the audit: nothing
 // may be lost, applied twice, run in two places at once, or left open.
+// Every turn is a message of the platform (platform_test.go), redelivered
+// at least once; the audit holds its log to the file: one turn per message.
 //
 // Every random draw — kill points in progress lines, victims, command
 // kinds, fault points, the remote's answers — comes from the seed and the
@@ -102,14 +104,18 @@ func crashRun(t *testing.T, kind string, index, kills int, seed uint64) figures 
 	began := time.Now()
 	rng := rand.New(rand.NewPCG(seed, uint64(index)+1))
 	rem := newRemote(t, seed, true, kind != remoteNeither)
-	db := filepath.Join(t.TempDir(), "crash.db")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "crash.db")
 	createFile(t, db) // two children start at once: neither should meet a half-migrated file
 	h := newHarness(t, seed, rem, envDB+"="+db, envRemote+"="+rem.srv.URL, envKind+"="+kind,
 		envSeed+"="+strconv.FormatUint(seed, 10), envFaults+"=1")
+	h.platform = filepath.Join(dir, "platform.log")
+	h.env = append(h.env, envPlatform+"="+h.platform)
 
 	expirer := h.start("expirer", true)
 	live := [2]*proc{h.start("work", false), h.start("work", false)}
 	h.together++
+	h.afterKills = h.inc // every child started from here on follows a kill
 	for h.kills < kills {
 		n, victims := 1+rng.IntN(120), rng.IntN(3)  // lines of the two children together
 		if p := h.waitProgress(live, n); p != nil { // a fault line asked for a kill right away
@@ -187,6 +193,10 @@ type harness struct {
 	notify  chan struct{} // poked on every progress line of every child
 	killNow chan *proc    // a working child that just reported a fault in killAfter, drawn for a kill
 	inc     int           // the next child's incarnation
+	// platform is the path of the platform's log; afterKills the first
+	// incarnation started after a kill.
+	platform   string
+	afterKills int
 
 	kills, lines, together, beside int // (parent goroutine only)
 
@@ -343,6 +353,14 @@ func summary(runs []figures) string {
 		fmt.Fprintf(&b, "  %-8s %6d %6d %9d %5d %5d %13d %22d %10d %16s %9v\n",
 			f.kind, f.kills, f.turns, f.committed, f.rows, f.lost, f.appliedTwice, f.resolvedAutomatically(),
 			f.escalatedEntries+f.escalatedRows, fmt.Sprintf("%d rows, %d cmds", f.expiredRows, f.deadAttempts), f.duration.Round(time.Second))
+	}
+	fmt.Fprintf(&b, "\n  %-8s %8s %12s %8s %5s %10s %11s %12s %13s\n",
+		"kind", "messages", "redeliveries", "answered", "began", "after kill", "first found", "turns per id", "applied twice")
+	for _, f := range runs {
+		m := f.msgs
+		fmt.Fprintf(&b, "  %-8s %8d %12d %8d %5d %10d %11d %12s %13d\n",
+			f.kind, m.messages, m.redelivered+m.redeliveryBegan, m.redelivered, m.redeliveryBegan,
+			m.redeliveredAfterKill, m.firstFoundRedelivered, m.turnsPerID(), f.appliedTwice)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
