@@ -100,8 +100,9 @@ type Outcome struct {
 }
 
 // Commit is the outcome of a command that took effect. events are appended to
-// the command's case (every event's Case must be the command's Case, or
-// Execute refuses the outcome with ErrInvalid and writes nothing); msgs are
+// the command's case (every event's Case must be the command's Case, and
+// events and msgs must keep within the Runtime's Limits, or Execute refuses
+// the outcome with ErrInvalid and writes nothing); msgs are
 // enqueued in the outbox under the command's key ("key" for one message,
 // "key~1", "key~2", … for several: OutboxKey). Events, msgs and the Committed journal
 // entry are written in one transaction, so an outbox row exists if and only
@@ -507,6 +508,9 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevi
 	s := Settlement{Key: e.Key, Attempt: e.Attempt}
 	switch out.kind {
 	case OutcomeCommit:
+		if err := x.rt.cfg.limits.checkCommit(out.events, out.outbox); err != nil {
+			return Write{}, prefixed("outcome", err)
+		}
 		for i, ev := range out.events {
 			if ev.Case != e.Case {
 				return Write{}, invalid(fmt.Sprintf("outcome.events[%d].case", i),

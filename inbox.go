@@ -66,7 +66,7 @@ type Received struct {
 // which no pruning deletes.
 //
 // Errors: ErrInvalid for a bad account, a zero conversation, a bad message
-// id, or a text over the limit or not UTF-8; ErrConflict for a message id
+// id, or a text over Limits.Text (WithLimits) or not UTF-8; ErrConflict for a message id
 // the account received with another conversation or text (a channel's id
 // names one message; an edited message needs an id of its own). Nothing is
 // written on any error.
@@ -75,7 +75,7 @@ type Received struct {
 // turn the caller does not know the id of; the channel's redelivery then
 // finds that turn, and recovery finds it as a turn to interpret again.
 func (rt *Runtime) ReceiveMessage(ctx context.Context, in Inbound) (Received, error) {
-	if err := in.validate(); err != nil {
+	if err := in.validate(rt.cfg.limits); err != nil {
 		return Received{}, err
 	}
 	now := rt.cfg.now()
@@ -113,7 +113,7 @@ func (rt *Runtime) redelivered(ctx context.Context, t StoredTurn) (Received, err
 	return r, nil
 }
 
-func (in Inbound) validate() error {
+func (in Inbound) validate(l Limits) error {
 	if err := in.Account.Validate(); err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (in Inbound) validate() error {
 			return err
 		}
 	}
-	return CheckText(in.Text)
+	return l.checkText("text", in.Text)
 }
 
 // CheckRedelivery is the rule a store applies to a Write.Begin whose

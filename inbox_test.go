@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -58,6 +59,18 @@ func TestReceiveMessage(t *testing.T) {
 			b, err := rt.Receive(ctx, "acme", conv, "hello")
 			is.NoErr(err)
 			is.True(a != b) // two turns
+		})
+		t.Run("TextOverTheConfiguredLimitIsInvalidAndWritesNothing", func(t *testing.T) {
+			is := is.New(t)
+			small := turnframe.New(store, turnframe.WithLimits(turnframe.Limits{Text: 5}))
+			in := turnframe.Inbound{Account: "acme", Conversation: conv, MessageID: "m-long", Text: "hello!"}
+			_, err := small.ReceiveMessage(ctx, in)
+			is.True(errors.Is(err, turnframe.ErrInvalid))                                             // refused
+			is.True(strings.Contains(err.Error(), "6 bytes, more than the limit of 5 (Limits.Text)")) // naming size and limit
+			in.Text = "hello"
+			r, err := small.ReceiveMessage(ctx, in)
+			is.NoErr(err)           // at the limit
+			is.True(!r.Redelivered) // the refused delivery wrote nothing: this one is the first
 		})
 		t.Run("BadMessageIDsAreInvalid", func(t *testing.T) {
 			for _, id := range []turnframe.MessageID{"bad\nid", turnframe.MessageID(make([]byte, turnframe.MaxMessageIDLen+1)), "\xff"} {

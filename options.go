@@ -20,6 +20,7 @@ type settings struct {
 	maxConflictRetries int
 	destinations       map[string]Remote // WithDestination
 	commands           map[string]Remote // WithCommand
+	limits             Limits            // WithLimits; every field resolved
 }
 
 // Defaults of the options.
@@ -36,6 +37,7 @@ func newSettings(opts []Option) settings {
 		commandTimeout:     DefaultCommandTimeout,
 		leaseMargin:        DefaultLeaseMargin,
 		maxConflictRetries: DefaultMaxConflictRetries,
+		limits:             DefaultLimits(),
 	}
 	for _, opt := range opts {
 		opt(&s)
@@ -138,4 +140,13 @@ func WithMaxConflictRetries(n int) Option {
 			s.maxConflictRetries = n
 		}
 	}
+}
+
+// WithLimits bounds the input a Runtime takes (see Limits): each zero field
+// keeps its default (DefaultLimits). It panics, when called, if a field is
+// negative or over its ceiling (MaxTextLen, MaxPayloadLen, …): that is a
+// programming error, found at start-up.
+func WithLimits(l Limits) Option {
+	l = l.resolved()
+	return func(s *settings) { s.limits = l }
 }

@@ -26,7 +26,7 @@ type Runtime struct {
 }
 
 // New returns a Runtime over store. It takes WithCommandTimeout,
-// WithMaxConflictRetries, WithClock, WithIDGenerator, WithObserver and
+// WithMaxConflictRetries, WithLimits, WithClock, WithIDGenerator, WithObserver and
 // WithLogger, and ignores the options of other constructors. It panics if
 // store is nil: that is a programming error, not an input.
 func New(store Store, opts ...Option) *Runtime {
@@ -88,7 +88,8 @@ type Plan struct {
 // ErrConflict, and nothing is written.
 //
 // Errors: ErrInvalid for a bad account, a zero turn, a bad command or case,
-// or a key twice in p; ErrNotFound for a turn that does not exist for
+// a key twice in p, more commands than Limits.Commands or a payload over
+// Limits.Payload (WithLimits); ErrNotFound for a turn that does not exist for
 // account; ErrConflict for a turn that is already past PhasePlanned,
 // delivered or abandoned. Nothing is written on any error. A crash leaves the
 // turn as it was or planned: there is no state in between.
@@ -96,7 +97,7 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 	if err := CheckTurnRef(account, turn); err != nil {
 		return PlanReport{}, err
 	}
-	if err := p.validate(); err != nil {
+	if err := p.validate(rt.cfg.limits); err != nil {
 		return PlanReport{}, prefixed("plan", err)
 	}
 	applied, err := rt.store.Apply(ctx, Write{
@@ -117,7 +118,10 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 	return report, nil
 }
 
-func (p Plan) validate() error {
+func (p Plan) validate(l Limits) error {
+	if err := l.checkPlan(p.Commands); err != nil {
+		return err
+	}
 	for i, c := range p.LoadedCases {
 		if err := c.Validate(); err != nil {
 			return prefixed(fmt.Sprintf("loaded_cases[%d]", i), err)
@@ -191,13 +195,15 @@ func (p Plan) validate() error {
 // the app's own error, when a Commit's writes (Outcome.With) failed
 // (nothing of the outcome is written, and the entry stays Executing under
 // its attempt, as after a crash before the commit); ErrInvalid when h
-// commits events of a case other than its command's, or returns the zero
-// Outcome (a programming error: nothing of that outcome is written, the
-// entry stays pending). When ctx itself is cancelled while h runs, Execute
-// returns ctx's error at once and leaves the entry Executing under its
-// lease, to be taken over by a later Execute once the lease ended; h keeps
-// running until it honours its (cancelled) context, and an answer it gives
-// after that is discarded.
+// commits events of a case other than its command's, commits more events
+// or outbox messages than Limits.Events or Limits.Messages, or an event's
+// data or a message's payload over Limits.EventData or Limits.Payload
+// (WithLimits), or returns the zero Outcome (a programming error: nothing
+// of that outcome is written, the entry stays pending). When ctx itself is
+// cancelled while h runs, Execute returns ctx's error at once and leaves
+// the entry Executing under its lease, to be taken over by a later Execute
+// once the lease ended; h keeps running until it honours its (cancelled)
+// context, and an answer it gives after that is discarded.
 //
 // A crash between the two writes leaves the entry Executing, possibly after
 // h reached its remote: once its lease ended, a later Execute runs it again
@@ -252,9 +258,9 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 // moves to PhaseDelivered, terminal, and response joins its replay record
 // (the understanding and loaded cases Plan stored are kept). One transaction.
 //
-// Errors: ErrInvalid for a bad account, a zero turn, or a response over 64
-// KiB or not UTF-8; ErrNotFound for a turn that does not exist for account;
-// ErrConflict while a journal entry of the turn is pending (Pending or
+// Errors: ErrInvalid for a bad account, a zero turn, or a response over
+// Limits.Text (64 KiB unless WithLimits lowered it) or not UTF-8;
+// ErrNotFound for a turn that does not exist for account; ErrConflict while a journal entry of the turn is pending (Pending or
 // Executing: run Execute first) or when the turn is already terminal. An
 // entry that is outcome unknown does not hold delivery back: the answer may
 // say the effect is being verified. Nor does one awaiting approval: the
@@ -268,7 +274,7 @@ func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, 
 	if err := CheckTurnRef(account, turn); err != nil {
 		return err
 	}
-	if err := checkString("response", response, 0, MaxTextLen); err != nil {
+	if err := rt.cfg.limits.checkText("response", response); err != nil {
 		return err
 	}
 	rec, err := rt.replayOf(ctx, account, turn)

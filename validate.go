@@ -81,8 +81,10 @@ func CheckWorker(worker string) error { return checkString("worker", worker, 1, 
 // of UTF-8 (it may be empty).
 func CheckCode(field, code string) error { return checkString(field, code, 0, MaxNameLen) }
 
-// CheckText returns ErrInvalid unless text is at most 64 KiB of UTF-8. Empty
-// text is allowed: a voice turn may have none.
+// CheckText returns ErrInvalid unless text is at most MaxTextLen (64 KiB)
+// bytes of UTF-8: the ceiling every store keeps. Empty text is allowed: a
+// voice turn may have none. A Runtime checks its configured limit instead
+// (Limits.CheckText).
 func CheckText(text string) error { return checkString("text", text, 0, MaxTextLen) }
 
 // The range of times the stores take. Stores keep a time as integer Unix
@@ -228,8 +230,8 @@ func prefixed(prefix string, err error) error {
 	return err
 }
 
-// Validate checks cmd's key, case and name. Bad input is ErrInvalid naming
-// the field.
+// Validate checks cmd's key, case and name, and that its payload is at
+// most MaxPayloadLen bytes. Bad input is ErrInvalid naming the field.
 func (cmd Command) Validate() error {
 	if err := cmd.Key.Validate(); err != nil {
 		return err
@@ -237,13 +239,20 @@ func (cmd Command) Validate() error {
 	if err := cmd.Case.Validate(); err != nil {
 		return err
 	}
-	return checkString("name", cmd.Name, 1, MaxNameLen)
+	if err := checkString("name", cmd.Name, 1, MaxNameLen); err != nil {
+		return err
+	}
+	return checkCeiling("payload", len(cmd.Payload), MaxPayloadLen, "MaxPayloadLen", "bytes")
 }
 
 // Validate checks m's destination, order key and NotBefore (zero, or
-// between MinTime and MaxTime). Bad input is ErrInvalid naming the field.
+// between MinTime and MaxTime), and that its payload is at most
+// MaxPayloadLen bytes. Bad input is ErrInvalid naming the field.
 func (m OutboxMessage) Validate() error {
 	if err := checkString("destination", m.Destination, 1, MaxNameLen); err != nil {
+		return err
+	}
+	if err := checkCeiling("payload", len(m.Payload), MaxPayloadLen, "MaxPayloadLen", "bytes"); err != nil {
 		return err
 	}
 	if err := checkString("order_key", m.OrderKey, 0, MaxNameLen); err != nil {
@@ -359,6 +368,9 @@ func (w Write) validateBegin() error {
 }
 
 func (w Write) validateAdmit() error {
+	if err := checkCeiling("admit", len(w.Admit), MaxPlanCommands, "MaxPlanCommands", "commands"); err != nil {
+		return err
+	}
 	seen := make(map[IdempotencyKey]bool, len(w.Admit))
 	for i, cmd := range w.Admit {
 		field := fmt.Sprintf("admit[%d]", i)
@@ -425,12 +437,21 @@ func (w Write) validateAbandon() error {
 }
 
 func (w Write) validateEffects() error {
+	if err := checkCeiling("events", len(w.Events), MaxOutcomeEvents, "MaxOutcomeEvents", "events"); err != nil {
+		return err
+	}
+	if err := checkCeiling("outbox", len(w.Outbox), MaxOutcomeMessages, "MaxOutcomeMessages", "outbox messages"); err != nil {
+		return err
+	}
 	for i, ev := range w.Events {
 		field := fmt.Sprintf("events[%d]", i)
 		if err := ev.Case.Validate(); err != nil {
 			return prefixed(field, err)
 		}
 		if err := checkString(field+".type", ev.Type, 1, MaxNameLen); err != nil {
+			return err
+		}
+		if err := checkCeiling(field+".data", len(ev.Data), MaxEventDataLen, "MaxEventDataLen", "bytes"); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +122,31 @@ func testBadWrites(t *testing.T, e *env) {
 		{"NonUTF8Destination", "outbox[0].destination", func(w *turnframe.Write) { w.Outbox[0].Destination = notUTF8 }},
 		{"OversizeOrderKey", "outbox[0].order_key", func(w *turnframe.Write) { w.Outbox[0].OrderKey = long(turnframe.MaxNameLen + 1) }},
 		{"ExpectWithEmptyCase", "expect", func(w *turnframe.Write) { w.Expect[""] = 0 }},
+		// The ceilings of Limits, which a store keeps whoever wrote the Write.
+		{"CommandPayloadOverItsCeiling", "admit[0].payload", func(w *turnframe.Write) {
+			w.Admit[0].Payload = make([]byte, turnframe.MaxPayloadLen+1)
+		}},
+		{"MoreCommandsThanTheCeiling", "write.admit", func(w *turnframe.Write) {
+			w.Admit = nil
+			for i := range turnframe.MaxPlanCommands + 1 {
+				w.Admit = append(w.Admit, command(turnframe.IdempotencyKey(fmt.Sprintf("%s-%d", fresh, i)), "booking/2"))
+			}
+		}},
+		{"EventDataOverItsCeiling", "events[0].data", func(w *turnframe.Write) {
+			w.Events[0].Data = make([]byte, turnframe.MaxEventDataLen+1)
+		}},
+		{"MoreEventsThanTheCeiling", "write.events", func(w *turnframe.Write) {
+			w.Events = slices.Repeat(w.Events, turnframe.MaxOutcomeEvents+1)
+		}},
+		{"OutboxPayloadOverItsCeiling", "outbox[0].payload", func(w *turnframe.Write) {
+			w.Outbox[0].Payload = make([]byte, turnframe.MaxPayloadLen+1)
+		}},
+		{"MoreOutboxMessagesThanTheCeiling", "write.outbox", func(w *turnframe.Write) {
+			w.Outbox = slices.Repeat(w.Outbox, turnframe.MaxOutcomeMessages+1)
+		}},
+		{"ResponseOverItsCeiling", "replay.response", func(w *turnframe.Write) {
+			w.Replay = &turnframe.ReplayRecord{Response: long(turnframe.MaxTextLen + 1)}
+		}},
 		{"BeginOfAnotherTurn", "begin", func(w *turnframe.Write) {
 			w.Begin = &turnframe.StoredTurn{Account: acme, ID: e.ids.TurnID(at(0)), Conversation: e.ids.ConversationID(at(0))}
 		}},

@@ -27,7 +27,7 @@ type effect struct {
 
 	conv turnframe.ConversationID // set once received
 	turn turnframe.TurnID         // set once received
-	row  turnframe.OutboxID // set once committed
+	row  turnframe.OutboxID       // set once committed
 }
 
 // inbound is e's message as the chat platform delivers it in conv, under

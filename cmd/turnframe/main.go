@@ -72,6 +72,10 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	now    func() time.Time
+	// page is how many rows a listing reads from the store at a time, and
+	// so the most it holds at once; 0 means listPage. Tests page with
+	// small pages.
+	page int
 }
 
 // run runs the command line args (without the program name) and returns the

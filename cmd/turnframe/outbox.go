@@ -17,18 +17,24 @@ outcome_unknown, needs_intervention); --account keeps one tenant. ATTEMPTS
 counts every attempt, BASE the ones made before the row's last requeue (the
 dispatcher allows a full budget beyond it); DUE is shown for pending rows,
 LEASE UNTIL for dispatching ones. A cell holding a control character prints as a quoted Go
-string, so no stored value can forge a row.`,
+string, so no stored value can forge a row.
+
+Rows are read 100 at a time and printed as they are read, so the table's
+columns are aligned per 100 rows and --json streams one array; no more than
+one page is ever held. --limit (at most 10000) bounds the listing; when rows
+remain past it, a "more:" line on stderr gives the --after to read on with.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			status := fs.String("status", "", "only rows in this `status`")
 			account := fs.String("account", "", "only rows of this `account`")
 			limit := fs.Int("limit", 100, "at most this many rows (1–10000)")
+			after := fs.String("after", "", "only rows enqueued after the row with this `id` (the \"more:\" line gives it)")
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				filter := turnframe.OutboxFilter{Account: turnframe.AccountID(*account), Limit: *limit}
+				filter := turnframe.OutboxFilter{Account: turnframe.AccountID(*account)}
 				if *status != "" {
 					s, err := turnframe.ParseOutboxStatus(*status)
 					if err != nil {
@@ -36,30 +42,43 @@ string, so no stored value can forge a row.`,
 					}
 					filter.Status = s
 				}
-				if err := turnframe.CheckLimit("limit", *limit); err != nil {
-					return usagef("--limit %d is not between 1 and %d", *limit, turnframe.MaxLimit)
+				if err := checkListLimit(*limit); err != nil {
+					return err
+				}
+				if *after != "" {
+					if _, err := turnframe.ParseOutboxID(*after); err != nil {
+						return usagef("--after %q is not an outbox row id", *after)
+					}
 				}
 				store, err := db.open(ctx)
 				if err != nil {
 					return err
 				}
 				defer store.Close()
-				rows, err := store.ListOutbox(ctx, filter)
+				out := newListOutput(e.stdout, outboxColumns, *asJSON)
+				next, err := pageThrough(ctx, e, *limit, *after,
+					func(ctx context.Context, after string, n int) ([]turnframe.OutboxRecord, error) {
+						f := filter
+						f.Limit = n
+						f.After, _ = turnframe.ParseOutboxID(after) // checked above, or a row's own id; "" is the zero id
+						return store.ListOutbox(ctx, f)
+					},
+					func(r turnframe.OutboxRecord) string { return r.ID.String() },
+					func(page []turnframe.OutboxRecord) error {
+						rows, views := make([][]string, 0, len(page)), make([]any, 0, len(page))
+						for _, r := range page {
+							rows, views = append(rows, outboxRow(r)), append(views, outboxView(r))
+						}
+						return out.page(rows, views)
+					})
 				if err != nil {
 					return err
 				}
-				if *asJSON {
-					out := make([]outboxJSON, 0, len(rows))
-					for _, r := range rows {
-						out = append(out, outboxView(r))
-					}
-					return writeJSON(e.stdout, out)
+				if err := out.close(); err != nil {
+					return err
 				}
-				table := make([][]string, 0, len(rows))
-				for _, r := range rows {
-					table = append(table, outboxRow(r))
-				}
-				return writeTable(e.stdout, outboxColumns, table)
+				moreHint(e, "outbox", next)
+				return nil
 			}
 		},
 	}

@@ -19,19 +19,30 @@ lists what the application's Recover would visit: turns that are not
 delivered or abandoned, and finished turns that still hold a command whose
 outcome is unknown or needs intervention; the RECOVERY column is what
 Recovery.Decide says each one needs (resume_commands, regenerate_response,
-reconcile_external, …).`,
+reconcile_external, …).
+
+Turns are read 100 at a time and printed as they are read, so the table's
+columns are aligned per 100 turns and --json streams one array; no more than
+one page is ever held. --limit (at most 10000) bounds the listing; when turns
+remain past it, a "more:" line on stderr gives the --after to read on with.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			unfinished := fs.Bool("unfinished", false, "only turns recovery still has to act on, with its decision")
 			account := fs.String("account", "", "only turns of this `account`")
 			limit := fs.Int("limit", 100, "at most this many turns (1–10000)")
+			after := fs.String("after", "", "only turns whose id sorts after this `id` (the \"more:\" line gives it)")
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				if err := turnframe.CheckLimit("limit", *limit); err != nil {
-					return usagef("--limit %d is not between 1 and %d", *limit, turnframe.MaxLimit)
+				if err := checkListLimit(*limit); err != nil {
+					return err
+				}
+				if *after != "" {
+					if _, err := turnframe.ParseTurnID(*after); err != nil {
+						return usagef("--after %q is not a turn id", *after)
+					}
 				}
 				acct := turnframe.AccountID(*account)
 				if acct != "" {
@@ -44,32 +55,38 @@ reconcile_external, …).`,
 					return err
 				}
 				defer store.Close()
-				var turns []turnJSON
-				if *unfinished {
-					turns, err = unfinishedTurns(ctx, store, acct, *limit)
-				} else {
-					turns, err = allTurns(ctx, store, acct, *limit)
+				read := func(ctx context.Context, after string, n int) ([]turnJSON, error) {
+					return allTurns(ctx, store, acct, after, n)
 				}
+				header := []string{"TURN", "ACCOUNT", "PHASE", "UPDATED", "AGE"}
+				if *unfinished {
+					read = func(ctx context.Context, after string, n int) ([]turnJSON, error) {
+						return unfinishedTurns(ctx, store, acct, after, n)
+					}
+					header = append(header, "RECOVERY")
+				}
+				out := newListOutput(e.stdout, header, *asJSON)
+				now := e.now()
+				next, err := pageThrough(ctx, e, *limit, *after, read, func(t turnJSON) string { return t.ID },
+					func(page []turnJSON) error {
+						rows, views := make([][]string, 0, len(page)), make([]any, 0, len(page))
+						for _, t := range page {
+							row := []string{t.ID, t.Account, t.Phase, stamp(t.UpdatedAt.Time), age(now, t.UpdatedAt.Time)}
+							if *unfinished {
+								row = append(row, t.Recovery)
+							}
+							rows, views = append(rows, row), append(views, t)
+						}
+						return out.page(rows, views)
+					})
 				if err != nil {
 					return err
 				}
-				if *asJSON {
-					return writeJSON(e.stdout, turns)
+				if err := out.close(); err != nil {
+					return err
 				}
-				now := e.now()
-				header := []string{"TURN", "ACCOUNT", "PHASE", "UPDATED", "AGE"}
-				if *unfinished {
-					header = append(header, "RECOVERY")
-				}
-				rows := make([][]string, 0, len(turns))
-				for _, t := range turns {
-					row := []string{t.ID, t.Account, t.Phase, stamp(t.UpdatedAt.Time), age(now, t.UpdatedAt.Time)}
-					if *unfinished {
-						row = append(row, t.Recovery)
-					}
-					rows = append(rows, row)
-				}
-				return writeTable(e.stdout, header, rows)
+				moreHint(e, "turns", next)
+				return nil
 			}
 		},
 	}
@@ -85,10 +102,13 @@ type turnJSON struct {
 	Recovery     string   `json:"recovery,omitempty"` // --unfinished: what recovery decided
 }
 
-// unfinishedTurns lists the turns a recovery sweep would visit, each with
-// the decision Recovery.Decide makes for it (reading only).
-func unfinishedTurns(ctx context.Context, store *sqlitestore.Store, account turnframe.AccountID, limit int) ([]turnJSON, error) {
-	markers, err := store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{Account: account}, limit)
+// unfinishedTurns lists at most limit of the turns a recovery sweep would
+// visit, after the turn with id after (if any), each with the decision
+// Recovery.Decide makes for it (reading only).
+func unfinishedTurns(ctx context.Context, store *sqlitestore.Store, account turnframe.AccountID, after string, limit int) ([]turnJSON, error) {
+	scope := turnframe.RecoveryScope{Account: account}
+	scope.After, _ = turnframe.ParseTurnID(after) // checked, or a turn's own id; "" is the zero id
+	markers, err := store.ListUnfinishedTurns(ctx, scope, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +127,14 @@ func unfinishedTurns(ctx context.Context, store *sqlitestore.Store, account turn
 	return out, nil
 }
 
-// allTurns lists turns oldest first with read-only SQL: the store's API
-// lists only unfinished ones.
-func allTurns(ctx context.Context, store *sqlitestore.Store, account turnframe.AccountID, limit int) ([]turnJSON, error) {
-	query := "SELECT id, account, conversation, phase, updated_at FROM turns"
-	args := []any{}
+// allTurns lists at most limit turns oldest first, after the turn with id
+// after (if any), with read-only SQL: the store's API lists only unfinished
+// ones.
+func allTurns(ctx context.Context, store *sqlitestore.Store, account turnframe.AccountID, after string, limit int) ([]turnJSON, error) {
+	query := "SELECT id, account, conversation, phase, updated_at FROM turns WHERE id > ?"
+	args := []any{after}
 	if account != "" {
-		query += " WHERE account = ?"
+		query += " AND account = ?"
 		args = append(args, string(account))
 	}
 	query += " ORDER BY id LIMIT ?"
