@@ -17,27 +17,13 @@ const (
 
 // ApprovalSettlement returns the settlement that approves (to Pending, with
 // CodeApproved) or denies (to Rejected, with CodeDenied) the entry under
-// key. It is the only settlement NextEntry accepts for an AwaitingApproval
+// key. It is the only settlement storekit.NextEntry accepts for an AwaitingApproval
 // entry.
 func ApprovalSettlement(key IdempotencyKey, approve bool) Settlement {
 	if approve {
 		return Settlement{Key: key, To: JournalPending, Code: CodeApproved}
 	}
 	return Settlement{Key: key, To: JournalRejected, Code: CodeDenied}
-}
-
-// checkApproval checks a move out of AwaitingApproval: it must be an
-// ApprovalSettlement, and an approval needs a turn that still runs its
-// commands. The actor is checked by NextEntry.
-func checkApproval(e JournalEntry, s Settlement, phase TurnPhase) error {
-	if s != ApprovalSettlement(e.Key, s.To == JournalPending) {
-		return fmt.Errorf("%w: entry %q awaits approval: only an approval (to pending, code %s) or a denial (to rejected, code %s) moves it",
-			ErrConflict, e.Key, CodeApproved, CodeDenied)
-	}
-	if s.To == JournalPending && phase == PhaseAbandoned {
-		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run: deny it, or plan it again in a new turn, which adopts it", ErrConflict, e.Key)
-	}
-	return nil
 }
 
 // Approve approves the command account admitted under key, which awaits
@@ -76,7 +62,7 @@ func (rt *Runtime) Deny(ctx context.Context, account AccountID, key IdempotencyK
 }
 
 // decideApproval checks the input, reads the entry for its turn and applies
-// ApprovalSettlement; the store's NextEntry refuses an entry that is not
+// ApprovalSettlement; the store's storekit.NextEntry refuses an entry that is not
 // awaiting approval any more.
 func (rt *Runtime) decideApproval(ctx context.Context, account AccountID, key IdempotencyKey, actor Actor, note string, approve bool) (JournalEntry, error) {
 	if err := checkApprovalInput(account, key, actor, note); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // apNow is the rules' clock: a fixed instant.
@@ -243,20 +244,20 @@ func TestApprovalRules(t *testing.T) {
 	t.Run("NewEntryAwaitsOnlyWhatNeedsApproval", func(t *testing.T) {
 		is := is.New(t)
 		turn := turnframe.NewIDGenerator().TurnID(apNow)
-		is.Equal(turnframe.NewEntry(rtAccount, turn, apPay("k"), apNow).Status, turnframe.JournalAwaitingApproval)
-		is.Equal(turnframe.NewEntry(rtAccount, turn, rtCmd("k", "c", "book"), apNow).Status, turnframe.JournalPending)
+		is.Equal(storekit.NewEntry(rtAccount, turn, apPay("k"), apNow).Status, turnframe.JournalAwaitingApproval)
+		is.Equal(storekit.NewEntry(rtAccount, turn, rtCmd("k", "c", "book"), apNow).Status, turnframe.JournalPending)
 	})
 	t.Run("AnAbandonedTurnsAwaitingEntryIsAdoptedStillAwaiting", func(t *testing.T) {
 		is := is.New(t)
 		ids := turnframe.NewIDGenerator()
 		old, next := ids.TurnID(apNow), ids.TurnID(apNow)
-		e := turnframe.NewEntry(rtAccount, old, apPay("k"), apNow)
-		got, adopt, err := turnframe.Readmit(e, turnframe.PhaseAbandoned, apPay("k"), next, apNow)
+		e := storekit.NewEntry(rtAccount, old, apPay("k"), apNow)
+		got, adopt, err := storekit.Readmit(e, turnframe.PhaseAbandoned, apPay("k"), next, apNow)
 		is.NoErr(err)
 		is.True(adopt)
 		is.Equal(got.Turn, next)
 		is.Equal(got.Status, turnframe.JournalAwaitingApproval)
-		_, _, err = turnframe.Readmit(e, turnframe.PhasePlanned, rtCmd("k", "card/1", "book"), next, apNow)
+		_, _, err = storekit.Readmit(e, turnframe.PhasePlanned, rtCmd("k", "card/1", "book"), next, apNow)
 		is.True(errors.Is(err, turnframe.ErrConflict)) // another approval requirement is another command
 	})
 }

@@ -1,7 +1,6 @@
 package turnframe
 
 import (
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -181,64 +180,6 @@ func (r HistoryRecord) Validate() error {
 func NewEvidence(subject Subject, status string, actor Actor, code, remoteRef, note string, at time.Time) HistoryRecord {
 	return HistoryRecord{Subject: subject, From: status, To: status, Evidence: true,
 		Actor: actor, Code: code, RemoteRef: clip(remoteRef, MaxRemoteRefLen), Note: clip(note, MaxNoteLen), At: at}
-}
-
-// EntryHistory returns the record of an entry's move from before to after
-// (before is the zero entry when it was admitted), made by actor at at.
-// Stores call it for every Write that changes an entry's status or attempt.
-func EntryHistory(before, after JournalEntry, actor Actor, note string, at time.Time) HistoryRecord {
-	r := HistoryRecord{
-		Subject: JournalSubject(after.Account, after.Key),
-		To:      after.Status.String(),
-		Actor:   actor.orApp(), Code: after.Code, RemoteRef: after.RemoteRef, Note: clip(note, MaxNoteLen), At: at,
-	}
-	if before.Status != journalUnset {
-		r.From = before.Status.String()
-	}
-	if !after.Attempt.IsZero() && (after.Status == JournalExecuting || before.Status == JournalExecuting) {
-		r.Attempt = after.Attempt.String()
-	}
-	return r
-}
-
-// EntryMoved reports whether a Write's settlement changed what the audit
-// trail records: the status or the attempt. A holder renewing its lease
-// moves nothing and is not recorded.
-func EntryMoved(before, after JournalEntry) bool {
-	return before.Status != after.Status || before.Attempt != after.Attempt
-}
-
-// RowHistory returns the record of an outbox row's move from before to
-// after (before is the zero row when it was enqueued), made by actor at at.
-// Stores call it for every change of a row's status. An expiry without a
-// note gets one saying why the outcome is unknown.
-func RowHistory(before, after OutboxRecord, actor Actor, note string, at time.Time) HistoryRecord {
-	r := HistoryRecord{
-		Subject: OutboxSubject(after.Account, after.ID),
-		To:      after.Status.String(),
-		Actor:   actor.orApp(), Code: after.LastCode, RemoteRef: after.RemoteRef, Note: clip(note, MaxNoteLen), At: at,
-	}
-	if before.Status != outboxUnset {
-		r.From = before.Status.String()
-	}
-	if r.Note == "" && before.Status == OutboxDispatching && after.Status == OutboxOutcomeUnknown && after.LastCode == CodeLeaseEnded {
-		r.Note = "the claim's lease ended before its worker settled it; its send may have started"
-	}
-	if after.Attempts > 0 {
-		r.Attempt = strconv.Itoa(after.Attempts)
-	}
-	return r
-}
-
-// PhaseHistory returns the record of a turn's move from phase from to phase
-// to (from is PhaseUnset when the turn began), made by actor at at; code is
-// the abandon code, if any.
-func PhaseHistory(account AccountID, turn TurnID, from, to TurnPhase, actor Actor, code string, at time.Time) HistoryRecord {
-	r := HistoryRecord{Subject: TurnSubject(account, turn), To: to.String(), Actor: actor.orApp(), Code: code, At: at}
-	if from != PhaseUnset {
-		r.From = from.String()
-	}
-	return r
 }
 
 // clip cuts s to at most n bytes, on a UTF-8 boundary.

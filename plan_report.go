@@ -27,7 +27,7 @@ const (
 	// admitted the key and the command never settled there (Pending, or
 	// Executing with its lease ended: its attempt died and may have acted,
 	// Entry.Attempts says how often it started). This turn adopted it
-	// (Readmit): the entry is now this turn's, and Execute of this turn
+	// (storekit.Readmit): the entry is now this turn's, and Execute of this turn
 	// runs it, under the same key.
 	AdoptedFromAbandoned
 )

@@ -97,7 +97,7 @@ const (
 	JournalNeedsIntervention
 	// JournalAwaitingApproval: admitted for a command that NeedsApproval,
 	// and not yet approved or denied. Runtime.Plan (Store.Apply's Admit,
-	// NewEntry) moves an entry here, and only Runtime.Approve (to Pending,
+	// storekit.NewEntry) moves an entry here, and only Runtime.Approve (to Pending,
 	// CodeApproved) or Runtime.Deny (to Rejected, CodeDenied) moves it out,
 	// by the app or a person (an actor that MayIntervene). Execute skips
 	// it; the dispatcher, recovery and the policy never touch it. It never

@@ -20,7 +20,7 @@ type Write struct {
 	// ErrConflict if it does. Its Account and ID must match the Write's.
 	//
 	// A Begin whose MessageID the account already began a turn with is a
-	// redelivery, judged by CheckRedelivery: the same message (same
+	// redelivery, judged by storekit.CheckRedelivery: the same message (same
 	// conversation and text) writes nothing of the Write, calls no App,
 	// and Applied.Redelivered is the turn that message began; another
 	// message under that id is ErrConflict. Two Writes racing with one
@@ -40,14 +40,14 @@ type Write struct {
 	// Replay, when not nil, replaces the turn's replay record.
 	Replay *ReplayRecord
 	// Admit admits commands Pending (AwaitingApproval for a command that
-	// NeedsApproval: NewEntry), in order; a terminal turn admits none
-	// (ErrConflict, CheckAdmit). A key the account already used for the
+	// NeedsApproval: storekit.NewEntry), in order; a terminal turn admits none
+	// (ErrConflict, storekit.CheckAdmit). A key the account already used for the
 	// same command is not admitted again: Applied.Admitted holds the
 	// existing entry, whatever its turn and status — except an entry that
 	// never settled in a turn that was abandoned, which this turn adopts
-	// (see Readmit). The same key with a different command is ErrConflict.
+	// (see storekit.Readmit). The same key with a different command is ErrConflict.
 	Admit []Command
-	// Settle moves journal entries of this turn, each by NextEntry.
+	// Settle moves journal entries of this turn, each by storekit.NextEntry.
 	Settle []Settlement
 	// Events are appended to their cases: each gets the case's revision + 1.
 	Events []Event
@@ -62,7 +62,7 @@ type Write struct {
 	// Now stamps every row the Write creates or changes. Zero is ErrInvalid.
 	Now time.Time
 	// Actor is who makes the Write, as the audit trail records every move
-	// it makes (EntryHistory, PhaseHistory, RowHistory); "" is ActorApp.
+	// it makes (storekit.EntryHistory, storekit.PhaseHistory, storekit.RowHistory); "" is ActorApp.
 	// Only an actor that MayIntervene settles an entry that needs
 	// intervention.
 	Actor Actor
@@ -79,7 +79,7 @@ type Write struct {
 }
 
 // Settlement moves one journal entry of the Write's turn to a new status,
-// by the rules of NextEntry.
+// by the rules of storekit.NextEntry.
 type Settlement struct {
 	Key IdempotencyKey
 	To  JournalStatus
@@ -172,7 +172,7 @@ type ReplayStore interface {
 // the row is still Dispatching under that worker and attempt number.
 type OutboxStore interface {
 	// ClaimDue moves at most limit rows due at now to Dispatching under
-	// worker (ClaimRow: attempts + 1, claimed at now, leased until now +
+	// worker (storekit.ClaimRow: attempts + 1, claimed at now, leased until now +
 	// lease) and returns them, in claim order: due time, then enqueue
 	// order. A row is due when it is Pending, its due time is not after
 	// now, and no earlier row of its account and non-empty order key is
@@ -180,7 +180,7 @@ type OutboxStore interface {
 	// same row.
 	ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]Claim, error)
 	// ExtendClaims moves the lease of each claimed row to now + lease
-	// (ExtendRow), for a worker whose sends are still running. results[i]
+	// (storekit.ExtendRow), for a worker whose sends are still running. results[i]
 	// is the outcome for claims[i] alone: nil, or ErrClaimLost when the row
 	// is no longer Dispatching under that claim (nothing changes then). err
 	// is for the call as a whole; when it is not nil nothing was written.
@@ -192,7 +192,7 @@ type OutboxStore interface {
 	// not nil nothing was written and results is nil.
 	Settle(ctx context.Context, settlements []OutboxSettlement) (results []error, err error)
 	// Resolve settles an OutcomeUnknown or NeedsIntervention row by
-	// ResolveRow. ErrInvalid for bad input (Resolution.Validate);
+	// storekit.ResolveRow. ErrInvalid for bad input (Resolution.Validate);
 	// ErrNotFound for no such row; ErrConflict for a row in another status,
 	// or one that needs intervention and an actor that may not intervene.
 	Resolve(ctx context.Context, res Resolution) error
@@ -200,7 +200,7 @@ type OutboxStore interface {
 	// operator. ErrConflict for a row in any other status.
 	Requeue(ctx context.Context, id OutboxID, at time.Time) error
 	// ExpireClaims moves every Dispatching row whose lease ended at now
-	// (LeaseEnded) to OutcomeUnknown by ExpireRow, recorded as
+	// (LeaseEnded) to OutcomeUnknown by storekit.ExpireRow, recorded as
 	// ActorRecovery, and returns their ids in enqueue order. A row whose
 	// lease is still running is never touched. The send of an expired row
 	// may have started, so it is not sent again blindly: the policy of its
@@ -223,7 +223,7 @@ type OutboxStore interface {
 }
 
 // HistoryStore reads and extends the audit trail. Every move of a journal
-// entry (EntryMoved), of an outbox row's status and of a turn's phase
+// entry (storekit.EntryMoved), of an outbox row's status and of a turn's phase
 // appends a HistoryRecord in the transaction that makes it: a created
 // entry, row or turn (From ""), a take, a settlement, a claim, a retry, an
 // expiry, a resolution, a requeue, a release. Lease renewals and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -152,7 +153,7 @@ func TestNextEntry(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
 			s := turnframe.Settlement{Key: "k1", To: c.to, Attempt: c.attempt, Prior: c.prior, Lease: time.Minute, Code: "c"}
-			next, err := turnframe.NextEntry(c.from, s, nil, c.phase, c.actor, t0)
+			next, err := storekit.NextEntry(c.from, s, nil, c.phase, c.actor, t0)
 			if c.want != nil {
 				is.True(errors.Is(err, c.want)) // refused
 				return
@@ -173,11 +174,11 @@ func TestNextEntry(t *testing.T) {
 	t.Run("a take counts an attempt and a renewal does not", func(t *testing.T) {
 		is := is.New(t)
 		take := turnframe.Settlement{Key: "k1", To: executing, Attempt: a1, Lease: time.Minute}
-		next, err := turnframe.NextEntry(entry(pending, none, time.Time{}), take, nil, planned, app, t0)
+		next, err := storekit.NextEntry(entry(pending, none, time.Time{}), take, nil, planned, app, t0)
 		is.NoErr(err)
 		is.Equal(next.Attempts, 1)
 		is.Equal(next.Attempt, a1)
-		renewed, err := turnframe.NextEntry(next, take, nil, planned, app, t0.Add(time.Second))
+		renewed, err := storekit.NextEntry(next, take, nil, planned, app, t0.Add(time.Second))
 		is.NoErr(err)
 		is.Equal(renewed.Attempts, 1)                                 // the same attempt
 		is.Equal(renewed.LeaseUntil, t0.Add(time.Second+time.Minute)) // its lease moved
@@ -185,14 +186,14 @@ func TestNextEntry(t *testing.T) {
 	t.Run("a commit records its event ids", func(t *testing.T) {
 		is := is.New(t)
 		ev := turnframe.StoredEvent{ID: gen.EventID(t0), Event: turnframe.Event{Case: "booking/1", Type: "booked"}}
-		next, err := turnframe.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, app, t0)
+		next, err := storekit.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, app, t0)
 		is.NoErr(err)
 		is.Equal(next.EventIDs, []turnframe.EventID{ev.ID})
 	})
 	t.Run("a commit of another case's event is invalid", func(t *testing.T) {
 		is := is.New(t)
 		ev := turnframe.StoredEvent{ID: gen.EventID(t0), Event: turnframe.Event{Case: "booking/2", Type: "booked"}}
-		_, err := turnframe.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, app, t0)
+		_, err := storekit.NextEntry(entry(executing, a1, live), turnframe.Settlement{Key: "k1", To: committed, Attempt: a1}, []turnframe.StoredEvent{ev}, planned, app, t0)
 		is.True(errors.Is(err, turnframe.ErrInvalid))
 	})
 	refs := []struct {
@@ -217,7 +218,7 @@ func TestNextEntry(t *testing.T) {
 	for _, c := range refs {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
-			next, err := turnframe.NextEntry(c.from, c.s, nil, planned, policy, t0)
+			next, err := storekit.NextEntry(c.from, c.s, nil, planned, policy, t0)
 			is.NoErr(err)
 			is.Equal(next.RemoteRef, c.want) // the reference
 		})
@@ -283,7 +284,7 @@ func TestReadmit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
-			got, adopt, err := turnframe.Readmit(c.existing, c.phase, c.cmd, newTurn, t0)
+			got, adopt, err := storekit.Readmit(c.existing, c.phase, c.cmd, newTurn, t0)
 			if c.want != nil {
 				is.True(errors.Is(err, c.want)) // refused
 				return
@@ -301,7 +302,7 @@ func TestReadmit(t *testing.T) {
 	}
 	t.Run("a key readmitted by its own turn is never adopted", func(t *testing.T) {
 		is := is.New(t)
-		_, adopt, err := turnframe.Readmit(entry(turnframe.JournalPending, time.Time{}), turnframe.PhaseAbandoned, cmd, oldTurn, t0)
+		_, adopt, err := storekit.Readmit(entry(turnframe.JournalPending, time.Time{}), turnframe.PhaseAbandoned, cmd, oldTurn, t0)
 		is.NoErr(err)
 		is.True(!adopt)
 	})
@@ -324,7 +325,7 @@ func TestAdvancePhase(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
-			is.Equal(turnframe.AdvancePhase(c.from, c.to, c.pending), c.want)
+			is.Equal(storekit.AdvancePhase(c.from, c.to, c.pending), c.want)
 		})
 	}
 }
@@ -360,10 +361,10 @@ func TestOutboxKey(t *testing.T) {
 
 func TestOutboxRowMachine(t *testing.T) {
 	gen := turnframe.NewIDGenerator()
-	row := turnframe.NewOutboxRecord(gen.OutboxID(t0), "acct", gen.TurnID(t0), "k1", 0, 1,
+	row := storekit.NewOutboxRecord(gen.OutboxID(t0), "acct", gen.TurnID(t0), "k1", 0, 1,
 		turnframe.OutboxMessage{Destination: "payments", Payload: []byte("x")}, t0)
 	claimedAt := t0.Add(time.Second)
-	claimedRow, claim := turnframe.ClaimRow(row, "w1", claimedAt, time.Minute)
+	claimedRow, claim := storekit.ClaimRow(row, "w1", claimedAt, time.Minute)
 
 	t.Run("EnqueueIsPendingDueAtCommit", func(t *testing.T) {
 		is := is.New(t)
@@ -374,7 +375,7 @@ func TestOutboxRowMachine(t *testing.T) {
 	})
 	t.Run("NotBeforeDelaysTheDueTime", func(t *testing.T) {
 		is := is.New(t)
-		later := turnframe.NewOutboxRecord(gen.OutboxID(t0), "acct", gen.TurnID(t0), "k1", 1, 2,
+		later := storekit.NewOutboxRecord(gen.OutboxID(t0), "acct", gen.TurnID(t0), "k1", 1, 2,
 			turnframe.OutboxMessage{Destination: "payments", NotBefore: t0.Add(time.Hour)}, t0)
 		is.Equal(later.DueAt, t0.Add(time.Hour))
 		is.Equal(later.Key, turnframe.IdempotencyKey("k1~2"))
@@ -394,7 +395,7 @@ func TestOutboxRowMachine(t *testing.T) {
 	for _, to := range []turnframe.OutboxStatus{turnframe.OutboxCompleted, turnframe.OutboxPending, turnframe.OutboxFailed, turnframe.OutboxOutcomeUnknown} {
 		t.Run("SettleHoldingTheClaimTo_"+to.String(), func(t *testing.T) {
 			is := is.New(t)
-			next, err := turnframe.SettleRow(claimedRow, settle(to))
+			next, err := storekit.SettleRow(claimedRow, settle(to))
 			is.NoErr(err)
 			is.Equal(next.Status, to)
 			is.Equal(next.FinishedAt.IsZero(), !to.IsFinished()) // only completed and failed rows finish
@@ -402,7 +403,7 @@ func TestOutboxRowMachine(t *testing.T) {
 			is.True(next.LeaseUntil.IsZero())                    // no lease once settled
 		})
 	}
-	released, err := turnframe.ReleaseRow(claimedRow, t0.Add(time.Hour))
+	released, err := storekit.ReleaseRow(claimedRow, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,34 +419,34 @@ func TestOutboxRowMachine(t *testing.T) {
 	for _, c := range lost {
 		t.Run("SettleWithoutTheClaimIsClaimLost_"+c.name, func(t *testing.T) {
 			is := is.New(t)
-			_, err := turnframe.SettleRow(c.row, settle(turnframe.OutboxCompleted))
+			_, err := storekit.SettleRow(c.row, settle(turnframe.OutboxCompleted))
 			is.True(errors.Is(err, turnframe.ErrClaimLost))
-			_, err = turnframe.ExtendRow(c.row, claim, t0, time.Hour)
+			_, err = storekit.ExtendRow(c.row, claim, t0, time.Hour)
 			is.True(errors.Is(err, turnframe.ErrClaimLost)) // nor is its lease extended
 		})
 	}
 	t.Run("ExtendMovesTheLeaseForwardOnly", func(t *testing.T) {
 		is := is.New(t)
-		next, err := turnframe.ExtendRow(claimedRow, claim, claimedAt.Add(10*time.Second), time.Minute)
+		next, err := storekit.ExtendRow(claimedRow, claim, claimedAt.Add(10*time.Second), time.Minute)
 		is.NoErr(err)
 		is.Equal(next.LeaseUntil, claimedAt.Add(70*time.Second))
-		same, err := turnframe.ExtendRow(next, claim, claimedAt, time.Second)
+		same, err := storekit.ExtendRow(next, claim, claimedAt, time.Second)
 		is.NoErr(err)
 		is.Equal(same.LeaseUntil, next.LeaseUntil) // an earlier end never shortens it
 	})
-	unknownRow, err := turnframe.SettleRow(claimedRow, settle(turnframe.OutboxOutcomeUnknown))
+	unknownRow, err := storekit.SettleRow(claimedRow, settle(turnframe.OutboxOutcomeUnknown))
 	if err != nil {
 		t.Fatal(err)
 	}
-	needsRow, err := turnframe.ResolveRow(unknownRow, turnframe.Resolution{ID: unknownRow.ID, Verdict: turnframe.VerdictEscalate, Code: "esc", Actor: turnframe.ActorPolicy, Now: t0.Add(time.Minute)})
+	needsRow, err := storekit.ResolveRow(unknownRow, turnframe.Resolution{ID: unknownRow.ID, Verdict: turnframe.VerdictEscalate, Code: "esc", Actor: turnframe.ActorPolicy, Now: t0.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	completedRow, err := turnframe.SettleRow(claimedRow, settle(turnframe.OutboxCompleted))
+	completedRow, err := storekit.SettleRow(claimedRow, settle(turnframe.OutboxCompleted))
 	if err != nil {
 		t.Fatal(err)
 	}
-	failedRow, err := turnframe.SettleRow(claimedRow, settle(turnframe.OutboxFailed))
+	failedRow, err := storekit.SettleRow(claimedRow, settle(turnframe.OutboxFailed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +492,7 @@ func TestOutboxRowMachine(t *testing.T) {
 		t.Run("Resolve: "+c.name, func(t *testing.T) {
 			is := is.New(t)
 			res := turnframe.Resolution{ID: c.row.ID, Verdict: c.verdict, Code: "code", RemoteRef: c.ref, Actor: c.actor, Note: "why", Now: resolveAt}
-			next, err := turnframe.ResolveRow(c.row, res)
+			next, err := storekit.ResolveRow(c.row, res)
 			if c.err != nil {
 				is.True(errors.Is(err, c.err)) // refused
 				return
@@ -533,7 +534,7 @@ func TestOutboxRowMachine(t *testing.T) {
 	for _, c := range expiries {
 		t.Run("Expire: "+c.name, func(t *testing.T) {
 			is := is.New(t)
-			next, err := turnframe.ExpireRow(c.row, c.at)
+			next, err := storekit.ExpireRow(c.row, c.at)
 			if c.want != nil {
 				is.True(errors.Is(err, c.want)) // refused
 				return
@@ -544,21 +545,21 @@ func TestOutboxRowMachine(t *testing.T) {
 			is.Equal(next.UpdatedAt, c.at)                        // at the expiry
 			is.True(next.LeaseUntil.IsZero())                     // no lease
 			is.Equal(next.Attempts, c.row.Attempts)               // attempts kept
-			_, err = turnframe.SettleRow(next, settle(turnframe.OutboxCompleted))
+			_, err = storekit.SettleRow(next, settle(turnframe.OutboxCompleted))
 			is.True(errors.Is(err, turnframe.ErrClaimLost)) // the claim that held it settles nothing
 		})
 	}
 	t.Run("RequeueOnlyFailedWithAFreshBudget", func(t *testing.T) {
 		is := is.New(t)
-		failed, err := turnframe.SettleRow(claimedRow, settle(turnframe.OutboxFailed))
+		failed, err := storekit.SettleRow(claimedRow, settle(turnframe.OutboxFailed))
 		is.NoErr(err)
-		next, err := turnframe.RequeueRow(failed, t0.Add(time.Hour))
+		next, err := storekit.RequeueRow(failed, t0.Add(time.Hour))
 		is.NoErr(err)
 		is.Equal(next.Status, turnframe.OutboxPending)
 		is.True(next.FinishedAt.IsZero())
 		is.Equal(next.Attempts, 1)    // attempt numbers keep rising
 		is.Equal(next.AttemptBase, 1) // the new budget starts after them
-		_, err = turnframe.RequeueRow(unknownRow, t0)
+		_, err = storekit.RequeueRow(unknownRow, t0)
 		is.True(errors.Is(err, turnframe.ErrConflict)) // an unknown row is never requeued (I15)
 	})
 	t.Run("OnlyEndedLeasesAreReleased", func(t *testing.T) {
@@ -571,7 +572,7 @@ func TestOutboxRowMachine(t *testing.T) {
 		is.Equal(released.DueAt, claimedRow.DueAt) // due again at once, in its place
 		is.Equal(released.Attempts, 1)             // attempts kept
 		is.True(released.LeaseUntil.IsZero())
-		_, err := turnframe.ReleaseRow(row, t0)
+		_, err := storekit.ReleaseRow(row, t0)
 		is.True(errors.Is(err, turnframe.ErrConflict)) // only a dispatching row is released
 	})
 }
@@ -653,7 +654,7 @@ func TestCheckAdmit(t *testing.T) {
 	for p := turnframe.PhaseReceived; p <= turnframe.PhaseAbandoned; p++ {
 		t.Run(p.String(), func(t *testing.T) {
 			is := is.New(t)
-			err := turnframe.CheckAdmit(p)
+			err := storekit.CheckAdmit(p)
 			is.Equal(errors.Is(err, turnframe.ErrConflict), p.IsTerminal()) // only a terminal turn refuses
 		})
 	}

@@ -45,11 +45,16 @@
 //
 // # For store authors
 //
-// The Check functions, the transition rules (NextEntry, NextPhase, ClaimRow,
-// SettleRow, ExpireRow, ExtendRow, ReleaseRow, RequeueRow, ResolveRow,
-// Readmit) and the history constructors (EntryHistory, RowHistory,
-// PhaseHistory, NewEvidence) are what a Store implementation calls so that
-// every store obeys one set of rules; storetest.Run proves it does.
+// A Store implements the interfaces of store.go. What only a store calls
+// lives in package storekit, out of the application's way: the transition
+// rules of the journal and the outbox (storekit.NextEntry, storekit.Readmit,
+// storekit.ClaimRow, storekit.SettleRow, storekit.ResolveRow, …), the
+// audit trail's constructors (storekit.EntryHistory, storekit.RowHistory,
+// storekit.PhaseHistory) and the inbox's rule (storekit.CheckRedelivery).
+// The rules this package also applies itself stay here: NextPhase,
+// Unfinished, Stranded, LeaseEnded, OutboxKey, SameCommand, and the Check
+// functions and Validate methods every input passes. storetest.Run proves
+// that a store obeys them all.
 //
 // # Layout
 //

@@ -421,7 +421,7 @@ func (w Write) validateSettle() (commits int, err error) {
 }
 
 // validateAbandon refuses a Write that abandons its turn and, in the same
-// step, takes or resends one of its commands: NextEntry judges a settlement
+// step, takes or resends one of its commands: storekit.NextEntry judges a settlement
 // by the phase the turn had before the Write, and an abandoned turn never
 // runs a command, so such an entry would silently never run.
 func (w Write) validateAbandon() error {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // change is one Apply being built: every row it creates or moves, as it will
@@ -66,7 +67,7 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 }
 
 // redelivery returns the turn w.Begin's message id began already, if it
-// did: ok, and nil when it is the same message (turnframe.CheckRedelivery).
+// did: ok, and nil when it is the same message (storekit.CheckRedelivery).
 func (s *Store) redelivery(w turnframe.Write) (earlier turnframe.StoredTurn, ok bool, err error) {
 	if w.Begin == nil || w.Begin.MessageID == "" {
 		return earlier, false, nil
@@ -76,7 +77,7 @@ func (s *Store) redelivery(w turnframe.Write) (earlier turnframe.StoredTurn, ok 
 		return earlier, false, nil
 	}
 	earlier = s.turns[id].turn
-	return earlier, true, turnframe.CheckRedelivery(earlier, *w.Begin)
+	return earlier, true, storekit.CheckRedelivery(earlier, *w.Begin)
 }
 
 func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
@@ -95,7 +96,7 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 			c.turn.ReceivedAt = w.Now
 		}
 		c.newTurn = true
-		c.history = append(c.history, turnframe.PhaseHistory(w.Account, w.Turn, turnframe.PhaseUnset, c.turn.Phase, w.Actor, "", w.Now))
+		c.history = append(c.history, storekit.PhaseHistory(w.Account, w.Turn, turnframe.PhaseUnset, c.turn.Phase, w.Actor, "", w.Now))
 	} else {
 		t, err := s.findTurn(w.Account, w.Turn)
 		if err != nil {
@@ -107,14 +108,14 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 
 	// Admit.
 	if len(w.Admit) > 0 {
-		if err := turnframe.CheckAdmit(c.turn.Phase); err != nil {
+		if err := storekit.CheckAdmit(c.turn.Phase); err != nil {
 			return nil, applied, err
 		}
 	}
 	for _, cmd := range w.Admit {
 		k := entryKey{w.Account, cmd.Key}
 		if old, ok := s.entries[k]; ok {
-			e, adopt, err := turnframe.Readmit(old.entry, s.turns[old.entry.Turn].turn.Phase, cmd, w.Turn, w.Now)
+			e, adopt, err := storekit.Readmit(old.entry, s.turns[old.entry.Turn].turn.Phase, cmd, w.Turn, w.Now)
 			if err != nil {
 				return nil, applied, err
 			}
@@ -128,12 +129,12 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 			applied.Earlier = append(applied.Earlier, copyEntry(old.entry))
 			continue
 		}
-		e := turnframe.NewEntry(w.Account, w.Turn, cmd, w.Now)
+		e := storekit.NewEntry(w.Account, w.Turn, cmd, w.Now)
 		c.entries[k] = e
 		c.admitted = append(c.admitted, k)
 		applied.Admitted = append(applied.Admitted, copyEntry(e))
 		applied.Earlier = append(applied.Earlier, turnframe.JournalEntry{})
-		c.history = append(c.history, turnframe.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
+		c.history = append(c.history, storekit.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
 	}
 
 	// Events are numbered before Settle, which records their ids on the
@@ -177,15 +178,15 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		}
 		// c.turn.Phase is the phase as stored: this Write's own move
 		// comes after Settle.
-		moved, err := turnframe.NextEntry(e, st, evs, c.turn.Phase, w.Actor, w.Now)
+		moved, err := storekit.NextEntry(e, st, evs, c.turn.Phase, w.Actor, w.Now)
 		if err != nil {
 			return nil, applied, err
 		}
 		moved.LeaseUntil = stamp(moved.LeaseUntil)
 		c.entries[k] = moved
 		applied.Settled = append(applied.Settled, copyEntry(moved))
-		if turnframe.EntryMoved(e, moved) { // a lease renewal moves nothing the trail records
-			c.history = append(c.history, turnframe.EntryHistory(e, moved, w.Actor, w.Note, w.Now))
+		if storekit.EntryMoved(e, moved) { // a lease renewal moves nothing the trail records
+			c.history = append(c.history, storekit.EntryHistory(e, moved, w.Actor, w.Note, w.Now))
 		}
 	}
 
@@ -203,7 +204,7 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 	keys := make(map[rowKey]bool, len(w.Outbox))
 	for i, m := range w.Outbox {
 		m.NotBefore = stamp(m.NotBefore)
-		r := turnframe.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
+		r := storekit.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
 		rk := rowKey{r.Account, r.Key}
 		if _, ok := s.rowKeys[rk]; ok || keys[rk] {
 			return nil, applied, fmt.Errorf("%w: account %q already holds an outbox row keyed %q", turnframe.ErrConflict, r.Account, r.Key)
@@ -211,7 +212,7 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		keys[rk] = true
 		c.outbox = append(c.outbox, r)
 		applied.Outbox = append(applied.Outbox, copyRecord(r).OutboxEntry)
-		c.history = append(c.history, turnframe.RowHistory(turnframe.OutboxRecord{}, r, w.Actor, w.Note, w.Now))
+		c.history = append(c.history, storekit.RowHistory(turnframe.OutboxRecord{}, r, w.Actor, w.Note, w.Now))
 	}
 
 	// Phase, or Advance: a move Advance may not make is skipped.
@@ -223,7 +224,7 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		}
 		c.turn.Phase = w.Phase
 	case w.Advance != turnframe.PhaseUnset:
-		c.turn.Phase = turnframe.AdvancePhase(c.turn.Phase, w.Advance, s.pendingAfter(c, w.Turn))
+		c.turn.Phase = storekit.AdvancePhase(c.turn.Phase, w.Advance, s.pendingAfter(c, w.Turn))
 	}
 	applied.Phase = c.turn.Phase
 
@@ -233,7 +234,7 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		c.replay = &r
 	}
 	if c.turn.Phase != from {
-		c.history = append(c.history, turnframe.PhaseHistory(w.Account, w.Turn, from, c.turn.Phase, w.Actor, s.abandonCode(c, w.Turn), w.Now))
+		c.history = append(c.history, storekit.PhaseHistory(w.Account, w.Turn, from, c.turn.Phase, w.Actor, s.abandonCode(c, w.Turn), w.Now))
 	}
 	return c, applied, nil
 }

@@ -9,7 +9,7 @@ import (
 
 // The audit trail: every record, per subject, in the order it was appended
 // (which is Seq order). The records of a transition are built by the root
-// helpers (turnframe.EntryHistory, RowHistory, PhaseHistory) where the
+// helpers (storekit.EntryHistory, RowHistory, PhaseHistory) where the
 // transition is made, and appended with it under the store's one mutex, so
 // a refused transition appends nothing.
 

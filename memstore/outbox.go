@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 type orderKey struct {
@@ -16,7 +17,7 @@ type orderKey struct {
 }
 
 // ClaimDue moves at most limit due rows to Dispatching under worker, leased
-// until now + lease (turnframe.ClaimRow), and returns them in claim order:
+// until now + lease (storekit.ClaimRow), and returns them in claim order:
 // due time, then enqueue order. A row is due when it is Pending, its due
 // time is not after now, and no earlier row of its account and non-empty
 // order key holds the order (judged on the rows as they were before this
@@ -55,9 +56,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 	for _, r := range due {
 		var c turnframe.Claim
 		before := r.rec
-		r.rec, c = turnframe.ClaimRow(r.rec, worker, now, lease)
+		r.rec, c = storekit.ClaimRow(r.rec, worker, now, lease)
 		r.rec.LeaseUntil = stamp(r.rec.LeaseUntil)
-		s.record(turnframe.RowHistory(before, r.rec, turnframe.WorkerActor(worker), "", now))
+		s.record(storekit.RowHistory(before, r.rec, turnframe.WorkerActor(worker), "", now))
 		c.LeaseUntil = r.rec.LeaseUntil
 		c.Payload = slices.Clone(c.Payload)
 		claims = append(claims, c)
@@ -76,11 +77,11 @@ func (s *Store) settle(st turnframe.OutboxSettlement) error {
 		// without the claim with ErrClaimLost.
 		return fmt.Errorf("memstore: settle: outbox row %v does not exist: %w", st.Claim.ID, turnframe.ErrClaimLost)
 	}
-	next, err := turnframe.SettleRow(r.rec, st)
+	next, err := storekit.SettleRow(r.rec, st)
 	if err != nil {
 		return fmt.Errorf("memstore: settle: %w", err)
 	}
-	s.record(turnframe.RowHistory(r.rec, next, turnframe.WorkerActor(st.Claim.Worker), "", st.Now))
+	s.record(storekit.RowHistory(r.rec, next, turnframe.WorkerActor(st.Claim.Worker), "", st.Now))
 	r.rec = next
 	return nil
 }
@@ -107,7 +108,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 }
 
 // ExtendClaims moves the lease of each claimed row to now + lease by
-// turnframe.ExtendRow, never backwards. results[i] is nil, or ErrClaimLost
+// storekit.ExtendRow, never backwards. results[i] is nil, or ErrClaimLost
 // for claims[i] alone when its row is no longer Dispatching under it (or is
 // gone); such a row does not change. err is for the call as a whole: bad
 // input, a closed store or an ended context, and then nothing changed.
@@ -127,7 +128,7 @@ func (s *Store) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now 
 			results[i] = fmt.Errorf("memstore: extend: outbox row %v does not exist: %w", c.ID, turnframe.ErrClaimLost)
 			continue
 		}
-		next, err := turnframe.ExtendRow(r.rec, c, now, lease)
+		next, err := storekit.ExtendRow(r.rec, c, now, lease)
 		if err != nil {
 			results[i] = fmt.Errorf("memstore: extend: %w", err)
 			continue
@@ -206,7 +207,7 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 	defer s.mu.Unlock()
 	n := 0
 	for id, r := range s.outbox {
-		if turnframe.Prunable(r.rec, finishedBefore) {
+		if storekit.Prunable(r.rec, finishedBefore) {
 			delete(s.outbox, id)
 			delete(s.rowKeys, rowKey{r.rec.Account, r.rec.Key})
 			delete(s.history, turnframe.OutboxSubject(r.rec.Account, id))

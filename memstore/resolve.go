@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // The moves of outbox rows that no claim makes: a resolution of an unknown
@@ -13,7 +14,7 @@ import (
 // requeue and release. Each is recorded in the audit trail with its actor.
 
 // Resolve settles an OutcomeUnknown or NeedsIntervention row by
-// turnframe.ResolveRow, recorded as res.Actor with res.Note. ErrInvalid for
+// storekit.ResolveRow, recorded as res.Actor with res.Note. ErrInvalid for
 // bad input (turnframe.Resolution.Validate), ErrNotFound for no such row,
 // ErrConflict for a row in another status, or one that needs intervention
 // and an actor that may not intervene.
@@ -23,7 +24,7 @@ func (s *Store) Resolve(ctx context.Context, res turnframe.Resolution) error {
 	}
 	res.Now = stamp(res.Now)
 	return s.moveOutbox(ctx, "resolve", res.ID, res.Actor, res.Note, res.Now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return turnframe.ResolveRow(r, res)
+		return storekit.ResolveRow(r, res)
 	})
 }
 
@@ -43,7 +44,7 @@ func (s *Store) moveOutbox(ctx context.Context, op string, id turnframe.OutboxID
 	if err != nil {
 		return fmt.Errorf("memstore: %s: %w", op, err)
 	}
-	s.record(turnframe.RowHistory(r.rec, next, actor, note, now))
+	s.record(storekit.RowHistory(r.rec, next, actor, note, now))
 	r.rec = next
 	return nil
 }
@@ -60,12 +61,12 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	}
 	at = stamp(at)
 	return s.moveOutbox(ctx, "requeue", id, turnframe.ActorOperator, "", at, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return turnframe.RequeueRow(r, at)
+		return storekit.RequeueRow(r, at)
 	})
 }
 
 // ExpireClaims moves every Dispatching row whose lease ended at now
-// (turnframe.LeaseEnded) to OutcomeUnknown by turnframe.ExpireRow, recorded
+// (turnframe.LeaseEnded) to OutcomeUnknown by storekit.ExpireRow, recorded
 // as turnframe.ActorRecovery, and returns their ids in enqueue order. A row
 // whose lease runs after now is never touched. An expired row still holds
 // its order key, and is never claimed again until Resolve moves it.
@@ -86,7 +87,7 @@ func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.Ou
 		if !turnframe.LeaseEnded(r.rec, now) {
 			continue
 		}
-		next, err := turnframe.ExpireRow(r.rec, now)
+		next, err := storekit.ExpireRow(r.rec, now)
 		if err != nil {
 			return nil, fmt.Errorf("memstore: expire: %w", err)
 		}
@@ -94,7 +95,7 @@ func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.Ou
 	}
 	ids := make([]turnframe.OutboxID, len(rows))
 	for i, r := range rows {
-		s.record(turnframe.RowHistory(r.rec, moved[i], turnframe.ActorRecovery, "", now))
+		s.record(storekit.RowHistory(r.rec, moved[i], turnframe.ActorRecovery, "", now))
 		r.rec = moved[i]
 		ids[i] = r.rec.ID
 	}
@@ -102,7 +103,7 @@ func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.Ou
 }
 
 // ReleaseClaim moves one Dispatching row back to Pending at now by
-// turnframe.ReleaseRow, whether or not its lease ended, recorded as
+// storekit.ReleaseRow, whether or not its lease ended, recorded as
 // turnframe.ActorOperator. ErrNotFound for no such row, ErrConflict for a
 // row that is not Dispatching.
 func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
@@ -114,6 +115,6 @@ func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now tim
 	}
 	now = stamp(now)
 	return s.moveOutbox(ctx, "release claim", id, turnframe.ActorOperator, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return turnframe.ReleaseRow(r, now)
+		return storekit.ReleaseRow(r, now)
 	})
 }

@@ -9,25 +9,26 @@ import (
 	"fmt"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // Apply validates w (ErrInvalid, before any transaction starts) and writes
 // it in one BEGIN IMMEDIATE transaction, or writes nothing and returns the
 // error: ErrNotFound for a turn that does not exist for the account (or an
 // entry to settle that is not the turn's), ErrConflict for a refused
-// transition (turnframe.NextEntry, NextPhase), a moved revision, a key
+// transition (storekit.NextEntry, NextPhase), a moved revision, a key
 // reused for a different command, an outbox row whose key the account's
 // rows already hold (the UNIQUE index outbox_key) or a Begin of a turn id
 // that exists; ErrBusy when another connection kept the file locked past
 // the busy timeout; ErrClosed after Close. A refused Advance is no error:
-// the turn stays where it was (turnframe.AdvancePhase) and Applied.Phase
-// says so. An entry turnframe.Readmit adopts is moved to w's turn after the
+// the turn stays where it was (storekit.AdvancePhase) and Applied.Phase
+// says so. An entry storekit.Readmit adopts is moved to w's turn after the
 // entries it admitted before. Every move w makes is recorded in the audit
 // trail, as w.Actor with w.Note, in the same transaction: the turn begun
-// and its phase moved (turnframe.PhaseHistory), each entry admitted and
-// each settlement that moves its entry (turnframe.EntryHistory; a lease
+// and its phase moved (storekit.PhaseHistory), each entry admitted and
+// each settlement that moves its entry (storekit.EntryHistory; a lease
 // renewal moves nothing, and an adoption moves no status, so neither is
-// recorded), each row enqueued (turnframe.RowHistory). w.App, if any, runs
+// recorded), each row enqueued (storekit.RowHistory). w.App, if any, runs
 // last in the same transaction (SQLTx gives it the *sql.Tx), after every
 // check passed: its error rolls all of w back, its rows included, and is
 // returned wrapping turnframe.ErrAppWrite. A crash before the commit leaves
@@ -197,14 +198,14 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		return applied, err
 	}
 	if w.Begin != nil {
-		tx.record(turnframe.PhaseHistory(w.Account, w.Turn, turnframe.PhaseUnset, turn.Phase, w.Actor, "", w.Now))
+		tx.record(storekit.PhaseHistory(w.Account, w.Turn, turnframe.PhaseUnset, turn.Phase, w.Actor, "", w.Now))
 	}
 	// stored is the turn's phase before this Write moves it: the phase the
 	// journal rules (Readmit, NextEntry) read.
 	stored := turn.Phase
 
 	if len(w.Admit) > 0 {
-		if err := turnframe.CheckAdmit(turn.Phase); err != nil {
+		if err := storekit.CheckAdmit(turn.Phase); err != nil {
 			return applied, err
 		}
 	}
@@ -266,11 +267,11 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	applied.Events = events
 
 	for i, m := range w.Outbox {
-		r := turnframe.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
+		r := storekit.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
 		if err := insertOutbox(ctx, tx, r); err != nil {
 			return applied, fmt.Errorf("outbox row %v, key %q: %w", r.ID, r.Key, err)
 		}
-		tx.record(turnframe.RowHistory(turnframe.OutboxRecord{}, r, w.Actor, w.Note, w.Now))
+		tx.record(storekit.RowHistory(turnframe.OutboxRecord{}, r, w.Actor, w.Note, w.Now))
 		applied.Outbox = append(applied.Outbox, r.OutboxEntry)
 	}
 
@@ -292,7 +293,7 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		if err != nil {
 			return applied, err
 		}
-		turn.Phase = turnframe.AdvancePhase(turn.Phase, w.Advance, pending)
+		turn.Phase = storekit.AdvancePhase(turn.Phase, w.Advance, pending)
 	}
 	applied.Phase = turn.Phase
 	if turn.Phase != stored {
@@ -300,7 +301,7 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		if err != nil {
 			return applied, err
 		}
-		tx.record(turnframe.PhaseHistory(w.Account, w.Turn, stored, turn.Phase, w.Actor, code, w.Now))
+		tx.record(storekit.PhaseHistory(w.Account, w.Turn, stored, turn.Phase, w.Actor, code, w.Now))
 	}
 
 	var replay any // NULL keeps the stored record
@@ -374,7 +375,7 @@ func stampWrite(w turnframe.Write) turnframe.Write {
 }
 
 // redelivery returns the turn w.Begin's message id began already, if it
-// did: ok, and nil when it is the same message (turnframe.CheckRedelivery).
+// did: ok, and nil when it is the same message (storekit.CheckRedelivery).
 // The store's one writer runs one transaction at a time, so a delivery
 // racing this one either committed its turn before this read or begins
 // none until this transaction ends.
@@ -389,7 +390,7 @@ func redelivery(ctx context.Context, tx *wtx, w turnframe.Write) (earlier turnfr
 	case err != nil:
 		return earlier, false, fmt.Errorf("message %q: %w", w.Begin.MessageID, translate(ctx, err))
 	}
-	return earlier, true, turnframe.CheckRedelivery(earlier, *w.Begin)
+	return earlier, true, storekit.CheckRedelivery(earlier, *w.Begin)
 }
 
 // beginOrFindTurn creates the turn of a Begin (ErrConflict if its id
@@ -416,7 +417,7 @@ func beginOrFindTurn(ctx context.Context, tx *wtx, w turnframe.Write) (turnframe
 
 // admit returns the entry for cmd, admitted into w's turn, whose phase is
 // phase: a new Pending one, or, for a key the account used already, what
-// turnframe.Readmit makes of the entry it admitted. earlier is that entry as
+// storekit.Readmit makes of the entry it admitted. earlier is that entry as
 // it was found (Applied.Earlier), zero for a new one.
 func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, cmd turnframe.Command) (entry, earlier turnframe.JournalEntry, err error) {
 	existing, err := findEntry(ctx, tx, w.Account, cmd.Key)
@@ -427,7 +428,7 @@ func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Turn
 	case !errors.Is(err, turnframe.ErrNotFound):
 		return existing, earlier, err
 	}
-	e := turnframe.NewEntry(w.Account, w.Turn, cmd, w.Now)
+	e := storekit.NewEntry(w.Account, w.Turn, cmd, w.Now)
 	args, err := entryArgs(e)
 	if err != nil {
 		return e, earlier, err
@@ -435,11 +436,11 @@ func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Turn
 	if _, err := tx.ExecContext(ctx, insertEntrySQL, args...); err != nil {
 		return e, earlier, fmt.Errorf("admit %q: %w", cmd.Key, translate(ctx, err))
 	}
-	tx.record(turnframe.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
+	tx.record(storekit.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
 	return e, earlier, nil
 }
 
-// readmit applies turnframe.Readmit to existing, the entry cmd's key
+// readmit applies storekit.Readmit to existing, the entry cmd's key
 // admitted, reading the phase of its turn (phase, when that is w's turn).
 // An entry the rule adopts is stored moved to w's turn, with the next
 // admission sequence number; any other stands as it is.
@@ -451,7 +452,7 @@ func readmit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Tu
 		}
 		phase = owner.Phase
 	}
-	entry, adopt, err := turnframe.Readmit(existing, phase, cmd, w.Turn, w.Now)
+	entry, adopt, err := storekit.Readmit(existing, phase, cmd, w.Turn, w.Now)
 	if err != nil || !adopt {
 		return entry, err
 	}
@@ -476,7 +477,7 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnfram
 	if e.Turn != w.Turn {
 		return e, fmt.Errorf("entry %q of turn %v: %w", st.Key, w.Turn, turnframe.ErrNotFound)
 	}
-	next, err := turnframe.NextEntry(e, st, events, phase, w.Actor, w.Now)
+	next, err := storekit.NextEntry(e, st, events, phase, w.Actor, w.Now)
 	if err != nil {
 		return e, err
 	}
@@ -497,8 +498,8 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnfram
 	if err != nil {
 		return e, fmt.Errorf("settle %q: %w", st.Key, translate(ctx, err))
 	}
-	if turnframe.EntryMoved(e, next) { // a lease renewal moves nothing the trail records
-		tx.record(turnframe.EntryHistory(e, next, w.Actor, w.Note, w.Now))
+	if storekit.EntryMoved(e, next) { // a lease renewal moves nothing the trail records
+		tx.record(storekit.EntryHistory(e, next, w.Actor, w.Note, w.Now))
 	}
 	return next, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // claimSQL claims the due rows in one statement. It is the one place where
@@ -31,7 +32,7 @@ import (
 // INDEXED BY turns a schema without those indexes into an error at once,
 // instead of a claim that silently reads the whole table.
 //
-// The SET clause must produce what turnframe.ClaimRow produces (?4 is the
+// The SET clause must produce what storekit.ClaimRow produces (?4 is the
 // lease's end, now + lease); ClaimDue checks that it does for every row.
 const claimSQL = `UPDATE outbox
 	SET status = 'dispatching', attempts = attempts + 1, claimed_by = ?1, claimed_at = ?2, updated_at = ?2,
@@ -48,7 +49,7 @@ const claimSQL = `UPDATE outbox
 	RETURNING ` + outboxCols
 
 // ClaimDue moves at most limit rows due at now to Dispatching under worker
-// (turnframe.ClaimRow: attempts + 1, claimed at now, leased until now +
+// (storekit.ClaimRow: attempts + 1, claimed at now, leased until now +
 // lease, to the microsecond) and returns their claims in claim order: due
 // time, then enqueue order. A row is due when it is Pending, its due time
 // is not after now, and no earlier row of its account and non-empty order
@@ -97,7 +98,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 			return nil, s.fail(ctx, "claim", err)
 		}
 		claims = append(claims, claim)
-		w.record(turnframe.RowHistory(before, got.rec, actor, "", now))
+		w.record(storekit.RowHistory(before, got.rec, actor, "", now))
 	}
 	if err := w.flushHistory(ctx); err != nil {
 		return nil, s.fail(ctx, "claim", err)
@@ -109,7 +110,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 }
 
 // claimOf rebuilds the row as it was before the claim statement and runs
-// turnframe.ClaimRow on it: the claim handed out is the rule's (its lease
+// storekit.ClaimRow on it: the claim handed out is the rule's (its lease
 // kept to the microsecond, as every time), and a statement that stored
 // anything else is an error (the claim rolls back). before is the row as
 // it was.
@@ -118,11 +119,11 @@ func claimOf(got turnframe.OutboxRecord, worker string, now time.Time, lease tim
 	before.Status = turnframe.OutboxPending
 	before.Attempts--
 	before.LeaseUntil = time.Time{} // a Pending row holds no lease
-	want, claim := turnframe.ClaimRow(before, worker, now, lease)
+	want, claim := storekit.ClaimRow(before, worker, now, lease)
 	want.LeaseUntil = stamp(want.LeaseUntil)
 	claim.LeaseUntil = want.LeaseUntil
 	if !sameRecord(want, got) {
-		return before, turnframe.Claim{}, fmt.Errorf("claimed row %v stored as %+v, but turnframe.ClaimRow makes %+v", got.ID, got, want)
+		return before, turnframe.Claim{}, fmt.Errorf("claimed row %v stored as %+v, but storekit.ClaimRow makes %+v", got.ID, got, want)
 	}
 	return before, claim, nil
 }

@@ -12,7 +12,7 @@ import (
 
 // The audit trail. Every write transaction that moves a journal entry, an
 // outbox row or a turn's phase queues the record of each move on its wtx
-// (record), built by the root helpers (turnframe.EntryHistory, RowHistory,
+// (record), built by the root helpers (storekit.EntryHistory, RowHistory,
 // PhaseHistory) from the values the rules returned, and writes the queue
 // just before it commits (flushHistory): a transaction that fails writes no
 // record, and one that commits writes every record of its moves.

@@ -11,6 +11,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/sqlitestore"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // moves returns subject's history as "from>to@actor" lines, and fails the
@@ -83,7 +84,7 @@ func TestHistoryOfATurn(t *testing.T) {
 // A claim and a group of settlements write their records several per
 // statement, in batches of 16, 8, 4, 2 and 1; records that share their
 // kind, statuses, actor and note bind those once. Whatever the path, each
-// record is the one turnframe.RowHistory makes, in the order made.
+// record is the one storekit.RowHistory makes, in the order made.
 func TestHistoryBatches(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
@@ -130,7 +131,7 @@ func TestHistoryBatches(t *testing.T) {
 		is.NoErr(err)
 		claimed := row
 		claimed.Status, claimed.LastCode, claimed.RemoteRef = turnframe.OutboxDispatching, "", ""
-		want := turnframe.RowHistory(turnframe.OutboxRecord{Status: turnframe.OutboxPending}, claimed, "worker:w", "", later)
+		want := storekit.RowHistory(turnframe.OutboxRecord{Status: turnframe.OutboxPending}, claimed, "worker:w", "", later)
 		is.Equal(withoutSeq(recs[1]), want) // the claim's record, bound through the shared batch
 		is.Equal(recs[2].To, batch[i].To.String())
 		is.Equal(recs[2].Code, row.LastCode)

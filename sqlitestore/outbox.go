@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // Resolve settles an OutcomeUnknown or NeedsIntervention row by
-// turnframe.ResolveRow, recorded in the audit trail as res.Actor with
+// storekit.ResolveRow, recorded in the audit trail as res.Actor with
 // res.Note: an OutcomeUnknown row by any verdict (Escalate moves it to
 // NeedsIntervention), a NeedsIntervention row by Completed, Failed or
 // Resend and only for an actor that MayIntervene. res.RemoteRef, when not
@@ -26,13 +27,13 @@ func (s *Store) Resolve(ctx context.Context, res turnframe.Resolution) error {
 	res.Now = stamp(res.Now)
 	return s.inTx(ctx, "resolve", func(tx *wtx) error {
 		return moveOutbox(ctx, tx, res.ID, res.Actor, res.Note, res.Now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-			return turnframe.ResolveRow(r, res)
+			return storekit.ResolveRow(r, res)
 		})
 	})
 }
 
 // Requeue moves a Failed row back to Pending, due at at, for an operator
-// (turnframe.RequeueRow: a fresh attempt budget, its AttemptBase set to its
+// (storekit.RequeueRow: a fresh attempt budget, its AttemptBase set to its
 // attempts so far, which keep rising), recorded as turnframe.ActorOperator.
 // ErrInvalid for a zero id or an at out of range (turnframe.CheckTime);
 // ErrNotFound for no such row; ErrConflict, changing nothing, for a row in
@@ -47,7 +48,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	at = stamp(at)
 	return s.inTx(ctx, "requeue", func(tx *wtx) error {
 		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", at, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-			return turnframe.RequeueRow(r, at)
+			return storekit.RequeueRow(r, at)
 		})
 	})
 }
@@ -73,7 +74,7 @@ func storeMove(ctx context.Context, tx *wtx, row outboxRow, actor turnframe.Acto
 	if _, err = tx.ExecContext(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...); err != nil {
 		return translate(ctx, err)
 	}
-	tx.record(turnframe.RowHistory(row.rec, next, actor, note, now))
+	tx.record(storekit.RowHistory(row.rec, next, actor, note, now))
 	return keepOrder(ctx, tx, row.seq, row.rec, next)
 }
 
@@ -81,7 +82,7 @@ func storeMove(ctx context.Context, tx *wtx, row outboxRow, actor turnframe.Acto
 // index of Dispatching rows by lease end (outbox_leases), so its cost
 // follows the ended leases, not the table. It restates the test of
 // turnframe.LeaseEnded, which ExpireClaims applies again to every row it
-// reads (through turnframe.ExpireRow). It has no ORDER BY: with one, SQLite
+// reads (through storekit.ExpireRow). It has no ORDER BY: with one, SQLite
 // prefers to walk the whole table in seq order.
 const expireSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND lease_until <= ?1`
 
@@ -90,7 +91,7 @@ const pruneSQL = `DELETE FROM outbox WHERE status IN ('completed', 'failed') AND
 
 // ExpireClaims moves every Dispatching row whose lease ended at now
 // (turnframe.LeaseEnded: its lease end is not after now) to OutcomeUnknown
-// by turnframe.ExpireRow (code turnframe.CodeLeaseEnded, attempts, due
+// by storekit.ExpireRow (code turnframe.CodeLeaseEnded, attempts, due
 // time and claim kept, lease cleared, updated at now), recorded as
 // turnframe.ActorRecovery, all in one transaction, and returns their ids in
 // enqueue order; none when no lease ended. The send of an expired row may
@@ -118,7 +119,7 @@ func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.Ou
 					row.rec.ID, row.rec.Status, row.rec.LeaseUntil)
 			}
 			if err := storeMove(ctx, tx, row, turnframe.ActorRecovery, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-				return turnframe.ExpireRow(r, now)
+				return storekit.ExpireRow(r, now)
 			}); err != nil {
 				return err
 			}
@@ -133,7 +134,7 @@ func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.Ou
 }
 
 // ReleaseClaim moves the Dispatching row id back to Pending at now, whether
-// or not its lease ended (turnframe.ReleaseRow: attempts and due time kept,
+// or not its lease ended (storekit.ReleaseRow: attempts and due time kept,
 // lease cleared), for an operator who knows its worker is gone, recorded as
 // turnframe.ActorOperator. If that worker is in fact still sending, the row
 // may be sent twice, under the same key; the worker's settlement is then
@@ -150,7 +151,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now tim
 	now = stamp(now)
 	return s.inTx(ctx, "release claim", func(tx *wtx) error {
 		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-			return turnframe.ReleaseRow(r, now)
+			return storekit.ReleaseRow(r, now)
 		})
 	})
 }
@@ -176,11 +177,11 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 		if err != nil {
 			return err
 		}
-		// The statement restates turnframe.Prunable; a row it deleted that
+		// The statement restates storekit.Prunable; a row it deleted that
 		// the rule keeps rolls the prune back.
 		for _, row := range rows {
-			if !turnframe.Prunable(row.rec, finishedBefore) {
-				return fmt.Errorf("row %v deleted, but turnframe.Prunable keeps it", row.rec.ID)
+			if !storekit.Prunable(row.rec, finishedBefore) {
+				return fmt.Errorf("row %v deleted, but storekit.Prunable keeps it", row.rec.ID)
 			}
 		}
 		n = len(rows)

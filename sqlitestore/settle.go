@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // Settle applies several settlements in one BEGIN IMMEDIATE transaction
-// (group commit: one commit for all), each by turnframe.SettleRow: the
+// (group commit: one commit for all), each by storekit.SettleRow: the
 // sender's code becomes the row's last code, whatever the status, and the
 // lease is cleared. results[i] is the outcome of settlements[i] alone: nil;
 // ErrInvalid for a bad settlement (checked before the transaction);
@@ -79,7 +80,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 			results[sw.i] = fmt.Errorf("sqlitestore: settle: row %v: %w", sw.next.ID, turnframe.ErrClaimLost)
 			continue
 		}
-		w.record(turnframe.RowHistory(sw.row.rec, sw.next, turnframe.WorkerActor(sw.worker), "", sw.at))
+		w.record(storekit.RowHistory(sw.row.rec, sw.next, turnframe.WorkerActor(sw.worker), "", sw.at))
 		if err := keepOrder(ctx, w, sw.row.seq, sw.row.rec, sw.next); err != nil {
 			return nil, s.fail(ctx, "settle", err)
 		}
@@ -94,7 +95,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 }
 
 // settleWrite is a settlement the rule accepted, to be written: the row as
-// stored before it and as turnframe.SettleRow leaves it, and the claim's
+// stored before it and as storekit.SettleRow leaves it, and the claim's
 // fence.
 type settleWrite struct {
 	i        int // the settlement's place in the batch
@@ -105,7 +106,7 @@ type settleWrite struct {
 	at       time.Time // the settlement's time, as stamped
 }
 
-// settleRow applies one settlement by turnframe.SettleRow to the row as
+// settleRow applies one settlement by storekit.SettleRow to the row as
 // stored, which stored holds (read by readOutboxRows in this transaction),
 // and keeps the result there, so that a second settlement of the row in
 // the batch meets it as it will be stored (and is refused: the claim is no
@@ -118,7 +119,7 @@ func settleRow(st turnframe.OutboxSettlement, stored map[turnframe.OutboxID]outb
 		// claim: the settlement is refused like any other without one.
 		return settleWrite{}, fmt.Errorf("sqlitestore: settle: outbox row %v does not exist: %w", st.Claim.ID, turnframe.ErrClaimLost)
 	}
-	next, err := turnframe.SettleRow(row.rec, st)
+	next, err := storekit.SettleRow(row.rec, st)
 	if err != nil {
 		return settleWrite{}, fmt.Errorf("sqlitestore: settle: %w", err)
 	}
@@ -191,7 +192,7 @@ func writeSettlements(ctx context.Context, tx *wtx, writes []settleWrite) ([]boo
 	return landed, nil
 }
 
-// settleColumnsOnly reports whether next, what turnframe.SettleRow made of
+// settleColumnsOnly reports whether next, what storekit.SettleRow made of
 // r, differs from r in no column but those settleBatchSQL writes: status,
 // due time, last code, remote reference, update and finish times, lease.
 func settleColumnsOnly(r, next turnframe.OutboxRecord) bool {
@@ -289,14 +290,14 @@ func findOutbox(ctx context.Context, q querier, id turnframe.OutboxID) (outboxRo
 
 // extendSQL moves one row's lease, fenced like settleOutboxSQL: the row is
 // still Dispatching under the claim's worker and attempt number. It writes
-// lease_until alone, the one column turnframe.ExtendRow changes (extendRow
+// lease_until alone, the one column storekit.ExtendRow changes (extendRow
 // checks that), so no index but the lease's is touched.
 const extendSQL = `UPDATE outbox SET lease_until = ?1
 	WHERE seq = ?2 AND status = 'dispatching' AND claimed_by = ?3 AND attempts = ?4`
 
 // ExtendClaims moves the lease of each claimed row to now + lease (to the
 // microsecond), or leaves it when it already runs later
-// (turnframe.ExtendRow), all in one BEGIN IMMEDIATE transaction.
+// (storekit.ExtendRow), all in one BEGIN IMMEDIATE transaction.
 // results[i] is the outcome of claims[i] alone: nil, or ErrClaimLost,
 // changing nothing of that row, unless it is still Dispatching under the
 // claim's worker and attempt number (a lease that ended counts while no
@@ -345,7 +346,7 @@ func (s *Store) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now 
 	return results, nil
 }
 
-// extendRow applies turnframe.ExtendRow to the row c claims, as stored
+// extendRow applies storekit.ExtendRow to the row c claims, as stored
 // holds it (and keeps it, for a claim twice in one call). refused is the
 // claim's own outcome (ErrClaimLost); err fails the whole transaction.
 func extendRow(ctx context.Context, tx *wtx, c turnframe.Claim, now time.Time, lease time.Duration, stored map[turnframe.OutboxID]outboxRow) (refused, err error) {
@@ -353,13 +354,13 @@ func extendRow(ctx context.Context, tx *wtx, c turnframe.Claim, now time.Time, l
 	if !ok {
 		return fmt.Errorf("sqlitestore: extend claims: outbox row %v does not exist: %w", c.ID, turnframe.ErrClaimLost), nil
 	}
-	next, err := turnframe.ExtendRow(row.rec, c, now, lease)
+	next, err := storekit.ExtendRow(row.rec, c, now, lease)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: extend claims: %w", err), nil
 	}
 	next.LeaseUntil = stamp(next.LeaseUntil)
 	if unchanged := withLease(next, row.rec.LeaseUntil); !sameRecord(unchanged, row.rec) {
-		return nil, fmt.Errorf("row %v: turnframe.ExtendRow changed more than the lease (%+v to %+v)", c.ID, row.rec, next)
+		return nil, fmt.Errorf("row %v: storekit.ExtendRow changed more than the lease (%+v to %+v)", c.ID, row.rec, next)
 	}
 	if next.LeaseUntil.Equal(row.rec.LeaseUntil) {
 		return nil, nil // the lease already runs that long: nothing to write

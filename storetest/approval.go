@@ -6,6 +6,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // Approval (issue 14, point 5): a command that NeedsApproval is admitted
@@ -79,7 +80,7 @@ func testAdmitAwaiting(t *testing.T, e *env) {
 	turn := e.begin(acme, at(0))
 	waits, runs := e.freshKey(), e.freshKey()
 	a := e.admit(acme, turn, at(time.Second), awaitingCommand(waits), command(runs, "booking/1"))
-	want := turnframe.NewEntry(acme, turn, awaitingCommand(waits), at(time.Second))
+	want := storekit.NewEntry(acme, turn, awaitingCommand(waits), at(time.Second))
 	is.Equal(want.Status, turnframe.JournalAwaitingApproval) // the rule admits it awaiting
 	is.True(sameEntry(a.Admitted[0], want))                  // as the rule says
 	is.True(sameEntry(e.entry(acme, waits), want))           // stored so
@@ -103,7 +104,7 @@ func testApprove(t *testing.T, e *env) {
 	before := e.entry(acme, key)
 	a, err := e.decide(turn, key, true, "operator:alice", "the payment is fine", at(time.Minute))
 	is.NoErr(err) // approved
-	want, err := turnframe.NextEntry(before, turnframe.ApprovalSettlement(key, true), nil, turnframe.PhasePlanned, "operator:alice", at(time.Minute))
+	want, err := storekit.NextEntry(before, turnframe.ApprovalSettlement(key, true), nil, turnframe.PhasePlanned, "operator:alice", at(time.Minute))
 	is.NoErr(err)
 	is.True(sameEntry(a.Settled[0], want))          // as the rule says
 	is.True(sameEntry(e.entry(acme, key), want))    // stored so

@@ -7,11 +7,12 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // The rules of expiry (issue 13): a claim whose lease ended may have
 // started its send, so ExpireClaims moves its row to OutcomeUnknown
-// (turnframe.ExpireRow, code turnframe.CodeLeaseEnded), never back to
+// (storekit.ExpireRow, code turnframe.CodeLeaseEnded), never back to
 // Pending; the row still holds its order key and is not claimed again until
 // Resolve moves it. A live lease is never touched.
 
@@ -68,7 +69,7 @@ func testExpireEnded(t *testing.T, e *env) {
 			now := c.LeaseUntil.Add(tc.after)
 			is.Equal(e.expire(now), []turnframe.OutboxID{r.ID}) // the ended lease expires
 			got := e.row(r.ID)
-			want, err := turnframe.ExpireRow(before, now)
+			want, err := storekit.ExpireRow(before, now)
 			is.NoErr(err)                                        // the rule expires it
 			is.True(sameRecord(got, want))                       // stored as the rule says
 			is.Equal(got.Status, turnframe.OutboxOutcomeUnknown) // its send may have started: unknown, not pending

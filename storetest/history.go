@@ -6,11 +6,12 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // The rules of the audit trail (issue 13): every move of a journal entry,
 // an outbox row and a turn's phase appends one record, built by the root
-// helpers (turnframe.EntryHistory, RowHistory, PhaseHistory), in the step
+// helpers (storekit.EntryHistory, RowHistory, PhaseHistory), in the step
 // that makes the move; a renewal, an extension or a refused step records
 // nothing. The suite compares what a store recorded with what the helper
 // builds from the values before and after each move, never with records
@@ -78,7 +79,7 @@ func testHistoryEntry(t *testing.T, e *env) {
 	w.Admit, w.Actor, w.Note = []turnframe.Command{command(key, "booking/1")}, "app:intake", "the user asked"
 	a := e.apply(w)
 	turn, entry := w.Turn, a.Admitted[0]
-	want = append(want, turnframe.EntryHistory(turnframe.JournalEntry{}, entry, w.Actor, w.Note, w.Now))
+	want = append(want, storekit.EntryHistory(turnframe.JournalEntry{}, entry, w.Actor, w.Note, w.Now))
 
 	// move applies one settlement of the entry as actor with note at now,
 	// and adds what the helper makes of it.
@@ -86,7 +87,7 @@ func testHistoryEntry(t *testing.T, e *env) {
 		t.Helper()
 		w := turnframe.Write{Account: acme, Turn: turn, Now: now, Actor: actor, Note: note, Settle: []turnframe.Settlement{s}}
 		moved := e.apply(w).Settled[0]
-		want = append(want, turnframe.EntryHistory(entry, moved, actor, note, now))
+		want = append(want, storekit.EntryHistory(entry, moved, actor, note, now))
 		entry = moved
 	}
 	first := e.ids.AttemptID(at(time.Second))
@@ -116,7 +117,7 @@ func testHistoryTurn(t *testing.T, e *env) {
 		w.Actor = "app:intake"
 		e.apply(w)
 		turn := w.Turn
-		want := []turnframe.HistoryRecord{turnframe.PhaseHistory(acme, turn, turnframe.PhaseUnset, turnframe.PhaseReceived, w.Actor, "", w.Now)}
+		want := []turnframe.HistoryRecord{storekit.PhaseHistory(acme, turn, turnframe.PhaseUnset, turnframe.PhaseReceived, w.Actor, "", w.Now)}
 		subject := turnframe.TurnSubject(acme, turn)
 
 		// step applies w and adds the record of its move, if it made one.
@@ -129,7 +130,7 @@ func testHistoryTurn(t *testing.T, e *env) {
 				if w.Replay != nil {
 					code = w.Replay.AbandonCode
 				}
-				want = append(want, turnframe.PhaseHistory(acme, turn, from, to, w.Actor, code, w.Now))
+				want = append(want, storekit.PhaseHistory(acme, turn, from, to, w.Actor, code, w.Now))
 			}
 		}
 		key := e.freshKey()
@@ -155,8 +156,8 @@ func testHistoryTurn(t *testing.T, e *env) {
 		w.Phase = turnframe.PhasePlanned
 		e.apply(w)
 		checkHistory(t, e.history(turnframe.TurnSubject(globex, w.Turn)), []turnframe.HistoryRecord{
-			turnframe.PhaseHistory(globex, w.Turn, turnframe.PhaseUnset, turnframe.PhaseReceived, "", "", w.Now),
-			turnframe.PhaseHistory(globex, w.Turn, turnframe.PhaseReceived, turnframe.PhasePlanned, "", "", w.Now),
+			storekit.PhaseHistory(globex, w.Turn, turnframe.PhaseUnset, turnframe.PhaseReceived, "", "", w.Now),
+			storekit.PhaseHistory(globex, w.Turn, turnframe.PhaseReceived, turnframe.PhasePlanned, "", "", w.Now),
 		}, "turn history")
 	})
 	t.Run("AdvancedToAbandoned", func(t *testing.T) {
@@ -167,7 +168,7 @@ func testHistoryTurn(t *testing.T, e *env) {
 		e.apply(w)
 		got := e.history(turnframe.TurnSubject(acme, turn))
 		checkHistory(t, got[len(got)-1:], []turnframe.HistoryRecord{
-			turnframe.PhaseHistory(acme, turn, turnframe.PhaseInterpreted, turnframe.PhaseAbandoned, w.Actor, "timeout", w.Now),
+			storekit.PhaseHistory(acme, turn, turnframe.PhaseInterpreted, turnframe.PhaseAbandoned, w.Actor, "timeout", w.Now),
 		}, "turn history")
 	})
 }
@@ -188,7 +189,7 @@ func testHistoryRow(t *testing.T, e *env) {
 	w := commitWrite(acme, turn, key, attempt, at(0), []turnframe.Event{{Case: c, Type: "charged"}}, []turnframe.OutboxMessage{message("card-7")})
 	w.Actor, w.Note = "app:billing", "order 7"
 	id := e.apply(w).Outbox[0].ID
-	want := []turnframe.HistoryRecord{turnframe.RowHistory(turnframe.OutboxRecord{}, e.row(id), w.Actor, w.Note, w.Now)}
+	want := []turnframe.HistoryRecord{storekit.RowHistory(turnframe.OutboxRecord{}, e.row(id), w.Actor, w.Note, w.Now)}
 
 	var held turnframe.Claim
 	claim := func(worker string, now time.Time) func(e *env) error {
@@ -235,7 +236,7 @@ func testHistoryRow(t *testing.T, e *env) {
 		is.True(after.Status != before.Status) // each step moves the row
 		// The move happened at the row's update time: for a retry that is
 		// the claim's time, as the store keeps it.
-		want = append(want, turnframe.RowHistory(before, after, s.actor, s.note, after.UpdatedAt))
+		want = append(want, storekit.RowHistory(before, after, s.actor, s.note, after.UpdatedAt))
 	}
 	got := e.history(turnframe.OutboxSubject(acme, id))
 	checkHistory(t, got, want, "row history")

@@ -13,7 +13,7 @@ import (
 // The inbox: a Write.Begin carrying a channel's message id begins a turn
 // once per account and message id. A redelivery of the same message writes
 // nothing and reports the turn the first delivery began; another message
-// under the id is a conflict (turnframe.CheckRedelivery).
+// under the id is a conflict (storekit.CheckRedelivery).
 
 func inboxTests() []test {
 	return []test{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // The journal's rules for uncertain outcomes (issue 13): a reconciliation
@@ -76,7 +77,7 @@ func testDeclareUnknown(t *testing.T, e *env) {
 				now := before.LeaseUntil.Add(after)
 				s := turnframe.Settlement{Key: key, To: turnframe.JournalOutcomeUnknown, Code: turnframe.CodeLeaseEnded}
 				got := e.reconcile(turn, key, s, turnframe.ActorRecovery, now)
-				want, err := turnframe.NextEntry(before, s, nil, p, turnframe.ActorRecovery, now)
+				want, err := storekit.NextEntry(before, s, nil, p, turnframe.ActorRecovery, now)
 				is.NoErr(err)                                          // the rule allows it
 				is.True(sameEntry(got, want))                          // applied as the rule says
 				is.True(sameEntry(e.entry(acme, key), want))           // and stored so
@@ -122,7 +123,7 @@ func testEscalateEntry(t *testing.T, e *env) {
 			before := e.entry(acme, key)
 			s := turnframe.Settlement{Key: key, To: turnframe.JournalNeedsIntervention, Code: "policy.unsure", RemoteRef: tc.ref}
 			got := e.reconcile(turn, key, s, turnframe.ActorPolicy, at(time.Second))
-			want, err := turnframe.NextEntry(before, s, nil, turnframe.PhaseReceived, turnframe.ActorPolicy, at(time.Second))
+			want, err := storekit.NextEntry(before, s, nil, turnframe.PhaseReceived, turnframe.ActorPolicy, at(time.Second))
 			is.NoErr(err)                                            // the rule allows it
 			is.True(sameEntry(got, want))                            // applied as the rule says
 			is.Equal(got.Status, turnframe.JournalNeedsIntervention) // escalated
@@ -146,7 +147,7 @@ func testInterveneAllowed(t *testing.T, e *env) {
 					s.RemoteRef = ""
 				}
 				got := e.reconcile(turn, key, s, actor, at(time.Second))
-				want, err := turnframe.NextEntry(before, s, nil, turnframe.PhaseReceived, actor, at(time.Second))
+				want, err := storekit.NextEntry(before, s, nil, turnframe.PhaseReceived, actor, at(time.Second))
 				is.NoErr(err)                               // the rule allows it
 				is.True(sameEntry(got, want))               // applied as the rule says
 				is.Equal(got.Status, to)                    // moved

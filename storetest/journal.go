@@ -9,6 +9,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 func journalTests() []test {
@@ -31,7 +32,7 @@ var allEntryStatuses = []turnframe.JournalStatus{
 	turnframe.JournalRejected, turnframe.JournalOutcomeUnknown, turnframe.JournalNeedsIntervention,
 }
 
-// entryAllowed is the journal machine of turnframe.NextEntry (DESIGN.md,
+// entryAllowed is the journal machine of storekit.NextEntry (DESIGN.md,
 // "State machines"), written out by status, for the moves settlementTo
 // makes (by the app, which may intervene).
 func entryAllowed(from, to turnframe.JournalStatus) bool {
@@ -147,7 +148,7 @@ func testEntryAllowed(t *testing.T, e *env) {
 				got := e.settle(acme, turn, now, s)
 				stored := e.entry(acme, key)
 				is.Equal(got, stored) // applied as stored
-				want, err := turnframe.NextEntry(before, s, nil, phase, "", now)
+				want, err := storekit.NextEntry(before, s, nil, phase, "", now)
 				is.NoErr(err)                                       // the rule allows the move
 				is.True(sameEntry(stored, want))                    // stored as the rule says
 				is.Equal(stored.Status, to)                         // moved

@@ -8,6 +8,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 // The rules of Resolve (issue 13): an OutcomeUnknown row moves by any
@@ -34,12 +35,12 @@ func resolution(id turnframe.OutboxID, v turnframe.Verdict, actor turnframe.Acto
 }
 
 // resolved resolves the row r by res and checks that it is stored as
-// turnframe.ResolveRow says.
+// storekit.ResolveRow says.
 func (e *env) resolved(is *is.I, r turnframe.OutboxRecord, res turnframe.Resolution) turnframe.OutboxRecord {
 	e.t.Helper()
 	is.NoErr(e.s.Resolve(e.ctx, res)) // resolved
 	got := e.row(r.ID)
-	want, err := turnframe.ResolveRow(r, res)
+	want, err := storekit.ResolveRow(r, res)
 	is.NoErr(err)                  // the rule allows it
 	is.True(sameRecord(got, want)) // stored as the rule says
 	return got

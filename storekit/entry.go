@@ -1,0 +1,229 @@
+package storekit
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+// checkApproval checks a move out of AwaitingApproval: it must be an
+// ApprovalSettlement, and an approval needs a turn that still runs its
+// commands. The actor is checked by NextEntry.
+func checkApproval(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase) error {
+	if s != turnframe.ApprovalSettlement(e.Key, s.To == turnframe.JournalPending) {
+		return fmt.Errorf("%w: entry %q awaits approval: only an approval (to pending, code %s) or a denial (to rejected, code %s) moves it",
+			turnframe.ErrConflict, e.Key, turnframe.CodeApproved, turnframe.CodeDenied)
+	}
+	if s.To == turnframe.JournalPending && phase == turnframe.PhaseAbandoned {
+		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run: deny it, or plan it again in a new turn, which adopts it", turnframe.ErrConflict, e.Key)
+	}
+	return nil
+}
+
+// CheckAdmit checks that a turn in phase may admit commands: a terminal turn
+// (Delivered or Abandoned) admits none, ErrConflict. Its answer is out or it
+// was given up; a new command belongs to a new turn.
+func CheckAdmit(phase turnframe.TurnPhase) error {
+	if phase.IsTerminal() {
+		return fmt.Errorf("%w: turn is %v and admits no command", turnframe.ErrConflict, phase)
+	}
+	return nil
+}
+
+// Readmit decides what admitting cmd into turn does when its key already
+// admitted existing, an entry of a turn in existingPhase:
+//
+//   - a different command under the key is ErrConflict;
+//   - an entry that never settled (Pending, AwaitingApproval, or Executing
+//     with its lease ended at now) in another turn that was abandoned is
+//     adopted, in the status it has (one awaiting approval still awaits): it is
+//     returned moved to turn (adopt is true), and the store gives it its
+//     place at the end of turn's admission order. An abandoned turn never
+//     runs its commands, so without this the command would silently never
+//     run;
+//   - otherwise the existing entry stands as it is and nothing runs here.
+func Readmit(existing turnframe.JournalEntry, existingPhase turnframe.TurnPhase, cmd turnframe.Command, turn turnframe.TurnID, now time.Time) (entry turnframe.JournalEntry, adopt bool, err error) {
+	if !turnframe.SameCommand(existing.Command, cmd) {
+		return existing, false, fmt.Errorf("%w: key %q was admitted for another command (%s on %s)",
+			turnframe.ErrConflict, cmd.Key, existing.Name, existing.Case)
+	}
+	unsettled := existing.Status == turnframe.JournalPending || existing.Status == turnframe.JournalAwaitingApproval ||
+		(existing.Status == turnframe.JournalExecuting && !existing.LeaseUntil.After(now))
+	if existing.Turn == turn || existingPhase != turnframe.PhaseAbandoned || !unsettled {
+		return existing, false, nil
+	}
+	existing.Turn, existing.UpdatedAt = turn, now
+	return existing, true, nil
+}
+
+// NewEntry returns the journal entry admitting cmd: Pending, or
+// AwaitingApproval when cmd.NeedsApproval.
+func NewEntry(account turnframe.AccountID, turn turnframe.TurnID, cmd turnframe.Command, now time.Time) turnframe.JournalEntry {
+	cmd.Payload = bytes.Clone(cmd.Payload)
+	status := turnframe.JournalPending
+	if cmd.NeedsApproval {
+		status = turnframe.JournalAwaitingApproval
+	}
+	return turnframe.JournalEntry{Account: account, Turn: turn, Command: cmd, Status: status, AdmittedAt: now, UpdatedAt: now}
+}
+
+// NextEntry applies a settlement to an entry of a turn in phase (as stored
+// before the Write's own phase move) and returns the entry as it must be
+// stored, or ErrConflict for a move the journal refuses:
+//
+//	Pending → Executing                 a new attempt takes it
+//	Executing → Executing               the holder renews its lease, or a new attempt takes it over once the lease ended
+//	Executing → Committed | Rejected | OutcomeUnknown   by the attempt that holds it
+//	Executing → Committed | Rejected                    by a reconciliation, once Stranded
+//	Executing → OutcomeUnknown                          by a reconciliation, once the lease ended
+//	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention   by a reconciliation only
+//	NeedsIntervention → Committed | Rejected | Pending  by a reconciliation whose actor MayIntervene
+//
+// A take (a new attempt moving the entry to Executing) is a compare-and-set:
+// s.Prior must be the attempt the entry is under (zero if it never ran), so
+// of two callers that saw the same entry only the first takes it; and an
+// entry Executing under a lease that has not ended at now cannot be taken.
+// The taker holds it until now + s.Lease, and the holder may renew that
+// (never shortening it). So a command runs in at most one place at a time. A settlement from an attempt (s.Attempt not zero) needs
+// the entry Executing under that attempt: a superseded attempt settles
+// nothing. A reconciliation carries no attempt, and is the only move out of
+// OutcomeUnknown, and out of a Stranded attempt (one left running on an
+// abandoned turn whose lease ended: it may have acted, and nothing else will
+// ever settle it). Nothing is taken or resent on an abandoned turn, whose
+// commands never run; an attempt already running there still settles.
+// An attempt that died while its turn goes on (its lease ended) may be
+// declared unknown by a reconciliation, so that a Remote's policy, not a
+// blind re-run, decides what becomes of it. actor is the Write's: only one
+// that MayIntervene moves an entry out of NeedsIntervention, or out of
+// AwaitingApproval — and that only by an approval or a denial (see
+// ApprovalSettlement): to Pending with CodeApproved, never on an abandoned
+// turn, or to Rejected with CodeDenied; nothing else moves it.
+// events are the events the Write appends for a Committed settlement; each
+// must belong to the command's case (ErrInvalid otherwise).
+func NextEntry(e turnframe.JournalEntry, s turnframe.Settlement, events []turnframe.StoredEvent, phase turnframe.TurnPhase, actor turnframe.Actor, now time.Time) (turnframe.JournalEntry, error) {
+	if err := checkEntryMove(e, s, phase, now); err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	if e.Status == turnframe.JournalNeedsIntervention && !orApp(actor).MayIntervene() {
+		return turnframe.JournalEntry{}, fmt.Errorf("%w: entry %q needs intervention: only the app or an operator moves it, not %q", turnframe.ErrConflict, e.Key, actor)
+	}
+	if e.Status == turnframe.JournalAwaitingApproval && !orApp(actor).MayIntervene() {
+		return turnframe.JournalEntry{}, fmt.Errorf("%w: entry %q awaits approval: only the app or a person approves or denies it, not %q", turnframe.ErrConflict, e.Key, actor)
+	}
+	next := e
+	next.UpdatedAt = now
+	next.Status = s.To
+	next.Code, next.RemoteRef = "", ""
+	next.LeaseUntil = time.Time{}
+	switch s.To {
+	case turnframe.JournalExecuting:
+		next.LeaseUntil = leaseEnd(now, s.Lease)
+		if s.Attempt != e.Attempt {
+			next.Attempt = s.Attempt
+			next.Attempts++
+		} else if e.LeaseUntil.After(next.LeaseUntil) {
+			next.LeaseUntil = e.LeaseUntil // a renewal never shortens the lease
+		}
+	case turnframe.JournalPending:
+		next.Code = s.Code // a reconciliation's reason for the resend, if it gives one
+	case turnframe.JournalCommitted:
+		next.EventIDs = nil
+		next.Code = s.Code // a reconciliation's reason, if it gives one
+		for _, ev := range events {
+			if ev.Case != e.Case {
+				return turnframe.JournalEntry{}, invalid("events.case", "command %q changes %q, not %q", e.Key, e.Case, ev.Case)
+			}
+			next.EventIDs = append(next.EventIDs, ev.ID)
+		}
+		next.RemoteRef = s.RemoteRef // a reconciliation's reference, if the remote gave one…
+		if next.RemoteRef == "" && e.Status.IsUncertain() {
+			next.RemoteRef = e.RemoteRef // …else what the remote said when the outcome was unknown
+		}
+	case turnframe.JournalRejected:
+		next.Code = s.Code
+	case turnframe.JournalOutcomeUnknown:
+		next.Code, next.RemoteRef = s.Code, s.RemoteRef
+	case turnframe.JournalNeedsIntervention:
+		next.Code, next.RemoteRef = s.Code, s.RemoteRef
+		if next.RemoteRef == "" {
+			next.RemoteRef = e.RemoteRef // escalating keeps what the remote said
+		}
+	}
+	return next, nil
+}
+
+var entryMoves = map[turnframe.JournalStatus][]turnframe.JournalStatus{
+	turnframe.JournalPending:           {turnframe.JournalExecuting},
+	turnframe.JournalExecuting:         {turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown},
+	turnframe.JournalOutcomeUnknown:    {turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending, turnframe.JournalNeedsIntervention},
+	turnframe.JournalNeedsIntervention: {turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending},
+	turnframe.JournalAwaitingApproval:  {turnframe.JournalPending, turnframe.JournalRejected},
+}
+
+func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase, now time.Time) error {
+	if !slices.Contains(entryMoves[e.Status], s.To) {
+		return fmt.Errorf("%w: entry %q cannot move from %v to %v", turnframe.ErrConflict, e.Key, e.Status, s.To)
+	}
+	switch {
+	case s.To == turnframe.JournalExecuting:
+		return checkTake(e, s, phase, now)
+	case e.Status == turnframe.JournalExecuting && s.Attempt.IsZero():
+		// A reconciliation of an attempt that died: declared unknown once
+		// its lease ended, or settled once nothing will ever finish it.
+		if e.LeaseUntil.After(now) || (s.To != turnframe.JournalOutcomeUnknown && !turnframe.Stranded(e, phase, now)) {
+			return fmt.Errorf("%w: entry %q is running attempt %v: a reconciliation declares it unknown only once its lease ended, and settles it only once its turn was abandoned too",
+				turnframe.ErrConflict, e.Key, e.Attempt)
+		}
+		if !s.Prior.IsZero() && s.Prior != e.Attempt {
+			return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the reconciliation saw", turnframe.ErrConflict, e.Key, e.Attempt, s.Prior)
+		}
+	case e.Status == turnframe.JournalExecuting:
+		if s.Attempt != e.Attempt {
+			return fmt.Errorf("%w: entry %q is running attempt %v, not %v", turnframe.ErrConflict, e.Key, e.Attempt, s.Attempt)
+		}
+	case e.Status == turnframe.JournalAwaitingApproval:
+		return checkApproval(e, s, phase)
+	case e.Status.IsUncertain():
+		if !s.Attempt.IsZero() {
+			return fmt.Errorf("%w: entry %q is %v: only a reconciliation moves it, not attempt %v", turnframe.ErrConflict, e.Key, e.Status, s.Attempt)
+		}
+		if !s.Prior.IsZero() && s.Prior != e.Attempt {
+			return fmt.Errorf("%w: entry %q is %v under attempt %v, not %v as the reconciliation saw: it ran again meanwhile", turnframe.ErrConflict, e.Key, e.Status, e.Attempt, s.Prior)
+		}
+		if s.To == turnframe.JournalPending && phase == turnframe.PhaseAbandoned {
+			return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run: a resend would never be sent", turnframe.ErrConflict, e.Key)
+		}
+	}
+	return nil
+}
+
+// checkTake checks a move to Executing: the holder renewing its lease, or a
+// new attempt taking the entry.
+func checkTake(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase, now time.Time) error {
+	if e.Status == turnframe.JournalExecuting && s.Attempt == e.Attempt {
+		return nil // the holder renews its lease
+	}
+	switch {
+	case phase == turnframe.PhaseAbandoned:
+		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run", turnframe.ErrConflict, e.Key)
+	case s.Attempt == e.Attempt:
+		return fmt.Errorf("%w: entry %q: attempt %v already ran; a new attempt needs a new id", turnframe.ErrConflict, e.Key, s.Attempt)
+	case s.Prior != e.Attempt:
+		return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the caller saw: another caller took it", turnframe.ErrConflict, e.Key, e.Attempt, s.Prior)
+	case e.Status == turnframe.JournalExecuting && e.LeaseUntil.After(now):
+		return fmt.Errorf("%w: entry %q is held by attempt %v until %s", turnframe.ErrConflict, e.Key, e.Attempt, e.LeaseUntil.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// AdvancePhase returns where Write.Advance leaves a turn in phase from: to,
+// when NextPhase allows the move with pending entries left, else from.
+func AdvancePhase(from, to turnframe.TurnPhase, pending int) turnframe.TurnPhase {
+	if to == turnframe.PhaseUnset || turnframe.NextPhase(from, to, pending) != nil {
+		return from
+	}
+	return to
+}
