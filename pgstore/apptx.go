@@ -1,0 +1,48 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/turnframe/turnframe"
+)
+
+// appTx is the turnframe.Tx a Write's App function is handed: the Write's
+// own transaction.
+type appTx struct{ tx pgx.Tx }
+
+// Backend returns "postgres".
+func (appTx) Backend() string { return "postgres" }
+
+// PgxTx returns the pgx.Tx behind tx, for an App function
+// (turnframe.Write.App, Outcome.With) that writes the application's own
+// tables in the same database: the transaction of the Write, which commits
+// the app's rows with the journal settlement, events, outbox rows and phase
+// move, or rolls them all back. false for a Tx of another store.
+//
+// Use it only during the App call, and never call the Store from it: the
+// transaction holds the locks of the Write (its turn's row, its entries, its
+// cases and order keys), and a call that needs one of them waits for a
+// commit that cannot come. Do not Commit or Rollback it: Apply does. An
+// error of the app's SQL aborts the transaction; return it, and Apply rolls
+// everything back. The app's own tables are its business (schema,
+// migrations); they must not be turnframe's.
+func PgxTx(tx turnframe.Tx) (pgx.Tx, bool) {
+	a, ok := tx.(appTx)
+	return a.tx, ok && a.tx != nil
+}
+
+// runApp calls w.App, if any, in tx after the Write was written into it.
+// The App's error comes back wrapping turnframe.ErrAppWrite, which
+// translate leaves as it is. Once called, the transaction is not retried.
+func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
+	if w.App == nil {
+		return nil
+	}
+	tx.appRan = true
+	if err := w.App(ctx, appTx{tx.Tx}); err != nil {
+		return fmt.Errorf("%w: %w", turnframe.ErrAppWrite, err)
+	}
+	return nil
+}

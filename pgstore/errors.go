@@ -1,0 +1,63 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+	"github.com/turnframe/turnframe"
+)
+
+// The SQLSTATE codes the store acts on.
+const (
+	codeUniqueViolation      = "23505"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeLockNotAvailable     = "55P03"
+	codeUntranslatable       = "22P05" // untranslatable_character
+	codeBadEncoding          = "22021" // character_not_in_repertoire: a NUL byte in text
+)
+
+// translate turns a driver error into the error the caller can act on: a
+// cancelled or expired context is that context error; a unique violation is
+// turnframe.ErrConflict; a serialization failure, a deadlock or a lock
+// refused is turnframe.ErrBusy (retryable tells the transaction loop to run
+// it again first); a string PostgreSQL cannot keep in text (a NUL byte) is
+// turnframe.ErrInvalid; a closed pool is turnframe.ErrClosed. The driver's
+// error stays in the chain. Errors that are already turnframe's pass
+// unchanged, and so does an App function's (turnframe.ErrAppWrite): an
+// app's unique violation is not ErrConflict.
+func translate(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, turnframe.ErrAppWrite) {
+		return err
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	if errors.Is(err, puddle.ErrClosedPool) && !errors.Is(err, turnframe.ErrClosed) {
+		return fmt.Errorf("%w: %w", turnframe.ErrClosed, err)
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || errors.Is(err, turnframe.ErrConflict) || errors.Is(err, turnframe.ErrBusy) ||
+		errors.Is(err, turnframe.ErrInvalid) {
+		return err // not the server's, or translated already
+	}
+	switch pe.Code {
+	case codeUniqueViolation:
+		return fmt.Errorf("%w: %w", turnframe.ErrConflict, err)
+	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable:
+		return fmt.Errorf("%w: %w", turnframe.ErrBusy, err)
+	case codeBadEncoding, codeUntranslatable:
+		return fmt.Errorf("%w: a string PostgreSQL cannot store as text: %w", turnframe.ErrInvalid, err)
+	}
+	return err
+}
+
+// retryable reports whether err ended a transaction that may be run again
+// as it was: PostgreSQL broke a deadlock, or refused a serialization.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected)
+}

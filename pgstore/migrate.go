@@ -1,0 +1,74 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"github.com/turnframe/turnframe"
+)
+
+// migrations holds the schema as goose SQL files, one per step, in
+// migrations/NNNNN_name.sql.
+//
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// VersionTable is the table, in the first schema of the connection's
+// search_path, in which goose records the applied migrations.
+const VersionTable = "turnframe_goose_version"
+
+// SchemaVersion is the schema version this build reads and writes: the
+// number of the last migration.
+const SchemaVersion int64 = 5
+
+// migrateLockID is the advisory lock (a session lock, database-wide) that
+// goose holds while it migrates, so that processes starting at once apply
+// each migration once.
+const migrateLockID int64 = 0x7475726e6672616d // "turnfram"
+
+// Migrate applies every migration the database (the first schema of the
+// pool's search_path) does not have yet, each in its own transaction with
+// its version row, under an advisory lock, so several processes may call it
+// at once. A crash leaves the schema at the last migration that committed.
+// It never goes down: a database at a version above SchemaVersion (a newer
+// turnframe wrote it) is refused with an error, wrapping
+// turnframe.ErrInvalid when goose itself does not refuse it first. Open and
+// New call it.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	files, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrateLockID))
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool) // closing it leaves the pool open
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithTableName(VersionTable),
+		goose.WithSessionLocker(locker),
+	)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: read version: %w", err)
+	}
+	if v != SchemaVersion {
+		return fmt.Errorf("migrate: %w: the database's schema is at version %d, this build knows version %d; "+
+			"a newer turnframe wrote it (it was left unchanged)", turnframe.ErrInvalid, v, SchemaVersion)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/turnframe/turnframe"
+)
+
+// Open connects to the database at url (a PostgreSQL URL or key=value
+// string, as pgxpool.ParseConfig reads it; runtime parameters such as
+// search_path may be given in it), applies the schema (Migrate) and returns
+// the store, which owns the pool: Close closes it. Open starts no goroutine
+// of its own (pgxpool keeps its health check running until Close).
+//
+// Errors: ErrInvalid for an empty or unparsable url; otherwise the error of
+// the connection or of a migration, translated (a context error stays one).
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	if url == "" {
+		return nil, &turnframe.InvalidError{Field: "url", Reason: "empty"}
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, &turnframe.InvalidError{Field: "url", Reason: err.Error()}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
+	}
+	s, err := New(ctx, pool, opts...)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// New returns a store on pool, a pool the application owns (its own tables
+// may live in the same database, and its App writes run on the store's
+// transaction, PgxTx). New applies the schema first, as Open does (Migrate:
+// idempotent, and safe when several processes start at once), so a store
+// is never used on a schema it does not know. Close leaves pool open.
+//
+// Errors: ErrInvalid for a nil pool; otherwise the error of a migration.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, &turnframe.InvalidError{Field: "pool", Reason: "nil"}
+	}
+	cfg := newConfig(opts)
+	if err := Migrate(ctx, pool); err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
+	}
+	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries}, nil
+}

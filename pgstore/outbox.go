@@ -1,0 +1,311 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
+)
+
+// Resolve settles an OutcomeUnknown or NeedsIntervention row by
+// storekit.ResolveRow, recorded in the audit trail as res.Actor with
+// res.Note: an OutcomeUnknown row by any verdict (Escalate moves it to
+// NeedsIntervention), a NeedsIntervention row by Completed, Failed or
+// Resend and only for an actor that MayIntervene. res.RemoteRef, when not
+// empty, becomes the row's. ErrInvalid for bad input
+// (turnframe.Resolution.Validate, before any transaction); ErrNotFound for
+// no such row; ErrConflict, changing nothing, for a row in another status,
+// or one that needs intervention and an actor that may not intervene.
+func (s *Store) Resolve(ctx context.Context, res turnframe.Resolution) error {
+	if err := res.Validate(); err != nil {
+		return err
+	}
+	res.Now = stamp(res.Now)
+	return s.inTx(ctx, "resolve", func(tx *wtx) error {
+		return moveOutbox(ctx, tx, res.ID, res.Actor, res.Note, res.Now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+			return storekit.ResolveRow(r, res)
+		})
+	})
+}
+
+// Requeue moves a Failed row back to Pending, due at at, for an operator
+// (storekit.RequeueRow: a fresh attempt budget, its AttemptBase set to its
+// attempts so far, which keep rising), recorded as turnframe.ActorOperator.
+// ErrInvalid for a zero id or an at out of range (turnframe.CheckTime);
+// ErrNotFound for no such row; ErrConflict, changing nothing, for a row in
+// any other status.
+func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckTime("at", at); err != nil {
+		return err
+	}
+	at = stamp(at)
+	return s.inTx(ctx, "requeue", func(tx *wtx) error {
+		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", at, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+			return storekit.RequeueRow(r, at)
+		})
+	})
+}
+
+// ReleaseClaim moves the Dispatching row id back to Pending at now, whether
+// or not its lease ended (storekit.ReleaseRow: attempts and due time kept,
+// lease cleared), for an operator who knows its worker is gone, recorded as
+// turnframe.ActorOperator. If that worker is in fact still sending, the row
+// may be sent twice, under the same key; the worker's settlement is then
+// ErrClaimLost. ErrInvalid for a zero id or a now out of range; ErrNotFound
+// for no such row; ErrConflict, changing nothing, for a row that is not
+// Dispatching. A crash before the commit releases nothing.
+func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckTime("now", now); err != nil {
+		return err
+	}
+	now = stamp(now)
+	return s.inTx(ctx, "release claim", func(tx *wtx) error {
+		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
+			return storekit.ReleaseRow(r, now)
+		})
+	})
+}
+
+// lockOutboxSQL reads a row by id and locks it.
+const lockOutboxSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE id = $1 FOR UPDATE`
+
+// moveOutbox locks row id, applies rule to it, stores the result and
+// records the move as actor with note at now.
+func moveOutbox(ctx context.Context, tx *wtx, id turnframe.OutboxID, actor turnframe.Actor, note string, now time.Time, rule func(turnframe.OutboxRecord) (turnframe.OutboxRecord, error)) error {
+	row, err := scanOutbox(tx.QueryRow(ctx, lockOutboxSQL, id.String()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("outbox row %v: %w", id, turnframe.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	next, err := rule(row.rec)
+	if err != nil {
+		return err
+	}
+	if err := lockAll(ctx, tx, orderLocks([2]turnframe.OutboxRecord{row.rec, next})); err != nil {
+		return err
+	}
+	return storeMove(ctx, tx, row, next, actor, note, now)
+}
+
+// storeMove stores next, what a rule made of row (locked, as stored), with
+// the held marks of its order key (whose lock the caller holds when the
+// move changes them), and records the move as actor with note at now.
+func storeMove(ctx context.Context, tx *wtx, row outboxRow, next turnframe.OutboxRecord, actor turnframe.Actor, note string, now time.Time) error {
+	if _, err := tx.Exec(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...); err != nil {
+		return err
+	}
+	tx.record(storekit.RowHistory(row.rec, next, actor, note, now))
+	return keepOrder(ctx, tx, row.seq, row.rec, next)
+}
+
+// updateOutboxSQL writes every column a transition may change.
+const updateOutboxSQL = `UPDATE outbox SET status = $1, attempts = $2, due_at = $3, claimed_by = $4, claimed_at = $5,
+	last_code = $6, remote_ref = $7, updated_at = $8, finished_at = $9, lease_until = $10, attempt_base = $11
+	WHERE seq = $12`
+
+func updateOutboxArgs(seq int64, r turnframe.OutboxRecord) []any {
+	return []any{r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt),
+		r.LastCode, r.RemoteRef, micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase, seq}
+}
+
+// expireSQL reads and locks the claims whose lease ended at $1 through the
+// partial index of Dispatching rows by lease end (outbox_leases), so its
+// cost follows the ended leases, not the table. It restates the test of
+// turnframe.LeaseEnded, which ExpireClaims applies again to every row. A
+// row another transaction holds (a settlement, an extension) is waited
+// for, and read again as that transaction left it: one settled meanwhile,
+// or extended, no longer matches and is left alone.
+const expireSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND lease_until <= $1
+	ORDER BY seq FOR UPDATE`
+
+// ExpireClaims moves every Dispatching row whose lease ended at now
+// (turnframe.LeaseEnded: its lease end is not after now) to OutcomeUnknown
+// by storekit.ExpireRow (code turnframe.CodeLeaseEnded, attempts, due
+// time and claim kept, lease cleared, updated at now), recorded as
+// turnframe.ActorRecovery, all in one transaction, and returns their ids in
+// enqueue order; none when no lease ended. The send of an expired row may
+// have started, so it is never claimed again until Resolve moves it, and it
+// still holds its order key. A lease still running is never touched. It
+// reads only Dispatching rows whose lease ended. ErrInvalid for a now out
+// of range (turnframe.CheckTime). A worker that still holds an expired
+// claim loses it: its settlement and its extension are ErrClaimLost. A
+// crash before the commit expires nothing.
+func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+	if err := turnframe.CheckTime("now", now); err != nil {
+		return nil, err
+	}
+	now = stamp(now)
+	var ids []turnframe.OutboxID
+	err := s.inTx(ctx, "expire claims", func(tx *wtx) error {
+		ids = nil
+		rows, err := scanOutboxRows(tx.Query(ctx, expireSQL, micros(now)))
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if !turnframe.LeaseEnded(row.rec, now) {
+				return fmt.Errorf("row %v read as an ended lease, but turnframe.LeaseEnded says it is %v until %v",
+					row.rec.ID, row.rec.Status, row.rec.LeaseUntil)
+			}
+			next, err := storekit.ExpireRow(row.rec, now)
+			if err != nil {
+				return err
+			}
+			// Expiry keeps the row holding its key: no mark moves, no
+			// order lock is needed.
+			if err := storeMove(ctx, tx, row, next, turnframe.ActorRecovery, "", now); err != nil {
+				return err
+			}
+			ids = append(ids, row.rec.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// The statements of Prune: the finished rows are locked first, so a row
+// requeued meanwhile is either requeued before (and no longer finished) or
+// after (and gone), and its history goes exactly when it does.
+const (
+	lockPrunableSQL = `SELECT ` + outboxCols + ` FROM outbox
+		WHERE status IN ('completed', 'failed') AND finished_at < $1 ORDER BY seq FOR UPDATE`
+	pruneHistorySQL = `DELETE FROM history AS h USING unnest($1::text[], $2::text[]) AS d(account, ref)
+		WHERE h.kind = 'outbox' AND h.account = d.account AND h.ref = d.ref`
+	pruneSQL = `DELETE FROM outbox WHERE seq = ANY($1)`
+)
+
+// Prune deletes Completed and Failed rows finished before finishedBefore,
+// with their history, and returns how many. It reads only finished rows and
+// never touches the journal or its history, nor a turn's: a key keeps
+// deduplicating after its rows are gone. ErrInvalid for a zero
+// finishedBefore.
+func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
+	if err := turnframe.CheckTime("finished_before", finishedBefore); err != nil {
+		return 0, err
+	}
+	finishedBefore = stamp(finishedBefore)
+	n := 0
+	err := s.inTx(ctx, "prune", func(tx *wtx) error {
+		rows, err := scanOutboxRows(tx.Query(ctx, lockPrunableSQL, micros(finishedBefore)))
+		if err != nil {
+			return err
+		}
+		var (
+			seqs          []int64
+			accounts, ids []string
+		)
+		for _, row := range rows {
+			// The statement restates storekit.Prunable; a row it picked
+			// that the rule keeps rolls the prune back.
+			if !storekit.Prunable(row.rec, finishedBefore) {
+				return fmt.Errorf("row %v picked, but storekit.Prunable keeps it", row.rec.ID)
+			}
+			seqs = append(seqs, row.seq)
+			accounts, ids = append(accounts, string(row.rec.Account)), append(ids, row.rec.ID.String())
+		}
+		if _, err := tx.Exec(ctx, pruneHistorySQL, accounts, ids); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, pruneSQL, seqs); err != nil {
+			return err
+		}
+		n = len(rows)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+const findOutboxSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE id = $1`
+
+// GetOutbox returns one row, whatever its account. ErrInvalid for a zero
+// id; ErrNotFound if it does not exist (or was pruned).
+func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return turnframe.OutboxRecord{}, err
+	}
+	done, err := s.enter("get outbox")
+	if err != nil {
+		return turnframe.OutboxRecord{}, err
+	}
+	defer done()
+	row, err := findOutbox(ctx, s.pool, id)
+	if err != nil {
+		return turnframe.OutboxRecord{}, s.fail(ctx, "get outbox", err)
+	}
+	return row.rec, nil
+}
+
+func findOutbox(ctx context.Context, q querier, id turnframe.OutboxID) (outboxRow, error) {
+	row, err := scanOutbox(q.QueryRow(ctx, findOutboxSQL, id.String()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row, fmt.Errorf("outbox row %v: %w", id, turnframe.ErrNotFound)
+	}
+	return row, err
+}
+
+// ListOutbox returns at most filter.Limit rows matching filter, in enqueue
+// order; with filter.After, only rows enqueued after that one (the last
+// row of the page before). ErrInvalid for a bad filter; ErrNotFound for an
+// After row that does not exist (pruned, or never enqueued) or, with
+// filter.Account, belongs to another account: a cursor never reveals that
+// another tenant's row exists.
+func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
+	if err := filter.Validate(); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("list outbox")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	query, args := `SELECT `+outboxCols+` FROM outbox WHERE true`, []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if !filter.After.IsZero() {
+		after, err := findOutbox(ctx, s.pool, filter.After)
+		if err == nil && filter.Account != "" && after.rec.Account != filter.Account {
+			err = fmt.Errorf("outbox row %v: %w", filter.After, turnframe.ErrNotFound)
+		}
+		if err != nil {
+			return nil, s.fail(ctx, "list outbox", err)
+		}
+		query += ` AND seq > ` + arg(after.seq)
+	}
+	if filter.Status != 0 {
+		query += ` AND status = ` + arg(filter.Status.String())
+	}
+	if filter.Account != "" {
+		query += ` AND account = ` + arg(string(filter.Account))
+	}
+	query += ` ORDER BY seq LIMIT ` + arg(filter.Limit)
+	rows, err := scanOutboxRows(s.pool.Query(ctx, query, args...))
+	if err != nil {
+		return nil, s.fail(ctx, "list outbox", err)
+	}
+	var out []turnframe.OutboxRecord
+	for _, r := range rows {
+		out = append(out, r.rec)
+	}
+	return out, nil
+}

@@ -1,0 +1,120 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe/pgstore"
+)
+
+// planNode is one node of EXPLAIN (FORMAT JSON)'s plan tree.
+type planNode struct {
+	Type     string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Index    string     `json:"Index Name"`
+	Parent   string     `json:"Parent Relationship"`
+	Subplan  string     `json:"Subplan Name"`
+	Loops    float64    `json:"Actual Loops"`
+	Rows     float64    `json:"Actual Rows"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// walk calls f on n and every node below it.
+func (n planNode) walk(f func(planNode)) {
+	f(n)
+	for _, c := range n.Plans {
+		c.walk(f)
+	}
+}
+
+// explainClaim runs the claim statement under EXPLAIN ANALYZE in a
+// transaction it rolls back, and returns the plan's root.
+func explainClaim(t *testing.T, s *pgstore.Store, now int64, limit int) planNode {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	defer tx.Rollback(ctx)
+	var out []byte
+	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+pgstore.ClaimSQL, "w", now, limit, now+10_000_000).Scan(&out)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("read the plan (%v): %s", err, out)
+	}
+	return plans[0].Plan
+}
+
+// fillOutbox writes finished rows, the history a claim must not read, and
+// a few due rows, some of them behind an ordered head, straight into the
+// store's tables, and analyses them.
+func fillOutbox(t *testing.T, s *pgstore.Store, finished, due int) {
+	t.Helper()
+	ctx := context.Background()
+	stmts := []string{
+		`INSERT INTO turns (id, account, conversation, text, phase, received_at, updated_at)
+			VALUES ('01JBZZZZZZZZZZZZZZZZZZZZZZ', 'acme', '01JBZZZZZZZZZZZZZZZZZZZZZZ', '', 'delivered', 1, 1)`,
+		fmt.Sprintf(`INSERT INTO outbox (id, account, turn, key, destination, order_key, status, attempts, due_at,
+				claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at)
+			SELECT lpad(i::text, 26, '0'), 'acme', '01JBZZZZZZZZZZZZZZZZZZZZZZ', 'k' || i, 'payments',
+				CASE WHEN i %% 3 = 0 THEN 'card' ELSE '' END, 'completed', 1, i, 'w', i, '', '', i, i, i
+			FROM generate_series(1, %d) AS i`, finished),
+		fmt.Sprintf(`INSERT INTO outbox (id, account, turn, key, destination, order_key, status, attempts, due_at,
+				claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at)
+			SELECT lpad(i::text, 26, '0'), 'acme', '01JBZZZZZZZZZZZZZZZZZZZZZZ', 'k' || i, 'payments',
+				CASE WHEN i %% 2 = 0 THEN 'card' ELSE '' END, 'pending', 0, i, '', 0, '', '', i, i, 0
+			FROM generate_series(%d, %d) AS i`, finished+1, finished+due),
+		`ANALYZE turns, outbox`,
+	}
+	for _, q := range stmts {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			t.Fatalf("fill: %v\n%s", err, q)
+		}
+	}
+}
+
+// The claim reads due rows by index, never the finished ones, and its
+// LIMIT runs once, in the CTE, before the UPDATE: whatever the number of
+// finished rows.
+func TestClaimPlan(t *testing.T) {
+	for _, finished := range []int{1_000, 20_000} {
+		t.Run(fmt.Sprintf("%dFinishedRows", finished), func(t *testing.T) {
+			is := is.New(t)
+			s := mustOpen(t)
+			const due, limit = 40, 16
+			fillOutbox(t, s, finished, due)
+			plan := explainClaim(t, s, int64(finished+due+1), limit)
+
+			var limits, dueScans int
+			var claimed float64
+			plan.walk(func(n planNode) {
+				if n.Relation == "outbox" && (n.Type == "Seq Scan" || n.Type == "Bitmap Heap Scan") {
+					t.Errorf("the claim scans outbox: %s", n.Type)
+				}
+				if n.Index == "outbox_due" {
+					dueScans++
+				}
+				if n.Type == "Limit" {
+					limits++
+					is.Equal(n.Loops, float64(1)) // the LIMIT runs once
+					claimed = n.Rows
+				}
+			})
+			is.Equal(limits, 1)                        // one LIMIT, in the CTE
+			is.True(dueScans >= 1)                     // due rows are found through outbox_due
+			is.Equal(claimed, float64(limit))          // and it stops at limit rows
+			is.Equal(plan.Type, "ModifyTable")         // the UPDATE
+			is.True(len(plan.Plans) > 0)               // over the CTE
+			is.Equal(plan.Plans[0].Subplan, "CTE due") // which is materialised once
+		})
+	}
+}

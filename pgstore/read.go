@@ -1,0 +1,318 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/turnframe/turnframe"
+)
+
+// Every read goes through the pool outside any transaction: it sees what
+// was committed when its statement began, and waits for no writer.
+
+// TurnPhase returns the turn's phase marker. ErrInvalid for a bad account or
+// a zero id; ErrNotFound if the turn does not exist for account.
+func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.TurnPhaseMarker, error) {
+	t, err := s.LoadTurn(ctx, account, turn)
+	if err != nil {
+		return turnframe.TurnPhaseMarker{}, err
+	}
+	return marker(t), nil
+}
+
+// LoadTurn returns the stored turn. ErrInvalid for a bad account or a zero
+// id; ErrNotFound if the turn does not exist for account.
+func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
+		return turnframe.StoredTurn{}, err
+	}
+	done, err := s.enter("load turn")
+	if err != nil {
+		return turnframe.StoredTurn{}, err
+	}
+	defer done()
+	t, err := findTurn(ctx, s.pool, account, turn)
+	if err != nil {
+		return t, s.fail(ctx, "load turn", err)
+	}
+	return t, nil
+}
+
+const findTurnSQL = `SELECT ` + turnCols + ` FROM turns WHERE id = $1 AND account = $2`
+
+func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
+	t, err := scanTurn(q.QueryRow(ctx, findTurnSQL, turn.String(), string(account)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("turn %v: %w", turn, turnframe.ErrNotFound)
+	}
+	return t, err
+}
+
+// unfinishedSQL lists the turns recovery must look at, restating
+// turnframe.Unfinished as a listing filter: non-terminal turns
+// (turns_unfinished), turns holding an outcome_unknown or
+// needs_intervention entry (journal_unknown), delivered turns holding a
+// pending or executing entry (journal_pending) or an awaiting_approval one
+// (journal_awaiting), and abandoned turns holding an executing one. Each
+// part reads a partial index from the cursor $1 on (a turn id, or the empty
+// string for the first page), so the listing's cost follows the unfinished
+// turns, not the history. It also returns the four facts Unfinished takes, so every listed
+// turn is checked against the rule. The scope's filters are appended.
+const unfinishedSQL = `SELECT ` + turnCols + `,
+		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status IN ('outcome_unknown', 'needs_intervention')),
+		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing')),
+		EXISTS (SELECT 1 FROM journal AS x WHERE x.turn = t.id AND x.status = 'executing'),
+		EXISTS (SELECT 1 FROM journal AS w WHERE w.turn = t.id AND w.status = 'awaiting_approval')
+	FROM turns AS t
+	WHERE t.id IN (
+		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned') AND id > $1
+		UNION
+		SELECT turn FROM journal WHERE status IN ('outcome_unknown', 'needs_intervention') AND turn > $1
+		UNION
+		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
+			WHERE j.status IN ('pending', 'executing') AND j.turn > $1
+			  AND (d.phase = 'delivered' OR (d.phase = 'abandoned' AND j.status = 'executing'))
+		UNION
+		SELECT a.turn FROM journal AS a JOIN turns AS d ON d.id = a.turn
+			WHERE a.status = 'awaiting_approval' AND a.turn > $1 AND d.phase = 'delivered')`
+
+// ListUnfinishedTurns returns, oldest first (by turn id), at most limit
+// turns in scope for which turnframe.Unfinished holds: non-terminal turns,
+// turns holding an OutcomeUnknown or NeedsIntervention entry, delivered
+// turns holding a pending, executing or awaiting_approval entry, and
+// abandoned turns holding an executing entry. A scope's UpdatedBefore leaves
+// out turns updated at or after it; its After, when not zero, every turn
+// whose id does not sort after it (pass the last turn of a page to get the
+// next). ErrInvalid for a bad scope (turnframe.RecoveryScope.Validate) or a
+// limit outside 1–MaxLimit.
+func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := turnframe.CheckLimit("limit", limit); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("list unfinished turns")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	query, args := unfinishedSQL, []any{idText(scope.After)}
+	if scope.Account != "" {
+		args = append(args, string(scope.Account))
+		query += ` AND t.account = $` + strconv.Itoa(len(args))
+	}
+	if before := stamp(scope.UpdatedBefore); !before.IsZero() {
+		args = append(args, micros(before))
+		query += ` AND t.updated_at < $` + strconv.Itoa(len(args))
+	}
+	args = append(args, limit)
+	query += ` ORDER BY t.id LIMIT $` + strconv.Itoa(len(args))
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, s.fail(ctx, "list unfinished turns", err)
+	}
+	defer rows.Close()
+	var out []turnframe.TurnPhaseMarker
+	for rows.Next() {
+		var unknown, pending, executing, awaiting bool
+		t, err := scanTurn(rows, &unknown, &pending, &executing, &awaiting)
+		if err != nil {
+			return nil, s.fail(ctx, "list unfinished turns", err)
+		}
+		if !turnframe.Unfinished(t.Phase, unknown, pending, executing, awaiting) {
+			return nil, s.fail(ctx, "list unfinished turns",
+				fmt.Errorf("turn %v (%v, unknown %t, pending %t, executing %t, awaiting %t) listed, but turnframe.Unfinished says finished",
+					t.ID, t.Phase, unknown, pending, executing, awaiting))
+		}
+		out = append(out, marker(t))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, "list unfinished turns", err)
+	}
+	return out, nil
+}
+
+// ForTurn returns the entries the turn admitted, in admission order; none
+// (and no error) for a turn with none or of another account. ErrInvalid for
+// a bad account or a zero id.
+func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) ([]turnframe.JournalEntry, error) {
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("for turn")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rows, err := s.pool.Query(ctx,
+		`SELECT `+entryCols+` FROM journal WHERE turn = $1 AND account = $2 ORDER BY seq`, turn.String(), string(account))
+	if err != nil {
+		return nil, s.fail(ctx, "for turn", err)
+	}
+	defer rows.Close()
+	var out []turnframe.JournalEntry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, s.fail(ctx, "for turn", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, "for turn", err)
+	}
+	return out, nil
+}
+
+// ByKey returns the entry admitted under key. ErrInvalid for a bad account
+// or key; ErrNotFound if account never used key.
+func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
+	if err := account.Validate(); err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	if err := key.Validate(); err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	done, err := s.enter("by key")
+	if err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	defer done()
+	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+entryCols+` FROM journal WHERE account = $1 AND key = $2`,
+		string(account), string(key)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("key %q: %w", key, turnframe.ErrNotFound)
+	}
+	if err != nil {
+		return e, s.fail(ctx, "by key", err)
+	}
+	return e, nil
+}
+
+// EventsByID returns the events with these ids, in append order, each once.
+// Ids that do not exist for account are simply absent. ErrInvalid for a bad
+// account or a zero id.
+func (s *Store) EventsByID(ctx context.Context, account turnframe.AccountID, ids []turnframe.EventID) ([]turnframe.StoredEvent, error) {
+	if err := account.Validate(); err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(ids))
+	for i, id := range ids {
+		if err := turnframe.CheckID(fmt.Sprintf("ids[%d]", i), id); err != nil {
+			return nil, err
+		}
+		texts[i] = id.String()
+	}
+	done, err := s.enter("events by id")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if len(ids) == 0 {
+		return []turnframe.StoredEvent{}, nil
+	}
+	out, err := scanEvents(s.pool.Query(ctx, `SELECT `+eventCols+` FROM events
+		WHERE id = ANY($1) AND account = $2 ORDER BY seq`, texts, string(account)))
+	if err != nil {
+		return nil, s.fail(ctx, "events by id", err)
+	}
+	if out == nil {
+		out = []turnframe.StoredEvent{}
+	}
+	return out, nil
+}
+
+// EventsSince returns at most limit events of the case with a revision
+// above since, in revision order. ErrInvalid for a bad account or case, or
+// a limit outside 1–MaxLimit.
+func (s *Store) EventsSince(ctx context.Context, account turnframe.AccountID, c turnframe.CaseKey, since turnframe.CaseRevision, limit int) ([]turnframe.StoredEvent, error) {
+	if err := account.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := turnframe.CheckLimit("limit", limit); err != nil {
+		return nil, err
+	}
+	done, err := s.enter("events since")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if since >= math.MaxInt64 {
+		return nil, nil // no stored revision is above it
+	}
+	out, err := scanEvents(s.pool.Query(ctx, `SELECT `+eventCols+` FROM events
+		WHERE account = $1 AND case_key = $2 AND revision > $3 ORDER BY revision LIMIT $4`,
+		string(account), string(c), int64(since), limit))
+	if err != nil {
+		return nil, s.fail(ctx, "events since", err)
+	}
+	return out, nil
+}
+
+// CaseRevision returns the case's revision: 0 for a case with no event.
+// ErrInvalid for a bad account or case.
+func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c turnframe.CaseKey) (turnframe.CaseRevision, error) {
+	if err := account.Validate(); err != nil {
+		return 0, err
+	}
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	done, err := s.enter("case revision")
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	rev, err := caseRevision(ctx, s.pool, account, c)
+	if err != nil {
+		return 0, s.fail(ctx, "case revision", err)
+	}
+	return rev, nil
+}
+
+const caseRevisionSQL = `SELECT coalesce(max(revision), 0) FROM events WHERE account = $1 AND case_key = $2`
+
+func caseRevision(ctx context.Context, q querier, account turnframe.AccountID, c turnframe.CaseKey) (turnframe.CaseRevision, error) {
+	var rev int64
+	if err := q.QueryRow(ctx, caseRevisionSQL, string(account), string(c)).Scan(&rev); err != nil {
+		return 0, fmt.Errorf("revision of case %q: %w", c, err)
+	}
+	return turnframe.CaseRevision(rev), nil
+}
+
+// Replay returns the turn's replay record. ErrInvalid for a bad account or
+// a zero id; ErrNotFound if the turn has none or does not exist for account.
+func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.ReplayRecord, error) {
+	var r turnframe.ReplayRecord
+	if err := turnframe.CheckTurnRef(account, turn); err != nil {
+		return r, err
+	}
+	done, err := s.enter("replay")
+	if err != nil {
+		return r, err
+	}
+	defer done()
+	var text *string
+	err = s.pool.QueryRow(ctx, `SELECT replay FROM turns WHERE id = $1 AND account = $2`, turn.String(), string(account)).Scan(&text)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return r, fmt.Errorf("pgstore: replay: turn %v: %w", turn, turnframe.ErrNotFound)
+	case err != nil:
+		return r, s.fail(ctx, "replay", err)
+	case text == nil:
+		return r, fmt.Errorf("pgstore: replay: turn %v has no replay record: %w", turn, turnframe.ErrNotFound)
+	}
+	if err := json.Unmarshal([]byte(*text), &r); err != nil {
+		return turnframe.ReplayRecord{}, s.fail(ctx, "replay", fmt.Errorf("stored replay record: %w", err))
+	}
+	return r, nil
+}
