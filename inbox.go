@@ -127,4 +127,3 @@ func (in Inbound) validate(l Limits) error {
 	}
 	return l.checkText("text", in.Text)
 }
-

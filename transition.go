@@ -146,4 +146,3 @@ const CodeLeaseEnded = "turnframe.lease_ended"
 func LeaseEnded(r OutboxRecord, now time.Time) bool {
 	return r.Status == OutboxDispatching && !r.LeaseUntil.After(now)
 }
-
