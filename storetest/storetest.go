@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) turnframe.Store) {
 	var all []test
 	all = append(all, turnTests()...)
 	all = append(all, inboxTests()...)
+	all = append(all, concurrencyTests()...)
 	all = append(all, journalTests()...)
 	all = append(all, takeTests()...)
 	all = append(all, adoptionTests()...)
