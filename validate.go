@@ -19,6 +19,9 @@ const (
 	MaxRemoteRefLen = 1024
 )
 
+// checkString checks a string a store keeps as text: minLen–maxLen bytes
+// of UTF-8 with no NUL byte (PostgreSQL's text cannot hold one, so no store
+// takes it).
 func checkString(field, s string, minLen, maxLen int) error {
 	switch {
 	case len(s) < minLen:
@@ -27,6 +30,9 @@ func checkString(field, s string, minLen, maxLen int) error {
 		return invalid(field, "%d bytes, more than %d", len(s), maxLen)
 	case !utf8.ValidString(s):
 		return invalid(field, "not valid UTF-8")
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return invalid(field, "a NUL byte at %d", i)
 	}
 	return nil
 }

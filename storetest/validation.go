@@ -83,6 +83,12 @@ func testBadWrites(t *testing.T, e *env) {
 		{"OversizeCase", "admit[0].case", func(w *turnframe.Write) { w.Admit[0].Case = turnframe.CaseKey(long(turnframe.MaxCaseLen + 1)) }},
 		{"NonUTF8Case", "admit[0].case", func(w *turnframe.Write) { w.Admit[0].Case = notUTF8 }},
 		{"EmptyCommandName", "admit[0].name", func(w *turnframe.Write) { w.Admit[0].Name = "" }},
+		// A NUL byte in a string a store keeps as text: PostgreSQL's text
+		// cannot hold one, so no store takes it.
+		{"NULInCase", "admit[0].case", func(w *turnframe.Write) { w.Admit[0].Case = "booking/\x001" }},
+		{"NULInCommandName", "admit[0].name", func(w *turnframe.Write) { w.Admit[0].Name = "bo\x00ok" }},
+		{"NULInNote", "note", func(w *turnframe.Write) { w.Note = "why\x00" }},
+		{"NULInEventType", "events[0].type", func(w *turnframe.Write) { w.Events[0].Type = "boo\x00ked" }},
 		{"TwoAdmitsWithOneKey", "admit[1].key", func(w *turnframe.Write) {
 			w.Admit = append(w.Admit, command(fresh, "booking/3"))
 		}},
