@@ -38,11 +38,16 @@ func (a *agent) say(format string, args ...any) { fmt.Fprintf(a.w, format+"\n", 
 // ran and before the answer went out: respond returns errDied.
 func (a *agent) respond(ctx context.Context, p *process, msg message, die bool) error {
 	a.clock.Advance(2 * time.Second)
-	turn, err := p.rt.Receive(ctx, account, a.conv, msg.Text)
+	got, err := p.rt.ReceiveMessage(ctx, turnframe.Inbound{Account: account, Conversation: a.conv,
+		MessageID: turnframe.MessageID(msg.ID), Text: msg.Text})
 	if err != nil {
 		return err
 	}
 	a.say("user [%s, %s]: %s", msg.ID, a.clock.Now().Format("15:04:05"), msg.Text)
+	if got.Redelivered {
+		return a.answerAgain(msg, got)
+	}
+	turn := got.Turn
 	first := a.model.Next(msg, nil)
 	if len(first.Calls) == 0 { // it answers at once: nothing to admit
 		if err := p.rt.Deliver(ctx, account, turn, first.Answer); err != nil {
@@ -59,6 +64,20 @@ func (a *agent) respond(ctx context.Context, p *process, msg message, die bool) 
 		return errDied
 	}
 	return a.answer(ctx, p, turn, msg, results, "assistant")
+}
+
+// answerAgain answers a message the client sent again (the same message
+// id): ReceiveMessage found the turn its first delivery began and wrote
+// nothing, so no tool runs a second time. A delivered turn's answer is
+// sent again; one still running answers when it finishes.
+func (a *agent) answerAgain(msg message, got turnframe.Received) error {
+	a.say("  turnframe: [%s] was received before (its turn is %s): nothing runs again", msg.ID, got.Phase)
+	if got.Response == "" {
+		a.say("assistant: I am still working on that.")
+		return nil
+	}
+	a.say("assistant (again, from the first turn): %s", got.Response)
+	return nil
 }
 
 // runTools admits calls as the turn's commands and executes them, and

@@ -22,10 +22,11 @@
 //
 // The first process dies after [m2]'s commands committed, before its answer
 // went out; a second opens the same SQLite file, runs Recover, which
-// answers that turn from the journal, and goes on. The user's client sends
-// [m2] again: Plan reports its commands as admitted by an earlier turn
-// (PlanReport), and the model answers "already booked" without doing it
-// again. Dispatcher.Run sends the outbox on enqueue; the remotes are a real
+// answers that turn from the journal, and goes on. The user's client never
+// saw that answer and sends [m2] again, under the same message id:
+// Runtime.ReceiveMessage finds the turn its first delivery began, writes
+// nothing, and the answer recovery gave is sent again — no tool runs a
+// second time. Dispatcher.Run sends the outbox on enqueue; the remotes are a real
 // HTTP server on 127.0.0.1. The time is a clock the story moves.
 //
 // It prints the transcript and a table of every effect in each remote's
