@@ -38,6 +38,7 @@ func commandList() []*command {
 		pruneCommand(),
 		migrateCommand(),
 		versionCommand(),
+		uiCommand(),
 	}
 }
 

@@ -26,6 +26,7 @@
 //	turnframe release --db app.db                 mark claims whose lease ended outcome_unknown
 //	turnframe release --db app.db --force ID...   put rows back to pending whatever their lease (they may be sent twice)
 //	turnframe prune   --db app.db --older-than 30d delete finished rows (never a key)
+//	turnframe ui      --db app.db                 a local web page of all the above, with settle/requeue/approve buttons
 //	turnframe migrate --db app.db                 bring the schema up to date (may create the file)
 //	turnframe version [--db app.db]
 //

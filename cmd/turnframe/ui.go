@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
+
+func uiCommand() *command {
+	return &command{
+		name:    "ui",
+		summary: "serve an operator web page for a live database: what needs a person, with buttons",
+		help: `Serves a web page on the database: counts by status and destination; the
+outbox rows and journal entries that need intervention or whose outcome is
+unknown, first, each with settle (a verdict and a note) and escalate buttons;
+failed rows with requeue; commands awaiting approval with approve and deny;
+the unfinished turns with recovery's decision; and the history of a row, an
+entry or a turn. The page reloads itself every --refresh while no form field
+is being filled in. Its buttons make the moves the commands make — settle,
+requeue, approve, deny — through the same library calls, recorded in the
+history under --actor.
+
+It listens on --addr, the loopback interface by default, prints its URL and
+serves until interrupted (Ctrl-C), then shuts down. A non-loopback --addr is
+refused unless --allow-remote is given: the page has no login, so anyone who
+reaches the address acts as the operator. Every write is a POST that must
+carry this run's random token, which only the page's own forms hold, and come
+from the page's own origin (Origin or Referer, and Sec-Fetch-Site when the
+browser sends it); on loopback the page answers only to a loopback host name,
+which defeats DNS rebinding. --read-only serves no write at all and draws no
+button. A bad id, a form the database moved past (the row was settled since),
+or a file that stayed locked past --busy-timeout is answered with a message
+and a 4xx or 503 status; nothing is changed.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			db := addDBFlags(fs)
+			addr := fs.String("addr", "127.0.0.1:0", "the `host:port` to listen on (port 0: any free port)")
+			remote := fs.Bool("allow-remote", false, "allow a non-loopback --addr (the page has no login)")
+			readOnly := fs.Bool("read-only", false, "serve no write: no buttons, and every POST is refused")
+			refresh := fs.Duration("refresh", 15*time.Second, "how often the page reloads itself (0: never)")
+			actor := fs.String("actor", string(turnframe.ActorOperator), "who decides, as the audit trail records the page's writes (like operator:alice)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				who := turnframe.Actor(*actor)
+				if err := who.Validate(); err != nil {
+					return usagef("--actor: %v", err)
+				}
+				if !who.MayIntervene() {
+					return usagef("--actor %q may not settle, requeue or approve by hand: name the person deciding (like %q)", *actor, "operator:alice")
+				}
+				if *refresh < 0 {
+					return usagef("--refresh must not be negative")
+				}
+				loopback, err := loopbackAddr(*addr)
+				if err != nil {
+					return err
+				}
+				if !loopback && !*remote {
+					return usagef("--addr %s is not a loopback address; the page has no login, so anyone who reaches it acts "+
+						"as the operator: add --allow-remote to serve it there anyway (or --read-only as well)", *addr)
+				}
+				store, err := db.open(ctx)
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				s, err := newUIServer(store, db, e, uiOptions{readOnly: *readOnly, loopback: loopback, refresh: *refresh, actor: who})
+				if err != nil {
+					return err
+				}
+				return serveUI(ctx, e, s, *addr)
+			}
+		},
+	}
+}
+
+// loopbackAddr reports whether addr (host:port) names a loopback interface:
+// "localhost" or a loopback IP. An empty host, which listens on every
+// interface, is not loopback.
+func loopbackAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, usagef("--addr %q is not host:port (like 127.0.0.1:8080)", addr)
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// serveUI listens on addr, prints the page's URL and serves s until ctx
+// ends; then it shuts the server down, letting the requests in progress
+// finish for a few seconds, and returns once nothing it started still runs.
+func serveUI(ctx context.Context, e *env, s *uiServer, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	mode := "buttons write with actor " + string(s.opts.actor)
+	if s.opts.readOnly {
+		mode = "read-only"
+	}
+	fmt.Fprintf(e.stdout, "turnframe ui: serving %s on http://%s/ (%s); Ctrl-C stops it\n", s.store.Path(), ln.Addr(), mode)
+	srv := &http.Server{
+		Handler:           s.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(stop)
+	if err != nil {
+		srv.Close() // the requests still running past the grace period are cut off
+	}
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "turnframe ui: stopped\n")
+	return nil
+}

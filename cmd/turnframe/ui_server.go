@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
+)
+
+// uiFiles are the page's templates, its style sheet and its refresh script.
+//
+//go:embed ui
+var uiFiles embed.FS
+
+// uiOptions are how the ui command serves.
+type uiOptions struct {
+	readOnly bool            // serve no write route and draw no button
+	loopback bool            // answer only requests addressed to a loopback host name
+	refresh  time.Duration   // how often a page reloads itself; 0 never
+	actor    turnframe.Actor // who the page's writes name in the history
+}
+
+// uiServer serves the operator page on one open store. Its token is drawn
+// once per run and is the secret every write must carry.
+type uiServer struct {
+	store *sqlitestore.Store
+	db    *dbFlags
+	e     *env
+	opts  uiOptions
+	token string
+	pages *template.Template
+}
+
+// newUIServer draws the run's token and parses the embedded templates.
+func newUIServer(store *sqlitestore.Store, db *dbFlags, e *env, opts uiOptions) (*uiServer, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("draw the write token: %w", err)
+	}
+	s := &uiServer{store: store, db: db, e: e, opts: opts, token: hex.EncodeToString(b)}
+	pages, err := template.New("").Funcs(template.FuncMap{
+		"stamp":    stamp,
+		"token":    func() string { return s.token },
+		"readonly": func() bool { return s.opts.readOnly },
+		"statuses": func() []turnframe.OutboxStatus { return outboxStatuses() },
+	}).ParseFS(uiFiles, "ui/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse the page templates: %w", err)
+	}
+	s.pages = pages
+	return s, nil
+}
+
+// handler routes the page's requests. Read-only, the write routes do not
+// exist: a POST to one is answered 405 by the mux, which holds only GETs.
+func (s *uiServer) handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(uiFiles, "ui/static") // a constant path into the embedded tree
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", s.read(s.overview))
+	mux.HandleFunc("GET /outbox", s.read(s.outboxPage))
+	mux.HandleFunc("GET /turns", s.read(s.turnsPage))
+	mux.HandleFunc("GET /id/{id}", s.read(s.idPage))
+	mux.HandleFunc("GET /entry", s.read(s.entryPage))
+	mux.HandleFunc("GET /", s.read(func(*http.Request) (string, any, error) {
+		return "", nil, fmt.Errorf("no such page: %w", turnframe.ErrNotFound)
+	}))
+	if !s.opts.readOnly {
+		mux.HandleFunc("POST /settle", s.write(s.settle))
+		mux.HandleFunc("POST /requeue", s.write(s.requeue))
+		mux.HandleFunc("POST /approve", s.write(s.approval(true)))
+		mux.HandleFunc("POST /deny", s.write(s.approval(false)))
+	}
+	return s.guard(mux)
+}
+
+// uiPage is what every template gets: the page's own data in Data, and
+// what the layout needs.
+type uiPage struct {
+	Title    string
+	ReadOnly bool
+	Token    string
+	Refresh  int // seconds; 0: the page does not reload itself
+	Actor    string
+	Flash    *uiFlash
+	Data     any
+}
+
+// uiFlash is the status line above a page: the outcome of a write, or why
+// a request could not be served.
+type uiFlash struct {
+	OK      bool
+	Message string
+}
+
+// read serves a GET: fn returns the template to draw and its data, or an
+// error the page explains.
+func (s *uiServer) read(fn func(*http.Request) (string, any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name, data, err := fn(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.render(w, http.StatusOK, name, uiPage{Refresh: int(s.opts.refresh / time.Second), Data: data})
+	}
+}
+
+// uiResult is a write's page: what it did, and where to go back to.
+type uiResult struct {
+	Back string
+}
+
+// render draws template name with p into a buffer first, so that a
+// template error is answered whole, as a 500 without a half-written page.
+func (s *uiServer) render(w http.ResponseWriter, code int, name string, p uiPage) {
+	p.ReadOnly, p.Token, p.Actor = s.opts.readOnly, s.token, string(s.opts.actor)
+	if p.Title == "" {
+		p.Title = "turnframe · " + s.store.Path()
+	}
+	var buf bytes.Buffer
+	if err := s.pages.ExecuteTemplate(&buf, name, p); err != nil {
+		fmt.Fprintf(s.e.stderr, "turnframe ui: draw %s: %v\n", name, err)
+		http.Error(w, "the page could not be drawn; the error is in the ui command's output", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+// fail answers a request that could not be served with a page that says
+// why, under the status the error calls for (uiStatus); the result page
+// does not reload itself.
+func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := uiStatus(err)
+	if code == http.StatusInternalServerError {
+		fmt.Fprintf(s.e.stderr, "turnframe ui: %s %s: %v\n", r.Method, r.URL.Path, err)
+	}
+	s.render(w, code, "result.html", uiPage{Flash: &uiFlash{Message: uiMessage(code, err, r.Method == http.MethodPost)}, Data: uiResult{Back: backPath(r)}})
+}
+
+// uiStatus is the HTTP status of an error: 400 for a bad id or value, 404
+// for one that names nothing, 409 for a move the store's rule refused (the
+// row or entry moved since the page was drawn), 503 for a database that
+// stayed locked, 403 for a refused write; 500 for the rest.
+func uiStatus(err error) int {
+	var u *usageError
+	var refused *uiRefusal
+	switch {
+	case errors.As(err, &refused):
+		return http.StatusForbidden
+	case errors.As(err, &u), errors.Is(err, turnframe.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, turnframe.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, turnframe.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, sqlitestore.ErrBusy), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// uiMessage words an error for the status line; a write's says that
+// nothing changed.
+func uiMessage(code int, err error, write bool) string {
+	nothing := ""
+	if write {
+		nothing = "Nothing changed: "
+	}
+	switch code {
+	case http.StatusConflict:
+		return nothing + "it moved since this page was drawn. Reload the page and look again. (" + err.Error() + ")"
+	case http.StatusServiceUnavailable:
+		return nothing + "the database is busy. Try again in a moment. (" + err.Error() + ")"
+	case http.StatusForbidden:
+		return "Refused, nothing changed: " + err.Error()
+	case http.StatusInternalServerError:
+		return "Could not be done: " + err.Error()
+	}
+	return nothing + err.Error()
+}
+
+// backPath is where a result page links back to: the page the form was on
+// (its Referer, when it is this server's), else the overview.
+func backPath(r *http.Request) string {
+	ref, err := url.Parse(r.Referer())
+	if err != nil || ref.Host != r.Host || (ref.Scheme != "http" && ref.Scheme != "https") {
+		return "/"
+	}
+	return ref.RequestURI()
+}
