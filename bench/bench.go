@@ -1,6 +1,7 @@
 // Package bench measures turnframe against what SQLite itself can do on the
 // same machine (the raw ceilings) and against the Go libraries an
-// application would pick instead (River on its SQLite driver, goqite).
+// application would pick instead (River on its SQLite driver, goqite), and,
+// on a PostgreSQL server, pgstore against River on its pgx driver.
 //
 // It is its own module so that the library's go.mod never carries the peers.
 // Every contender runs on a fresh file in one folder with the same journal

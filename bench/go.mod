@@ -3,11 +3,21 @@ module github.com/turnframe/turnframe/bench
 go 1.26.0
 
 require (
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/maragudk/goqite v0.2.3
 	github.com/riverqueue/river v0.51.2
+	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
 	github.com/turnframe/turnframe v0.0.0-00010101000000-000000000000
+	github.com/turnframe/turnframe/pgstore v0.0.0-00010101000000-000000000000
 	modernc.org/sqlite v1.62.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/text v0.44.0 // indirect
 )
 
 require (
@@ -36,3 +46,5 @@ require (
 )
 
 replace github.com/turnframe/turnframe => ../
+
+replace github.com/turnframe/turnframe/pgstore => ../pgstore

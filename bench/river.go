@@ -127,35 +127,10 @@ func (r *River) Seed(ctx context.Context, n int) error {
 // reported completed on River's event subscription; then it stops the
 // client. Completion is counted from the subscription, never by sleeping.
 func (r *River) Drain(ctx context.Context, n int, timeout time.Duration) (time.Duration, error) {
-	events, cancel := r.Client.SubscribeConfig(&river.SubscribeConfig{
-		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed},
-		ChanSize: n + 1024, // never drop an event: a dropped one would hang the count
-	})
-	defer cancel()
-	ctx, stop := context.WithTimeout(ctx, timeout)
-	defer stop()
-	start := time.Now()
-	if err := r.Client.Start(ctx); err != nil {
-		return 0, fmt.Errorf("river start: %w", err)
+	elapsed, err := drainRiver(ctx, r.Client, n, timeout)
+	if err != nil {
+		return 0, err
 	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer scancel()
-		r.Client.Stop(sctx)
-	}()
-	done := 0
-	for done < n {
-		select {
-		case ev := <-events:
-			if ev.Kind != river.EventKindJobCompleted {
-				return 0, fmt.Errorf("river job %d: %s", ev.Job.ID, ev.Kind)
-			}
-			done++
-		case <-ctx.Done():
-			return 0, fmt.Errorf("river drain: %d of %d completed: %w", done, n, ctx.Err())
-		}
-	}
-	elapsed := time.Since(start)
 	var left int
 	if err := r.DB.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE state <> 'completed'`).Scan(&left); err != nil {
 		return 0, err

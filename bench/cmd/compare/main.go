@@ -1,6 +1,8 @@
 // Command compare runs turnframe, the raw SQLite ceilings and the peer
 // libraries (River on SQLite, goqite) side by side in one process run and
-// prints a markdown report of rows per second and ratios.
+// prints a markdown report of rows per second and ratios; given a
+// PostgreSQL server (-pg or TURNFRAME_PG_URL) it also runs pgstore against
+// River on riverpgxv5 on that server, and skips that part without one.
 //
 //	cd bench && go run ./cmd/compare [-quick] [-out RESULTS.md]
 //
@@ -38,11 +40,19 @@ type sizes struct {
 	TwoProc                     int
 	Latency                     int // rows of the enqueue → send latency workload
 	Reps                        int // repetitions of enqueue, drain, turn; the median is reported
+
+	// The PostgreSQL workloads (-pg): enqueue-in-tx, drain, processes
+	// draining one database, and claim latency with PGDue due rows behind
+	// each count of finished rows in PGScale.
+	PGEnqueue, PGDrain, PGProcs, PGDue int
+	PGScale                            []int
 }
 
 var (
-	full  = sizes{Enqueue: 20_000, Drain: 50_000, Turns: 5_000, ScaleSmall: 10_000, ScaleLarge: 1_000_000, Due: 100_000, Claims: 400, BlockedHead: 10_000, RSSSmall: 10_000, RSSLarge: 100_000, TwoProc: 50_000, Latency: 400, Reps: 1}
-	quick = sizes{Enqueue: 1_000, Drain: 2_000, Turns: 200, ScaleSmall: 1_000, ScaleLarge: 20_000, Due: 2_000, Claims: 40, BlockedHead: 1_000, RSSSmall: 1_000, RSSLarge: 10_000, TwoProc: 4_000, Latency: 100, Reps: 1}
+	full = sizes{Enqueue: 20_000, Drain: 50_000, Turns: 5_000, ScaleSmall: 10_000, ScaleLarge: 1_000_000, Due: 100_000, Claims: 400, BlockedHead: 10_000, RSSSmall: 10_000, RSSLarge: 100_000, TwoProc: 50_000, Latency: 400, Reps: 1,
+		PGEnqueue: 10_000, PGDrain: 20_000, PGProcs: 50_000, PGDue: 20_000, PGScale: []int{10_000, 200_000, 1_000_000}}
+	quick = sizes{Enqueue: 1_000, Drain: 2_000, Turns: 200, ScaleSmall: 1_000, ScaleLarge: 20_000, Due: 2_000, Claims: 40, BlockedHead: 1_000, RSSSmall: 1_000, RSSLarge: 10_000, TwoProc: 4_000, Latency: 100, Reps: 1,
+		PGEnqueue: 300, PGDrain: 1_000, PGProcs: 3_000, PGDue: 1_000, PGScale: []int{1_000, 10_000}}
 )
 
 func main() {
@@ -53,8 +63,9 @@ func main() {
 		quickFlag = flag.Bool("quick", false, "small row counts: under a minute, for CI; checks correctness, never speed")
 		out       = flag.String("out", "", "also write the report to this file (e.g. RESULTS.md)")
 		dir       = flag.String("dir", "", "folder for the temporary database folder (default: the system temp dir)")
-		only      = flag.String("only", "", "comma-separated workloads to run: enqueue,drain,turn,scale,memory,twoproc,latency (default all)")
-		reps      = flag.Int("reps", 0, "repetitions of enqueue, drain and turn (median reported); 0 = the size's default")
+		only      = flag.String("only", "", "comma-separated workloads to run: enqueue,drain,turn,scale,memory,twoproc,latency, and with -pg pgenqueue,pgdrain,pgprocs,pgscale (\"pg\": all four) (default all)")
+		pgURL     = flag.String("pg", os.Getenv("TURNFRAME_PG_URL"), "PostgreSQL server URL (postgres://...) for the pg workloads, each contender on a fresh schema dropped after; default $TURNFRAME_PG_URL; empty skips them")
+		reps      = flag.Int("reps", 0, "repetitions of enqueue, drain and turn, and of pgenqueue, pgdrain and pgprocs (median reported); 0 = the size's default")
 		syncs     = flag.String("sync", "FULL,NORMAL", "synchronous settings to run")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	)
@@ -71,7 +82,8 @@ func main() {
 		settings = append(settings, bench.Sync(strings.ToUpper(strings.TrimSpace(s))))
 	}
 	want := func(w string) bool {
-		return *only == "" || slices.Contains(strings.Split(*only, ","), w)
+		ws := strings.Split(*only, ",")
+		return *only == "" || slices.Contains(ws, w) || strings.HasPrefix(w, "pg") && slices.Contains(ws, "pg")
 	}
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
@@ -89,7 +101,7 @@ func main() {
 	}
 	defer folder.Close()
 
-	r := &run{ctx: ctx, folder: folder, sz: sz, syncs: settings, quick: *quickFlag}
+	r := &run{ctx: ctx, folder: folder, sz: sz, syncs: settings, quick: *quickFlag, pgURL: *pgURL}
 	r.env = environment(ctx, folder.Dir)
 	fmt.Fprintf(os.Stderr, "compare: %s run in %s (load %s)\n", r.mode(), folder.Dir, r.env.LoadStart)
 	start := time.Now()
@@ -114,6 +126,7 @@ func main() {
 	if want("latency") {
 		r.latency()
 	}
+	r.postgres(want)
 	r.env.LoadEnd = loadAvg()
 	r.env.Duration = time.Since(start).Round(time.Second)
 
@@ -148,6 +161,9 @@ type run struct {
 	quick    bool
 	env      env
 	tables   []table
+	pgURL    string  // the PostgreSQL server of the pg workloads; "" skips them
+	pgServer string  // its version and settings, for the report
+	pgTables []table // the pg workloads' tables, reported in a section of their own
 	notes    []string
 	failures []string
 }

@@ -166,7 +166,7 @@ func (r *run) scale() {
 
 // The child processes: the compare binary run again with childEnv set.
 const (
-	childEnv     = "TURNFRAME_BENCH_CHILD" // "drain"
+	childEnv     = "TURNFRAME_BENCH_CHILD" // "drain", "pgdrain" or "riverdrain"
 	childPath    = "TURNFRAME_BENCH_PATH"
 	childSync    = "TURNFRAME_BENCH_SYNC"
 	childWorker  = "TURNFRAME_BENCH_WORKER"
@@ -186,8 +186,15 @@ type childResult struct {
 // runChild drains the file named in the environment with one dispatcher,
 // records what it sent and reports as JSON.
 func runChild(kind string) int {
-	res := childDrain()
-	if kind != "drain" {
+	var res childResult
+	switch kind {
+	case "drain":
+		res = childDrain()
+	case childPGDrain:
+		res = childPGStoreDrain()
+	case childRiverDrain:
+		res = childRiverPGDrain()
+	default:
 		res.Error = "unknown child kind " + kind
 	}
 	json.NewEncoder(os.Stdout).Encode(res)
@@ -273,13 +280,19 @@ type proc struct {
 
 // startChild starts a drain child on path and waits until it is ready.
 func startChild(path string, s bench.Sync, worker, idsFile string, concurrency int) (*proc, error) {
+	return startChildKind("drain", path, string(s), worker, idsFile, concurrency)
+}
+
+// startChildKind starts a child of kind on path (a file, or a schema's URL)
+// and waits until it is ready.
+func startChildKind(kind, path, s, worker, idsFile string, concurrency int) (*proc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(),
-		childEnv+"=drain", childPath+"="+path, childSync+"="+string(s),
+		childEnv+"="+kind, childPath+"="+path, childSync+"="+s,
 		childWorker+"="+worker, childIDs+"="+idsFile, childConcurr+"="+strconv.Itoa(concurrency))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()

@@ -262,6 +262,13 @@ func abs(x float64) float64 {
 func (r *run) report() string {
 	var b strings.Builder
 	e := r.env
+	if len(r.tables) == 0 && len(r.pgTables) > 0 {
+		fmt.Fprintf(&b, "Produced by `cd bench && go run ./cmd/compare %s` with TURNFRAME_PG_URL set (%s run, %v) on %s, %s logical CPUs, %s; load average start %s, end %s.\n\n",
+			strings.Join(os.Args[1:], " "), r.mode(), e.Duration, e.CPU, e.Cores, e.GoVersion, e.LoadStart, e.LoadEnd)
+		b.WriteString(r.pgReport())
+		r.writeFailures(&b)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "# turnframe benchmark results\n\n")
 	fmt.Fprintf(&b, "Produced by `cd bench && go run ./cmd/compare%s -out RESULTS.md` (%s run, %v).\n\n", map[bool]string{true: " -quick"}[r.quick], r.mode(), e.Duration)
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
@@ -292,17 +299,23 @@ func (r *run) report() string {
 	for _, n := range r.notes {
 		fmt.Fprintf(&b, "%s\n\n", n)
 	}
+	b.WriteString(r.pgReport())
 	b.WriteString(boundsText)
+	r.writeFailures(&b)
+	return b.String()
+}
+
+// writeFailures ends the report with the failed checks, or says none failed.
+func (r *run) writeFailures(b *strings.Builder) {
 	if len(r.failures) > 0 {
 		b.WriteString("## Correctness failures\n\n")
 		for _, f := range r.failures {
-			fmt.Fprintf(&b, "* %s\n", f)
+			fmt.Fprintf(b, "* %s\n", f)
 		}
 		b.WriteString("\n")
 	} else {
-		b.WriteString("All correctness checks passed: every contender drained every row, and the two-process drain sent no row twice.\n")
+		b.WriteString("All correctness checks passed: every contender drained every row, and no row was sent twice by several processes.\n")
 	}
-	return b.String()
 }
 
 // boundsText is what profiling found bounds the gaps. It is written by hand
