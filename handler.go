@@ -148,10 +148,11 @@ type handlerEnd struct {
 	stack []byte // cause "panic": where
 }
 
-// callHandler runs h through callWithin under the command timeout. It
-// returns the handler's outcome, or Unknown with the cause "timeout" (the
-// handler answered after its deadline, or not at all) or "panic"; or the
-// caller's context error when ctx itself ended first.
+// callHandler runs h through callWithin under the command timeout and emits
+// SignalCommandDuration for the call. It returns the handler's outcome, or
+// Unknown with the cause "timeout" (the handler answered after its
+// deadline, or not at all) or "panic"; or the caller's context error when
+// ctx itself ended first (then it emits nothing).
 func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (handlerEnd, error) {
 	late := func(b bounded[Outcome]) {
 		note := "the handler answered after its deadline: " + b.value.kind.String()
@@ -161,21 +162,29 @@ func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (handl
 		note += " (attempt " + call.Attempt.String() + ")"
 		recordLateAnswer(ctx, rt.store, rt.obs, rt.cfg.now(), JournalSubject(call.Account, call.Command.Key), ActorApp, b.value.remoteRef, note)
 	}
+	start := rt.cfg.clock()
 	r := callWithin(ctx, rt.cfg.commandTimeout, func(hctx context.Context) Outcome { return h.Handle(hctx, call) }, late)
+	elapsed := rt.cfg.clock().Sub(start)
 	attrs := []slog.Attr{slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String())}
+	timed := func(outcome string) {
+		rt.obs.timed(SignalCommandDuration, Labels{Command: call.Command.Name, Outcome: outcome}, elapsed)
+	}
 	switch r.end {
 	case callTimedOut:
 		if err := ctx.Err(); err != nil {
 			return handlerEnd{}, err
 		}
+		timed("timeout")
 		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command did not answer within its timeout; its outcome is unknown",
 			append(attrs, slog.Duration("timeout", rt.cfg.commandTimeout))...)
 		return handlerEnd{out: Unknown(""), cause: "timeout"}, nil
 	case callPanicked:
+		timed("panic")
 		rt.obs.logf(ctx, slog.LevelError, "turnframe: command handler panicked; its outcome is unknown",
 			append(attrs, slog.Any("panic", r.panic), slog.String("stack", string(r.stack)))...)
 		return handlerEnd{out: Unknown(""), cause: "panic", panic: r.panic, stack: r.stack}, nil
 	}
+	timed(r.value.kind.String())
 	return handlerEnd{out: r.value, cause: "handler"}, nil
 }
 

@@ -8,7 +8,8 @@ import (
 )
 
 // Signal names something the library measures. Counters are observed with a
-// zero duration; timed signals (SignalExternalLatency) carry how long it took.
+// zero duration; timed signals (SignalExternalLatency, SignalCommandDuration)
+// carry how long it took.
 type Signal string
 
 // The signals (DESIGN.md, "Observability"), prefixed with Signal in Go so that they do not
@@ -41,6 +42,14 @@ const (
 	// SignalCommandRejected: one command rejected. Labels: Command, Outcome (the
 	// code).
 	SignalCommandRejected Signal = "command_rejected"
+	// SignalCommandDuration: one handler call of one attempt ended (timed:
+	// from the call to its answer, or to its deadline, by the clock of
+	// WithClock). Labels: Command, Outcome — the kind the handler answered
+	// ("commit", "reject", "unknown"), or "timeout" or "panic". It is emitted
+	// once per call, so a commit run again after its case moved counts each
+	// run, and a commit the store then refused counts too; a call the
+	// caller's context cut short emits nothing.
+	SignalCommandDuration Signal = "command_duration"
 	// SignalRecoveryDecided: recovery decided what a turn needs. Labels: Action.
 	SignalRecoveryDecided Signal = "recovery_decided"
 	// SignalLateAnswer: an answer came after its deadline, or after its
