@@ -1,5 +1,7 @@
 package turnframe
 
+import "context"
+
 // EnqueueNotifier is what a store offers, optionally, so that Dispatcher.Run
 // wakes at once when this process enqueues: memstore and sqlitestore
 // implement it; a store that does not is polled at
@@ -14,4 +16,23 @@ type EnqueueNotifier interface {
 	// same file, do not close it (Run's poll finds them). Safe for
 	// concurrent use.
 	Enqueued() <-chan struct{}
+}
+
+// EnqueueListener is what a store offers, optionally, so that Dispatcher.Run
+// wakes at once when any process enqueues on the same database: pgstore
+// implements it (PostgreSQL's LISTEN and NOTIFY). Run prefers it to
+// EnqueueNotifier, which sees only this store value's commits.
+type EnqueueListener interface {
+	// ListenEnqueued starts listening and returns wake, which receives a
+	// value (it is buffered, holding one) after each commit, by any
+	// process, that enqueued outbox rows; several may be merged into one.
+	// wake is closed when listening ends: at stop, when ctx ends, or when
+	// the listener failed (a lost connection), which Run then logs,
+	// polling meanwhile and listening again with backoff. stop ends
+	// listening and returns only once everything ListenEnqueued started
+	// has ended, with the error that ended it (nil for stop or ctx);
+	// calling it twice is safe. Commits made while nothing listens are not
+	// announced: look for due rows after ListenEnqueued returns. On error
+	// nothing was started.
+	ListenEnqueued(ctx context.Context) (wake <-chan struct{}, stop func() error, err error)
 }

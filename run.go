@@ -15,7 +15,11 @@ import (
 // at most Concurrency sends in flight across its batches and no more per
 // destination than DestinationLimits allows. It looks for due rows
 //
-//   - at once when this process enqueues, if the store is an
+//   - at once when any process enqueues, if the store is an
+//     EnqueueListener (pgstore is: Run listens from its start and stops
+//     listening before it returns; a listener that fails is logged and
+//     started again with backoff, Run polling meanwhile);
+//   - otherwise at once when this process enqueues, if the store is an
 //     EnqueueNotifier (memstore and sqlitestore are: an Apply, an
 //     ApplyTx, or Runtime.Execute's commit wakes it);
 //   - every PollInterval, for rows enqueued elsewhere and retries whose
@@ -54,9 +58,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d: d, stop: runCtx, send: sendCtx, free: d.cfg.Concurrency,
 		ended:    make(chan int, d.cfg.Concurrency),
 		released: make(chan error, 1),
+		wake:     newRunWake(d),
 	}
 	err := l.loop()
 	stop()
+	l.wake.close()
 	l.work.Wait()
 	endGrace()
 	return err
@@ -74,6 +80,7 @@ type runLoop struct {
 	releasing bool           // a release is running
 	released  chan error     // a release ended, with its error
 	work      sync.WaitGroup // the batches and the release in flight
+	wake      *runWake       // the listener or notifier that wakes the loop (run_wake.go)
 }
 
 // loop claims and waits until the stop context ends or the store is closed.
@@ -81,12 +88,13 @@ func (l *runLoop) loop() error {
 	poll := time.NewTicker(l.d.cfg.PollInterval)
 	defer poll.Stop()
 	release := true
+	l.wake.listen(l.stop)
 	for l.stop.Err() == nil {
 		if release && !l.releasing {
 			l.startRelease()
 			release = false
 		}
-		wake := l.d.enqueued() // taken before the claim, so an enqueue after it is not missed
+		heard, notified, retry := l.wake.channels() // taken before the claim, so an enqueue after it is not missed
 		full, err := l.claim()
 		if err != nil && l.stop.Err() == nil {
 			if errors.Is(err, ErrClosed) {
@@ -99,7 +107,13 @@ func (l *runLoop) loop() error {
 		}
 		select {
 		case <-l.stop.Done():
-		case <-wake:
+		case <-notified:
+		case _, ok := <-heard:
+			if !ok {
+				l.wake.lost(l.stop)
+			}
+		case <-retry:
+			l.wake.listen(l.stop)
 		case <-poll.C:
 			release = true
 		case n := <-l.ended:

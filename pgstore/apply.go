@@ -43,10 +43,23 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
 	}
+	f, err := s.frameAt(ctx, s.pool, "apply", w.Now)
+	if err != nil {
+		return turnframe.Applied{}, err
+	}
+	applied, err := s.dbApply(ctx, f.writeIn(w))
+	return f.appliedOut(applied), err
+}
+
+// dbApply is Apply on times in the store's frame (frame.go).
+func (s *Store) dbApply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if err := w.Validate(); err != nil {
+		return turnframe.Applied{}, err
+	}
 	var applied turnframe.Applied
 	err := s.inTx(ctx, "apply", func(tx *wtx) error {
 		var err error
-		applied, err = s.apply(ctx, tx, w)
+		applied, err = s.applyAndNotify(ctx, tx, w)
 		return err
 	})
 	if err != nil {

@@ -76,6 +76,19 @@ const claimedCols = `u.seq, u.id, u.account, u.turn, u.key, u.destination, u.pay
 // Dispatching until their lease ends and ExpireClaims declares their
 // outcome unknown.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
+	f, err := s.frameAt(ctx, s.pool, "claim", now)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := s.dbClaimDue(ctx, f.in(now), limit, worker, lease)
+	for i := range claims {
+		claims[i] = f.claimOut(claims[i])
+	}
+	return claims, err
+}
+
+// dbClaimDue is ClaimDue on times in the store's frame (frame.go).
+func (s *Store) dbClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
 	if err := turnframe.CheckClaim(now, limit, worker, lease); err != nil {
 		return nil, err
 	}

@@ -112,6 +112,16 @@ const historySQL = `SELECT seq, ` + historyCols + ` FROM history
 // another account. ErrInvalid for a bad subject (turnframe.Subject.Validate)
 // or a limit outside 1–MaxLimit.
 func (s *Store) History(ctx context.Context, subject turnframe.Subject, after int64, limit int) ([]turnframe.HistoryRecord, error) {
+	f, err := s.frame(ctx, "history")
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.dbHistory(ctx, subject, after, limit)
+	return f.historyOut(recs), err
+}
+
+// dbHistory is History on times in the store's frame (frame.go).
+func (s *Store) dbHistory(ctx context.Context, subject turnframe.Subject, after int64, limit int) ([]turnframe.HistoryRecord, error) {
 	if err := subject.Validate(); err != nil {
 		return nil, err
 	}
@@ -162,6 +172,16 @@ const (
 // aside, which the store sets); ErrNotFound for a subject that does not
 // exist for its account (an outbox row of another account included).
 func (s *Store) RecordEvidence(ctx context.Context, rec turnframe.HistoryRecord) error {
+	f, err := s.frameAt(ctx, s.pool, "record evidence", rec.At)
+	if err != nil {
+		return err
+	}
+	rec.At = f.in(rec.At)
+	return s.dbRecordEvidence(ctx, rec)
+}
+
+// dbRecordEvidence is RecordEvidence on times in the store's frame (frame.go).
+func (s *Store) dbRecordEvidence(ctx context.Context, rec turnframe.HistoryRecord) error {
 	check := rec
 	check.From, check.To = "-", "-" // the store's to set, not the caller's to get right
 	if err := check.Validate(); err != nil {

@@ -52,5 +52,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if err := Migrate(ctx, pool); err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
 	}
-	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries}, nil
+	channel, err := enqueueChannel(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
+	}
+	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel}, nil
 }

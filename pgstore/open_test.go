@@ -67,9 +67,9 @@ func TestOpen(t *testing.T) {
 }
 
 // mustOpenURL opens a store on url, closed when t ends.
-func mustOpenURL(t testing.TB, url string) *pgstore.Store {
+func mustOpenURL(t testing.TB, url string, opts ...pgstore.Option) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), url)
+	s, err := pgstore.Open(context.Background(), url, opts...)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

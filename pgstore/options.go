@@ -1,6 +1,10 @@
 package pgstore
 
-import "github.com/turnframe/turnframe"
+import (
+	"time"
+
+	"github.com/turnframe/turnframe"
+)
 
 // Option configures Open and New. Each option's zero value keeps the
 // default.
@@ -9,6 +13,8 @@ type Option func(*config)
 type config struct {
 	ids     *turnframe.IDGenerator
 	retries int
+	clock   Clock
+	host    func() time.Time
 }
 
 // DefaultRetries is how many times a write transaction is run again after
@@ -23,6 +29,9 @@ func newConfig(opts []Option) config {
 	}
 	if c.ids == nil {
 		c.ids = turnframe.NewIDGenerator()
+	}
+	if c.host == nil {
+		c.host = time.Now
 	}
 	return c
 }
@@ -40,6 +49,31 @@ func WithRetries(n int) Option {
 	return func(c *config) {
 		if n >= 0 {
 			c.retries = n
+		}
+	}
+}
+
+// WithClock chooses the clock leases and due times are measured on: the
+// database's (DatabaseClock, the default) or each caller's (CallerClock).
+// An unknown value keeps the default.
+func WithClock(c Clock) Option {
+	return func(cfg *config) {
+		if c == DatabaseClock || c == CallerClock {
+			cfg.clock = c
+		}
+	}
+}
+
+// WithHostClock sets the clock that stands for the caller's in DatabaseClock
+// mode for a call that carries no time of its own — a read, Requeue's at,
+// Prune's cut-off, RecoveryScope.UpdatedBefore — so the times it gives and
+// returns are in that clock's frame. Give it the clock the application's
+// Runtime and Dispatcher run on (turnframe.WithClock), when that is not the
+// host's. Default: time.Now; nil keeps it. CallerClock mode never reads it.
+func WithHostClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.host = now
 		}
 	}
 }

@@ -22,6 +22,16 @@ import (
 // no such row; ErrConflict, changing nothing, for a row in another status,
 // or one that needs intervention and an actor that may not intervene.
 func (s *Store) Resolve(ctx context.Context, res turnframe.Resolution) error {
+	f, err := s.frameAt(ctx, s.pool, "resolve", res.Now)
+	if err != nil {
+		return err
+	}
+	res.Now = f.in(res.Now)
+	return s.dbResolve(ctx, res)
+}
+
+// dbResolve is Resolve on times in the store's frame (frame.go).
+func (s *Store) dbResolve(ctx context.Context, res turnframe.Resolution) error {
 	if err := res.Validate(); err != nil {
 		return err
 	}
@@ -40,6 +50,15 @@ func (s *Store) Resolve(ctx context.Context, res turnframe.Resolution) error {
 // ErrNotFound for no such row; ErrConflict, changing nothing, for a row in
 // any other status.
 func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
+	f, err := s.frame(ctx, "requeue")
+	if err != nil {
+		return err
+	}
+	return s.dbRequeue(ctx, id, f.in(at))
+}
+
+// dbRequeue is Requeue on times in the store's frame (frame.go).
+func (s *Store) dbRequeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
 	}
@@ -63,6 +82,15 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 // for no such row; ErrConflict, changing nothing, for a row that is not
 // Dispatching. A crash before the commit releases nothing.
 func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
+	f, err := s.frameAt(ctx, s.pool, "release", now)
+	if err != nil {
+		return err
+	}
+	return s.dbReleaseClaim(ctx, id, f.in(now))
+}
+
+// dbReleaseClaim is ReleaseClaim on times in the store's frame (frame.go).
+func (s *Store) dbReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
 		return err
 	}
@@ -144,6 +172,15 @@ const expireSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatc
 // claim loses it: its settlement and its extension are ErrClaimLost. A
 // crash before the commit expires nothing.
 func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+	f, err := s.frameAt(ctx, s.pool, "expire claims", now)
+	if err != nil {
+		return nil, err
+	}
+	return s.dbExpireClaims(ctx, f.in(now))
+}
+
+// dbExpireClaims is ExpireClaims on times in the store's frame (frame.go).
+func (s *Store) dbExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
 	if err := turnframe.CheckTime("now", now); err != nil {
 		return nil, err
 	}
@@ -196,6 +233,15 @@ const (
 // deduplicating after its rows are gone. ErrInvalid for a zero
 // finishedBefore.
 func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
+	f, err := s.frame(ctx, "prune")
+	if err != nil {
+		return 0, err
+	}
+	return s.dbPrune(ctx, f.in(finishedBefore))
+}
+
+// dbPrune is Prune on times in the store's frame (frame.go).
+func (s *Store) dbPrune(ctx context.Context, finishedBefore time.Time) (int, error) {
 	if err := turnframe.CheckTime("finished_before", finishedBefore); err != nil {
 		return 0, err
 	}
@@ -239,6 +285,16 @@ const findOutboxSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE id = $1`
 // GetOutbox returns one row, whatever its account. ErrInvalid for a zero
 // id; ErrNotFound if it does not exist (or was pruned).
 func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
+	f, err := s.frame(ctx, "get outbox")
+	if err != nil {
+		return turnframe.OutboxRecord{}, err
+	}
+	r, err := s.dbGetOutbox(ctx, id)
+	return f.recordOut(r), err
+}
+
+// dbGetOutbox is GetOutbox on times in the store's frame (frame.go).
+func (s *Store) dbGetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
 	if err := turnframe.CheckID("id", id); err != nil {
 		return turnframe.OutboxRecord{}, err
 	}
@@ -269,6 +325,19 @@ func findOutbox(ctx context.Context, q querier, id turnframe.OutboxID) (outboxRo
 // filter.Account, belongs to another account: a cursor never reveals that
 // another tenant's row exists.
 func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
+	f, err := s.frame(ctx, "list outbox")
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.dbListOutbox(ctx, filter)
+	for i := range rs {
+		rs[i] = f.recordOut(rs[i])
+	}
+	return rs, err
+}
+
+// dbListOutbox is ListOutbox on times in the store's frame (frame.go).
+func (s *Store) dbListOutbox(ctx context.Context, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,16 @@ import (
 // TurnPhase returns the turn's phase marker. ErrInvalid for a bad account or
 // a zero id; ErrNotFound if the turn does not exist for account.
 func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.TurnPhaseMarker, error) {
+	f, err := s.frame(ctx, "turn phase")
+	if err != nil {
+		return turnframe.TurnPhaseMarker{}, err
+	}
+	m, err := s.dbTurnPhase(ctx, account, turn)
+	return f.markerOut(m), err
+}
+
+// dbTurnPhase is TurnPhase on times in the store's frame (frame.go).
+func (s *Store) dbTurnPhase(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.TurnPhaseMarker, error) {
 	t, err := s.LoadTurn(ctx, account, turn)
 	if err != nil {
 		return turnframe.TurnPhaseMarker{}, err
@@ -28,6 +38,16 @@ func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn
 // LoadTurn returns the stored turn. ErrInvalid for a bad account or a zero
 // id; ErrNotFound if the turn does not exist for account.
 func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
+	f, err := s.frame(ctx, "load turn")
+	if err != nil {
+		return turnframe.StoredTurn{}, err
+	}
+	t, err := s.dbLoadTurn(ctx, account, turn)
+	return f.turnOut(t), err
+}
+
+// dbLoadTurn is LoadTurn on times in the store's frame (frame.go).
+func (s *Store) dbLoadTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
 	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return turnframe.StoredTurn{}, err
 	}
@@ -91,6 +111,20 @@ const unfinishedSQL = `SELECT ` + turnCols + `,
 // next). ErrInvalid for a bad scope (turnframe.RecoveryScope.Validate) or a
 // limit outside 1–MaxLimit.
 func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
+	f, err := s.frame(ctx, "list unfinished turns")
+	if err != nil {
+		return nil, err
+	}
+	scope.UpdatedBefore = f.in(scope.UpdatedBefore)
+	ms, err := s.dbListUnfinishedTurns(ctx, scope, limit)
+	for i := range ms {
+		ms[i] = f.markerOut(ms[i])
+	}
+	return ms, err
+}
+
+// dbListUnfinishedTurns is ListUnfinishedTurns on times in the store's frame (frame.go).
+func (s *Store) dbListUnfinishedTurns(ctx context.Context, scope turnframe.RecoveryScope, limit int) ([]turnframe.TurnPhaseMarker, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,6 +176,16 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 // (and no error) for a turn with none or of another account. ErrInvalid for
 // a bad account or a zero id.
 func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) ([]turnframe.JournalEntry, error) {
+	f, err := s.frame(ctx, "for turn")
+	if err != nil {
+		return nil, err
+	}
+	es, err := s.dbForTurn(ctx, account, turn)
+	return f.entriesOut(es), err
+}
+
+// dbForTurn is ForTurn on times in the store's frame (frame.go).
+func (s *Store) dbForTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) ([]turnframe.JournalEntry, error) {
 	if err := turnframe.CheckTurnRef(account, turn); err != nil {
 		return nil, err
 	}
@@ -173,6 +217,16 @@ func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn t
 // ByKey returns the entry admitted under key. ErrInvalid for a bad account
 // or key; ErrNotFound if account never used key.
 func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
+	f, err := s.frame(ctx, "by key")
+	if err != nil {
+		return turnframe.JournalEntry{}, err
+	}
+	e, err := s.dbByKey(ctx, account, key)
+	return f.entryOut(e), err
+}
+
+// dbByKey is ByKey on times in the store's frame (frame.go).
+func (s *Store) dbByKey(ctx context.Context, account turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
 	if err := account.Validate(); err != nil {
 		return turnframe.JournalEntry{}, err
 	}
@@ -199,6 +253,16 @@ func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turn
 // Ids that do not exist for account are simply absent. ErrInvalid for a bad
 // account or a zero id.
 func (s *Store) EventsByID(ctx context.Context, account turnframe.AccountID, ids []turnframe.EventID) ([]turnframe.StoredEvent, error) {
+	f, err := s.frame(ctx, "events by id")
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.dbEventsByID(ctx, account, ids)
+	return f.eventsOut(evs), err
+}
+
+// dbEventsByID is EventsByID on times in the store's frame (frame.go).
+func (s *Store) dbEventsByID(ctx context.Context, account turnframe.AccountID, ids []turnframe.EventID) ([]turnframe.StoredEvent, error) {
 	if err := account.Validate(); err != nil {
 		return nil, err
 	}
@@ -232,6 +296,16 @@ func (s *Store) EventsByID(ctx context.Context, account turnframe.AccountID, ids
 // above since, in revision order. ErrInvalid for a bad account or case, or
 // a limit outside 1–MaxLimit.
 func (s *Store) EventsSince(ctx context.Context, account turnframe.AccountID, c turnframe.CaseKey, since turnframe.CaseRevision, limit int) ([]turnframe.StoredEvent, error) {
+	f, err := s.frame(ctx, "events since")
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.dbEventsSince(ctx, account, c, since, limit)
+	return f.eventsOut(evs), err
+}
+
+// dbEventsSince is EventsSince on times in the store's frame (frame.go).
+func (s *Store) dbEventsSince(ctx context.Context, account turnframe.AccountID, c turnframe.CaseKey, since turnframe.CaseRevision, limit int) ([]turnframe.StoredEvent, error) {
 	if err := account.Validate(); err != nil {
 		return nil, err
 	}

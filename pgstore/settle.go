@@ -47,6 +47,15 @@ func lockOutboxRows(ctx context.Context, tx *wtx, ids []turnframe.OutboxID) (map
 // error, ErrBusy); when it is not nil nothing was written and results is
 // nil. A crash before the commit leaves every row Dispatching.
 func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettlement) ([]error, error) {
+	f, err := s.frameAt(ctx, s.pool, "settle", latest(settlements))
+	if err != nil {
+		return nil, err
+	}
+	return s.dbSettle(ctx, f.settlementsIn(settlements))
+}
+
+// dbSettle is Settle on times in the store's frame (frame.go).
+func (s *Store) dbSettle(ctx context.Context, settlements []turnframe.OutboxSettlement) ([]error, error) {
 	results := make([]error, len(settlements))
 	var ids []turnframe.OutboxID
 	for i, st := range settlements {
@@ -197,6 +206,15 @@ const extendSQL = `UPDATE outbox SET lease_until = $1 WHERE seq = $2`
 // nothing was written and results is nil. A crash before the commit leaves
 // every lease as it was.
 func (s *Store) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	f, err := s.frameAt(ctx, s.pool, "extend claims", now)
+	if err != nil {
+		return nil, err
+	}
+	return s.dbExtendClaims(ctx, f.claimsIn(claims), f.in(now), lease)
+}
+
+// dbExtendClaims is ExtendClaims on times in the store's frame (frame.go).
+func (s *Store) dbExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
 	if err := turnframe.CheckExtend(claims, now, lease); err != nil {
 		return nil, err
 	}

@@ -39,9 +39,18 @@
 // store or pool is turnframe.ErrClosed.
 //
 // Times are kept as bigint Unix microseconds, as in SQLite (the migrations
-// say why). In this phase a lease is measured on the caller's clock (the now
-// each call is given), as the contract states; the database clock is for a
-// later version.
+// say why), on the database's clock by default: every call reads
+// clock_timestamp() first and moves the times it is given into the
+// database's frame, and the times it returns back into the caller's
+// (DatabaseClock, frame.go), so leases stay exclusive and end on time
+// whatever the hosts' clocks say. CallerClock takes the callers' times as
+// they are, as sqlitestore does; the conformance suite runs in it.
+//
+// Across processes: a write that enqueues outbox rows notifies
+// (pg_notify) in its transaction, and ListenEnqueued, which
+// turnframe.Dispatcher.Run uses, hears the commits of every process on the
+// schema. BeginTx and ApplyTx commit the application's own tables with a
+// Write, in the application's transaction.
 package pgstore
 
 import (
@@ -49,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/turnframe/turnframe"
@@ -66,6 +76,9 @@ type Store struct {
 	ownPool bool // Open made the pool, so Close closes it
 	ids     *turnframe.IDGenerator
 	retries int
+	clock   Clock            // WithClock: the frame of every call (frame.go)
+	host    func() time.Time // WithHostClock
+	channel string           // the pg_notify channel of enqueues (listen.go)
 
 	mu     sync.Mutex     // guards closed, and calls.Add against Close's calls.Wait
 	closed bool           // set by Close: every call from then on is ErrClosed

@@ -1,0 +1,124 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/turnframe/turnframe"
+)
+
+var _ turnframe.EnqueueListener = (*Store)(nil)
+
+// The wake-ups across processes. A write that enqueues outbox rows (Apply,
+// ApplyTx) issues pg_notify on the store's channel inside its transaction,
+// so PostgreSQL delivers the notification when, and only if, it commits;
+// every process listening on the database hears it (ListenEnqueued).
+//
+// The channel is named after the schema the store's tables are in
+// (current_schema(), from the connection's search_path):
+// "turnframe_enqueued_" and the MD5 of the schema's name, so that stores on
+// different schemas of one database — parallel tests, tenants kept apart by
+// schema — do not wake each other, and the name stays within PostgreSQL's
+// 63 bytes whatever the schema's.
+const (
+	channelSQL = `SELECT 'turnframe_enqueued_' || md5(coalesce(current_schema(), ''))`
+	notifySQL  = `SELECT pg_notify($1, '')`
+)
+
+// enqueueChannel returns the channel of the schema pool's connections use.
+func enqueueChannel(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	var ch string
+	err := pool.QueryRow(ctx, channelSQL).Scan(&ch)
+	return ch, err
+}
+
+// applyAndNotify is apply, and the notification of its rows if it
+// enqueued any, in tx.
+func (s *Store) applyAndNotify(ctx context.Context, tx *wtx, w turnframe.Write) (turnframe.Applied, error) {
+	applied, err := s.apply(ctx, tx, w)
+	if err != nil || len(applied.Outbox) == 0 {
+		return applied, err
+	}
+	if _, err := tx.Exec(ctx, notifySQL, s.channel); err != nil {
+		return turnframe.Applied{}, fmt.Errorf("notify the enqueue: %w", err)
+	}
+	return applied, nil
+}
+
+// ListenEnqueued listens for the enqueues of every process on the store's
+// schema (turnframe.EnqueueListener): it opens a connection of its own (not
+// one of the pool's), LISTENs on the store's channel, and starts one
+// goroutine that sends on wake (buffered, one value) for each commit that
+// enqueued rows, its own process's included; a notification that finds the
+// buffer full is merged with the one waiting.
+//
+// wake is closed when listening ends: when stop is called, when ctx ends,
+// or when the connection fails (the server went away). stop ends listening,
+// closes the connection, waits for the goroutine to return, and returns
+// the error that ended listening (nil when stop or ctx did); calling it
+// again returns the same. Notifications committed while no connection
+// listens are not replayed: look for due rows after (re)starting.
+//
+// Errors: ErrClosed after Close; otherwise the connection's or the LISTEN's
+// error, translated, and nothing is left running.
+func (s *Store) ListenEnqueued(ctx context.Context) (wake <-chan struct{}, stop func() error, err error) {
+	done, err := s.enter("listen")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, nil, s.fail(ctx, "listen: connect", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, nil, s.fail(ctx, "listen", err)
+	}
+	l := &listener{conn: conn, wake: make(chan struct{}, 1)}
+	lctx, cancel := context.WithCancel(ctx)
+	l.wg.Go(func() { l.err = l.run(lctx) })
+	return l.wake, l.stopper(cancel), nil
+}
+
+// listener is one ListenEnqueued's connection and goroutine.
+type listener struct {
+	conn *pgx.Conn
+	wake chan struct{}
+	wg   sync.WaitGroup
+	err  error // why run returned; read after wg.Wait
+}
+
+// run forwards notifications until ctx ends or the connection fails, then
+// closes the connection and wake.
+func (l *listener) run(ctx context.Context) error {
+	defer close(l.wake)
+	defer l.conn.Close(context.WithoutCancel(ctx))
+	for {
+		if _, err := l.conn.WaitForNotification(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("pgstore: listen: %w", err)
+		}
+		select {
+		case l.wake <- struct{}{}:
+		default: // one is waiting already: it stands for this one too
+		}
+	}
+}
+
+// stopper returns listen's stop: cancel run, wait for it, report its error.
+func (l *listener) stopper(cancel context.CancelFunc) func() error {
+	var once sync.Once
+	return func() error {
+		once.Do(func() {
+			cancel()
+			l.wg.Wait()
+		})
+		return l.err
+	}
+}
