@@ -32,7 +32,10 @@ func (id MessageID) Validate() error {
 
 // Inbound is one message as a channel delivered it.
 type Inbound struct {
-	Account      AccountID
+	Account AccountID
+	// Conversation must be the same on every delivery of a message: keep
+	// the ConversationID an app gives a chat, rather than a new one per
+	// delivery, or a redelivery is ErrConflict (storekit.CheckRedelivery).
 	Conversation ConversationID
 	// MessageID is the channel's id of the message. "" receives it without
 	// one, as Receive does: every delivery is then a new turn.

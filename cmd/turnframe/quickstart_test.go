@@ -39,7 +39,9 @@ func quickstart(ctx context.Context, paymentsURL string) error {
 
 	// One user turn: store it under the chat platform's message id, admit its
 	// command under a key, run it, answer. A platform that saw no quick answer
-	// delivers the message again: ReceiveMessage then finds the first turn.
+	// delivers the message again: ReceiveMessage then finds the first turn, as
+	// long as the redelivery names the same conversation — keep the chat's
+	// ConversationID in your own table (a new one each time is ErrConflict).
 	msg, err := rt.ReceiveMessage(ctx, turnframe.Inbound{Account: "acme", Conversation: rt.NewConversationID(),
 		MessageID: "update-4711", Text: "A table for two, please"})
 	if err != nil {
