@@ -153,6 +153,13 @@ func testBadWrites(t *testing.T, e *env) {
 		{"ResponseOverItsCeiling", "replay.response", func(w *turnframe.Write) {
 			w.Replay = &turnframe.ReplayRecord{Response: long(turnframe.MaxTextLen + 1)}
 		}},
+		{"BeginWithAMessageIDHoldingAControlCharacter", "begin.message_id", func(w *turnframe.Write) {
+			w.Begin = &turnframe.StoredTurn{Account: w.Account, ID: w.Turn, Conversation: e.ids.ConversationID(at(0)), MessageID: "upd\n1"}
+		}},
+		{"BeginWithAnOversizeMessageID", "begin.message_id", func(w *turnframe.Write) {
+			w.Begin = &turnframe.StoredTurn{Account: w.Account, ID: w.Turn, Conversation: e.ids.ConversationID(at(0)),
+				MessageID: turnframe.MessageID(long(turnframe.MaxMessageIDLen + 1))}
+		}},
 		{"BeginOfAnotherTurn", "begin", func(w *turnframe.Write) {
 			w.Begin = &turnframe.StoredTurn{Account: acme, ID: e.ids.TurnID(at(0)), Conversation: e.ids.ConversationID(at(0))}
 		}},
