@@ -20,8 +20,10 @@ const (
 	// (timed). Labels: Destination, Outcome.
 	SignalExternalLatency Signal = "external_latency"
 	// SignalExternalOutcomeUnknown: a send or a command that left and got no
-	// answer became outcome unknown. Labels: Destination (a send) or Command
-	// and Outcome (a command: "timeout", "panic" or "handler").
+	// answer became outcome unknown. Labels: Destination and Outcome (a send:
+	// the code the row was settled with, e.g. "http.504" or "timeout"; empty
+	// when the sender gave none) or Command and Outcome (a command:
+	// "timeout", "panic" or "handler").
 	SignalExternalOutcomeUnknown Signal = "external_outcome_unknown"
 	// SignalExternalReconciled: an unknown outcome became known (never
 	// emitted for an unresolved answer). Labels: Outcome (the verdict), and

@@ -191,7 +191,7 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 		case fateFailed:
 			d.obs.count(SignalOutboxFailed, Labels{Destination: c.Destination, Outcome: q.settlement.Code})
 		case fateUnknown:
-			d.obs.count(SignalExternalOutcomeUnknown, Labels{Destination: c.Destination})
+			d.obs.count(SignalExternalOutcomeUnknown, Labels{Destination: c.Destination, Outcome: q.settlement.Code})
 		}
 		d.obs.logf(sw.ctx, slog.LevelDebug, "turnframe: outbox row settled",
 			append(attrs, slog.String("status", q.settlement.To.String()))...)

@@ -170,6 +170,10 @@ func TestDispatcherSettlesEachOutcome(t *testing.T) {
 				is.Equal(signals.labels(turnframe.SignalExternalLatency)[0],
 					turnframe.Labels{Destination: "payments", Outcome: tt.out.Kind.String()}) // latency labelled by outcome
 				is.Equal(signals.count(tt.signal), 1) // settlement observed
+				if tt.signal != turnframe.SignalOutboxCompleted {
+					is.Equal(signals.labels(tt.signal)[0],
+						turnframe.Labels{Destination: "payments", Outcome: tt.lastCode}) // labelled by the code it was settled with
+				}
 
 				// Much later, only a retryable row is sent again: an
 				// unknown one waits for reconciliation (I15).

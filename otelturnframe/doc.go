@@ -26,7 +26,7 @@
 //	  with CodeNotSent          turnframe.outbox.not_sent            counter, {row}           destination
 //	SignalOutboxFailed          messaging.client.sent.messages       counter, {message}       destination; turnframe.outcome = failed; error.type = the code
 //	SignalExternalOutcomeUnknown
-//	  of a row (Destination)    messaging.client.sent.messages       counter, {message}       destination; turnframe.outcome = unknown; error.type = unknown
+//	  of a row (Destination)    messaging.client.sent.messages       counter, {message}       destination; turnframe.outcome = unknown; error.type = the code, else unknown
 //	  always, also              turnframe.external.outcome_unknown   counter, {outcome}       the labels
 //	SignalCommandDuration       messaging.process.duration           histogram, s             turnframe.command; turnframe.outcome; error.type unless commit or reject
 //	SignalOutboxClaimed         turnframe.outbox.claimed             counter, {row}           the labels

@@ -47,22 +47,22 @@ func TestARealRuntimeAndDispatcherFeedTheInstruments(t *testing.T) {
 		"messaging.client.operation.duration{error.type=permanent,messaging.destination.name=refused," + send + "}": 1,
 		"messaging.client.operation.duration{error.type=unknown,messaging.destination.name=slow," + send + "}":      1,
 
-		"messaging.client.sent.messages{messaging.destination.name=ok," + send + ",turnframe.outcome=completed}":                       1,
-		"messaging.client.sent.messages{error.type=http.503,messaging.destination.name=flaky," + send + ",turnframe.outcome=retried}":  1,
-		"messaging.client.sent.messages{error.type=http.400,messaging.destination.name=refused," + send + ",turnframe.outcome=failed}": 1,
-		"messaging.client.sent.messages{error.type=unknown,messaging.destination.name=slow," + send + ",turnframe.outcome=unknown}":    1,
+		"messaging.client.sent.messages{messaging.destination.name=ok," + send + ",turnframe.outcome=completed}":                                            1,
+		"messaging.client.sent.messages{error.type=http.503,messaging.destination.name=flaky," + send + ",turnframe.outcome=retried}":                       1,
+		"messaging.client.sent.messages{error.type=http.400,messaging.destination.name=refused," + send + ",turnframe.outcome=failed}":                      1,
+		"messaging.client.sent.messages{error.type=turnframe.dispatch.send_timeout,messaging.destination.name=slow," + send + ",turnframe.outcome=unknown}": 1,
 
 		"messaging.process.duration{" + process + ",turnframe.command=order,turnframe.outcome=commit}":  1,
 		"messaging.process.duration{" + process + ",turnframe.command=refuse,turnframe.outcome=reject}": 1,
 
-		"turnframe.command.committed{turnframe.command=order}":                            1,
-		"turnframe.command.rejected{turnframe.command=refuse,turnframe.outcome=sold_out}": 1,
-		"turnframe.external.outcome_unknown{messaging.destination.name=slow}":             1,
-		"turnframe.late_answer{turnframe.outcome=recorded}":                               1,
-		"turnframe.outbox.claimed{messaging.destination.name=flaky}":                      1,
-		"turnframe.outbox.claimed{messaging.destination.name=ok}":                         1,
-		"turnframe.outbox.claimed{messaging.destination.name=refused}":                    1,
-		"turnframe.outbox.claimed{messaging.destination.name=slow}":                       1,
+		"turnframe.command.committed{turnframe.command=order}":                                                                  1,
+		"turnframe.command.rejected{turnframe.command=refuse,turnframe.outcome=sold_out}":                                       1,
+		"turnframe.external.outcome_unknown{messaging.destination.name=slow,turnframe.outcome=turnframe.dispatch.send_timeout}": 1,
+		"turnframe.late_answer{turnframe.outcome=recorded}":                                                                     1,
+		"turnframe.outbox.claimed{messaging.destination.name=flaky}":                                                            1,
+		"turnframe.outbox.claimed{messaging.destination.name=ok}":                                                               1,
+		"turnframe.outbox.claimed{messaging.destination.name=refused}":                                                          1,
+		"turnframe.outbox.claimed{messaging.destination.name=slow}":                                                             1,
 	}
 	is.Equal(counts, want) // every point, with its attributes and count
 
