@@ -16,7 +16,8 @@ import (
 //	cd bench && go test -run '^$' -bench . -benchmem
 //	cd bench && go test -run '^$' -bench 'Settle' -benchmem -cpuprofile cpu.out && go tool pprof -top cpu.out
 //
-// Each store benchmark runs at FULL and at NORMAL on a fresh file; the
+// Besides ns/op each reports cpu-ns/op, the process's CPU time per
+// operation: on a shared machine, compare two builds by it (timeCPU). Each store benchmark runs at FULL and at NORMAL on a fresh file; the
 // fixture (seeded rows, claims, turns) is built with the timer stopped.
 
 var syncs = []bench.Sync{bench.SyncFull, bench.SyncNormal}
@@ -64,7 +65,7 @@ func BenchmarkClaim16(b *testing.B) {
 			st, path := openStore(b, s)
 			seedDue(b, path, 16*b.N+16)
 			ctx := context.Background()
-			b.ResetTimer()
+			defer timeCPU(b)()
 			for range b.N {
 				c, err := st.ClaimDue(ctx, time.Now(), 16, "micro", bench.ClaimLease)
 				if err != nil || len(c) != 16 {
@@ -83,7 +84,7 @@ func BenchmarkSettleOne(b *testing.B) {
 			seedDue(b, path, b.N)
 			claims := claimAll(b, st, b.N)
 			ctx := context.Background()
-			b.ResetTimer()
+			defer timeCPU(b)()
 			for i := range b.N {
 				if err := turnframe.CompleteClaim(ctx, st, claims[i], "ref", time.Now()); err != nil {
 					b.Fatal(err)
@@ -103,7 +104,7 @@ func BenchmarkSettle16(b *testing.B) {
 			claims := claimAll(b, st, 16*b.N)
 			ctx := context.Background()
 			batch := make([]turnframe.OutboxSettlement, 16)
-			b.ResetTimer()
+			defer timeCPU(b)()
 			for i := range b.N {
 				now := time.Now()
 				for j := range batch {
@@ -135,7 +136,7 @@ func BenchmarkApplyCommit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
+			defer timeCPU(b)()
 			for i := range b.N {
 				if err := fx.Enqueue(ctx, st, i); err != nil {
 					b.Fatal(err)
@@ -161,7 +162,7 @@ func BenchmarkApplyCommitNoAdvance(b *testing.B) {
 			for i := range fx.Commits {
 				fx.Commits[i].Advance = turnframe.PhaseUnset
 			}
-			b.ResetTimer()
+			defer timeCPU(b)()
 			for i := range b.N {
 				if err := fx.Enqueue(ctx, st, i); err != nil {
 					b.Fatal(err)
@@ -183,7 +184,7 @@ func BenchmarkRawEnqueue(b *testing.B) {
 			defer raw.Close()
 			payload := bench.Payload()
 			ctx := context.Background()
-			b.ResetTimer()
+			defer timeCPU(b)()
 			for range b.N {
 				if err := raw.Enqueue(ctx, payload); err != nil {
 					b.Fatal(err)
@@ -231,7 +232,7 @@ func BenchmarkRawClaimSettle16(b *testing.B) {
 			if err := raw.Seed(ctx, 16*b.N); err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
+			defer timeCPU(b)()
 			for range b.N {
 				if n, err := raw.Drain(ctx, false, 16); err != nil || n != 16 {
 					b.Fatalf("drained %d: %v", n, err)
