@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -130,6 +131,12 @@ func main() {
 	r.env.LoadEnd = loadAvg()
 	r.env.Duration = time.Since(start).Round(time.Second)
 
+	if *out != "" {
+		// The charts go in plots/ beside the report, which links them.
+		if err := r.writePlots(filepath.Join(filepath.Dir(*out), "plots")); err != nil {
+			fatal(err)
+		}
+	}
 	report := r.report()
 	fmt.Print(report)
 	if *out != "" {
@@ -166,6 +173,8 @@ type run struct {
 	pgTables []table // the pg workloads' tables, reported in a section of their own
 	notes    []string
 	failures []string
+	plots    chartData   // the figures the charts are drawn from
+	charted  []chartFile // the charts written beside -out, linked from the report
 }
 
 func (r *run) mode() string {

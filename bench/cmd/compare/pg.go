@@ -134,6 +134,7 @@ func (r *run) pgEnqueue() {
 	n := r.sz.PGEnqueue
 	r.onServer(func() {
 		med := r.measureAll("pgenqueue", n, cs)
+		r.plots.addRates("pgenqueue", cs, r.syncs, med)
 		t := r.rateTable(fmt.Sprintf("P1. enqueue-in-tx on PostgreSQL (N = %d)", n),
 			"pgstore: exactly the turnframe Apply of table 1 (a command's Committed settlement, one 256-byte event as the application row, one 256-byte outbox row, the turn's Advance with its last command), "+
 				"fixture built untimed; \"+ App row\" also inserts a row into the app's own table through the Write's `pgx.Tx` (`Write.App`, `pgstore.PgxTx`). "+
@@ -224,6 +225,7 @@ func (r *run) pgDrain() {
 	n := r.sz.PGDrain
 	r.onServer(func() {
 		med := r.measureAll("pgdrain", n, cs)
+		r.plots.addRates("pgdrain", cs, r.syncs, med)
 		t := r.rateTable(fmt.Sprintf("P2. drain on PostgreSQL (N = %d due rows, no-op sender, until empty)", n),
 			"pgstore: `Dispatcher.RunOnce` in a loop until a sweep claims nothing, default config (batch 16), Concurrency 1 and 8, exactly as table 2 drives sqlitestore (and, to show what bounds it, once with BatchSize 64, not the default); rows seeded untimed with SQL into pgstore's schema. "+
 				"River: a client with a no-op worker, `MaxWorkers` 1, 8 and 16 (16 is table 2's River), FetchCooldown 1 ms, FetchPollInterval 10 ms, its default batch completer, jobs seeded untimed with `InsertManyFastTx`; timed from `Start` until the subscription has reported every job completed, then every job is checked completed at its first attempt.",
@@ -303,6 +305,9 @@ func (r *run) pgScale() {
 			}
 			f.lat[pgSync] = append(f.lat[pgSync], lat...)
 		}
+	}
+	for i, f := range files {
+		r.plots.addClaims("pgstore", r.sz.PGScale[i], f, []bench.Sync{pgSync})
 	}
 	r.onServer(func() {
 		t := r.latencyTable("P3. pgstore claim latency against finished rows",

@@ -121,6 +121,8 @@ func (r *run) scale() {
 		if err := r.measureClaims([]*scaleFile{small, large}); err != nil {
 			r.fail("scale: %v", err)
 		} else {
+			r.plots.addClaims("sqlitestore", r.sz.ScaleSmall, small, r.syncs)
+			r.plots.addClaims("sqlitestore", r.sz.ScaleLarge, large, r.syncs)
 			t := r.latencyTable("4a. scale: claim latency against finished rows",
 				fmt.Sprintf("`Store.ClaimDue` of 16 rows (one transaction, commit included), %d claims per file and setting, in alternating rounds. Rows seeded with SQL into turnframe's schema.", r.sz.Claims),
 				[]*scaleFile{small, large})

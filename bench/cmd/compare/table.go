@@ -265,6 +265,7 @@ func (r *run) report() string {
 	if len(r.tables) == 0 && len(r.pgTables) > 0 {
 		fmt.Fprintf(&b, "Produced by `cd bench && go run ./cmd/compare %s` with TURNFRAME_PG_URL set (%s run, %v) on %s, %s logical CPUs, %s; load average start %s, end %s.\n\n",
 			strings.Join(os.Args[1:], " "), r.mode(), e.Duration, e.CPU, e.Cores, e.GoVersion, e.LoadStart, e.LoadEnd)
+		b.WriteString(r.plotsMarkdown())
 		b.WriteString(r.pgReport())
 		r.writeFailures(&b)
 		return b.String()
@@ -292,7 +293,9 @@ func (r *run) report() string {
 			}
 		}
 	}
-	b.WriteString("\n## Measurements\n\n")
+	b.WriteString("\n")
+	b.WriteString(r.plotsMarkdown())
+	b.WriteString("## Measurements\n\n")
 	for _, t := range r.tables {
 		b.WriteString(t.markdown())
 	}

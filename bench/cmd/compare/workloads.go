@@ -107,6 +107,7 @@ func (r *run) enqueue() {
 	}
 	n := r.sz.Enqueue
 	med := r.measureAll("enqueue", n, cs)
+	r.plots.addRates("enqueue", cs, r.syncs, med)
 	t := r.rateTable(fmt.Sprintf("1. enqueue-in-tx (N = %d)", n),
 		"One transaction holding one application row and one enqueued message. "+
 			"turnframe: what is timed is exactly one `Store.Apply` per command, the one `Runtime.Execute` writes: the command's Committed settlement, one 256-byte event (the application row), one 256-byte outbox row and the turn's `Advance` to Committed (taken by the turn's last command); "+
@@ -227,6 +228,7 @@ func (r *run) drain() {
 	}
 	n := r.sz.Drain
 	med := r.measureAll("drain", n, cs)
+	r.plots.addRates("drain", cs, r.syncs, med)
 	t := r.rateTable(fmt.Sprintf("2. drain (N = %d due rows, no-op sender, one worker, until empty)", n),
 		"turnframe: `Dispatcher.RunOnce` in a loop until a sweep claims nothing, default config (batch 16), Concurrency 1 and 8; rows seeded untimed with SQL into turnframe's own schema. "+
 			"raw: the two ceilings of SQLITE-NOTES, on a table shaped like turnframe's outbox with the same fences. "+
