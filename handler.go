@@ -527,7 +527,7 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevi
 			}
 		}
 		s.To = JournalCommitted
-		w.Events, w.Outbox, w.App = out.events, out.outbox, out.app
+		w.Events, w.Outbox, w.App = out.events, x.rt.withTraceContext(ctx, out.outbox), out.app
 		w.Expect = map[CaseKey]CaseRevision{e.Case: rev}
 	case OutcomeReject:
 		s.To, s.Code = JournalRejected, out.code

@@ -1,6 +1,7 @@
 package turnframe
 
 import (
+	"context"
 	"log/slog"
 	"time"
 )
@@ -18,9 +19,10 @@ type settings struct {
 	commandTimeout     time.Duration
 	leaseMargin        time.Duration
 	maxConflictRetries int
-	destinations       map[string]Remote // WithDestination
-	commands           map[string]Remote // WithCommand
-	limits             Limits            // WithLimits; every field resolved
+	destinations       map[string]Remote                // WithDestination
+	commands           map[string]Remote                // WithCommand
+	limits             Limits                           // WithLimits; every field resolved
+	traceContext       func(ctx context.Context) string // WithTraceContext; nil: none
 }
 
 // Defaults of the options.

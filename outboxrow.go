@@ -15,6 +15,13 @@ type OutboxMessage struct {
 	Payload     []byte    // the body, opaque here
 	OrderKey    string    // optional: strict enqueue order among this account's rows of this key
 	NotBefore   time.Time // optional: not due before this time (at most MaxTime; a row due after MaxTime less a claim's lease is never claimed)
+	// TraceContext is optional: the trace the enqueuing request belongs to,
+	// for a Sender to link its send to (otelturnframe.WrapSender), e.g. a
+	// W3C traceparent, optionally followed by ";" and a tracestate. It is
+	// opaque here: stored and handed back to the Sender as it was given,
+	// never parsed. At most MaxTraceContextLen bytes of UTF-8 without NUL;
+	// WithTraceContext fills it from the caller's context when empty.
+	TraceContext string
 }
 
 // OutboxEntry is what a Sender is handed: one row and the key it must
@@ -40,6 +47,9 @@ type OutboxEntry struct {
 	// dispatcher gives a row MaxAttempts attempts per budget.
 	AttemptBase int
 	CreatedAt   time.Time
+	// TraceContext is OutboxMessage.TraceContext as the row was enqueued
+	// with it, "" when it had none.
+	TraceContext string
 }
 
 // RemoteKey returns the row's key qualified by its account, for a remote

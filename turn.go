@@ -26,8 +26,8 @@ type Runtime struct {
 }
 
 // New returns a Runtime over store. It takes WithCommandTimeout,
-// WithMaxConflictRetries, WithLimits, WithClock, WithIDGenerator, WithObserver and
-// WithLogger, and ignores the options of other constructors. It panics if
+// WithMaxConflictRetries, WithLimits, WithClock, WithIDGenerator, WithObserver,
+// WithLogger and WithTraceContext, and ignores the options of other constructors. It panics if
 // store is nil: that is a programming error, not an input.
 func New(store Store, opts ...Option) *Runtime {
 	if store == nil {

@@ -17,6 +17,9 @@ const (
 	MaxTextLen      = 64 << 10
 	MaxLimit        = 10000 // the largest limit a listing or claim accepts
 	MaxRemoteRefLen = 1024
+	// MaxTraceContextLen bounds OutboxMessage.TraceContext: a traceparent
+	// is 55 bytes, which leaves room for a short tracestate.
+	MaxTraceContextLen = 512
 )
 
 // checkString checks a string a store keeps as text: minLen–maxLen bytes
@@ -251,9 +254,10 @@ func (cmd Command) Validate() error {
 	return checkCeiling("payload", len(cmd.Payload), MaxPayloadLen, "MaxPayloadLen", "bytes")
 }
 
-// Validate checks m's destination, order key and NotBefore (zero, or
-// between MinTime and MaxTime), and that its payload is at most
-// MaxPayloadLen bytes. Bad input is ErrInvalid naming the field.
+// Validate checks m's destination, order key, trace context (at most
+// MaxTraceContextLen bytes) and NotBefore (zero, or between MinTime and
+// MaxTime), and that its payload is at most MaxPayloadLen bytes. Bad input
+// is ErrInvalid naming the field.
 func (m OutboxMessage) Validate() error {
 	if err := checkString("destination", m.Destination, 1, MaxNameLen); err != nil {
 		return err
@@ -262,6 +266,9 @@ func (m OutboxMessage) Validate() error {
 		return err
 	}
 	if err := checkString("order_key", m.OrderKey, 0, MaxNameLen); err != nil {
+		return err
+	}
+	if err := CheckTraceContext(m.TraceContext); err != nil {
 		return err
 	}
 	return checkOptionalTime("not_before", m.NotBefore)

@@ -1,12 +1,16 @@
 // Package otelturnframe records turnframe's signals as OpenTelemetry
-// metrics. It is a module of its own, so that the turnframe module keeps
-// its few dependencies; an application that wants the metrics installs an
-// Observer on its Runtime, Dispatcher and Recovery:
+// metrics, and its sends as spans linked to the requests that caused them.
+// It is a module of its own, so that the turnframe module keeps its few
+// dependencies; an application that wants the metrics installs an Observer
+// on its Runtime, Dispatcher and Recovery, and one that wants the spans
+// stores the trace context on each row and wraps its Sender:
 //
 //	obs, err := otelturnframe.NewObserver(meterProvider)
 //	…
-//	rt := turnframe.New(store, turnframe.WithObserver(obs))
-//	d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithObserver(obs))
+//	rt := turnframe.New(store, turnframe.WithObserver(obs),
+//		turnframe.WithTraceContext(otelturnframe.TraceContext))
+//	d := turnframe.NewDispatcher(store, otelturnframe.WrapSender(sender, tracerProvider), cfg,
+//		turnframe.WithObserver(obs))
 //
 // # Instruments
 //
@@ -57,12 +61,26 @@
 //
 // Attributes come from turnframe.Labels only, which never carry an
 // account, a key or an id; a Sender's codes must be short and stable for
-// the same reason. No trace or span id is attached.
+// the same reason. No trace or span id is attached to a measurement.
 //
 // # Spans
 //
-// This package records metrics only. Spans — a send's span linked to the
-// trace of the request that enqueued its row — need the caller's trace
-// context stored on the outbox row, which the store does not keep yet; they
-// come with that change.
+// A send is made long after, and often far from, the request whose
+// command enqueued its row. TraceContext writes the span context of that
+// request as the row's trace context (a W3C traceparent, and its
+// tracestate when both fit turnframe.MaxTraceContextLen bytes), which
+// turnframe.WithTraceContext stores on every row the command enqueues; the
+// stores keep it with the row. WrapSender starts a Client span per send,
+// "send <destination>", linked to that span context: a link, not a parent,
+// since the send is not part of the request (it may run once per attempt,
+// hours later, in another process), as the messaging conventions advise
+// for a send whose message was created elsewhere. The span carries the
+// send's attributes of the metrics above, messaging.message.id (the row's
+// id) and AttemptKey, and ends with the settlement as turnframe.outcome,
+// error.type unless completed, and the status Error for failed and
+// unknown. A row without a trace context, or with one that holds no
+// valid traceparent, is sent in a span without a link.
+//
+// Ids live on spans, never on the metrics: a span is one event, so an id
+// there costs no cardinality.
 package otelturnframe

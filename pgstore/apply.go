@@ -115,8 +115,8 @@ const (
 	// hold already fails on outbox_key: ErrConflict.
 	insertOutboxSQL = `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key, status, attempts,
 		due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at, lease_until,
-		attempt_base, held)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+		attempt_base, trace_context, held)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
 			$7 <> '' AND EXISTS (SELECT 1 FROM outbox AS p WHERE p.account = $2 AND p.order_key = $7
 				AND p.order_key <> '' AND p.status IN ('pending', 'dispatching', 'outcome_unknown', 'needs_intervention')))`
 )
@@ -493,7 +493,7 @@ func (s *Store) enqueue(ctx context.Context, tx *wtx, w turnframe.Write, committ
 		_, err := tx.Exec(ctx, insertOutboxSQL,
 			r.ID.String(), string(r.Account), r.Turn.String(), string(r.Key), r.Destination, r.Payload, r.OrderKey,
 			r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt), r.LastCode, r.RemoteRef,
-			micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase)
+			micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase, r.TraceContext)
 		if err != nil {
 			return nil, fmt.Errorf("outbox row %v, key %q: %w", r.ID, r.Key, err)
 		}

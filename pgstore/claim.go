@@ -57,7 +57,7 @@ const claimSQL = `WITH due AS MATERIALIZED (
 // claimedCols are outboxCols as RETURNING names them, on the updated row.
 const claimedCols = `u.seq, u.id, u.account, u.turn, u.key, u.destination, u.payload, u.order_key, u.status,
 	u.attempts, u.due_at, u.claimed_by, u.claimed_at, u.last_code, u.remote_ref, u.created_at, u.updated_at,
-	u.finished_at, u.lease_until, u.attempt_base`
+	u.finished_at, u.lease_until, u.attempt_base, u.trace_context`
 
 // ClaimDue moves at most limit rows due at now to Dispatching under worker
 // (storekit.ClaimRow: attempts + 1, claimed at now, leased until now +
@@ -154,5 +154,5 @@ func sameRecord(a, b turnframe.OutboxRecord) bool {
 		a.CreatedAt == b.CreatedAt && a.Status == b.Status && a.DueAt == b.DueAt &&
 		a.ClaimedBy == b.ClaimedBy && a.ClaimedAt == b.ClaimedAt && a.LastCode == b.LastCode &&
 		a.RemoteRef == b.RemoteRef && a.UpdatedAt == b.UpdatedAt && a.FinishedAt == b.FinishedAt &&
-		a.AttemptBase == b.AttemptBase && a.LeaseUntil == b.LeaseUntil
+		a.AttemptBase == b.AttemptBase && a.LeaseUntil == b.LeaseUntil && a.TraceContext == b.TraceContext
 }

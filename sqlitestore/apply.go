@@ -177,8 +177,8 @@ const (
 	// account already has a row with the key: ErrConflict.
 	insertOutboxSQL = `INSERT INTO outbox (id, account, turn, key, destination, payload, order_key,
 		status, attempts, due_at, claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at,
-		lease_until, attempt_base)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		lease_until, attempt_base, trace_context)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // apply writes a validated w into tx, in the order Write documents.
@@ -575,7 +575,7 @@ func insertOutbox(ctx context.Context, tx *wtx, r turnframe.OutboxRecord) error 
 	res, err := tx.ExecContext(ctx, insertOutboxSQL,
 		r.ID.String(), string(r.Account), r.Turn.String(), string(r.Key), r.Destination, blob(r.Payload), r.OrderKey,
 		r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt), r.LastCode, r.RemoteRef,
-		micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase)
+		micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase, r.TraceContext)
 	if err != nil || r.OrderKey == "" {
 		return translate(ctx, err)
 	}

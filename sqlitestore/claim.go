@@ -140,5 +140,5 @@ func sameRecord(a, b turnframe.OutboxRecord) bool {
 		a.CreatedAt == b.CreatedAt && a.Status == b.Status && a.DueAt == b.DueAt &&
 		a.ClaimedBy == b.ClaimedBy && a.ClaimedAt == b.ClaimedAt && a.LastCode == b.LastCode &&
 		a.RemoteRef == b.RemoteRef && a.UpdatedAt == b.UpdatedAt && a.FinishedAt == b.FinishedAt &&
-		a.AttemptBase == b.AttemptBase && a.LeaseUntil == b.LeaseUntil
+		a.AttemptBase == b.AttemptBase && a.LeaseUntil == b.LeaseUntil && a.TraceContext == b.TraceContext
 }

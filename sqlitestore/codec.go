@@ -230,7 +230,8 @@ func scanEvent(sc scanner) (turnframe.StoredEvent, error) {
 // Outbox rows.
 
 const outboxCols = `seq, id, account, turn, key, destination, payload, order_key, status, attempts, due_at,
-	claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at, lease_until, attempt_base`
+	claimed_by, claimed_at, last_code, remote_ref, created_at, updated_at, finished_at, lease_until, attempt_base,
+	trace_context`
 
 // outboxRow is an outbox record and its enqueue sequence number.
 type outboxRow struct {
@@ -249,7 +250,7 @@ func scanOutbox(sc scanner) (outboxRow, error) {
 	r := &row.rec
 	err := sc.Scan(&row.seq, &id, &account, &turn, &key, &r.Destination, &payload, &r.OrderKey, &status,
 		&r.Attempts, &due, &r.ClaimedBy, &claimed, &r.LastCode, &r.RemoteRef, &created, &updated, &fin,
-		&lease, &r.AttemptBase)
+		&lease, &r.AttemptBase, &r.TraceContext)
 	if err != nil {
 		return row, err
 	}

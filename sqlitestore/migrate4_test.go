@@ -51,6 +51,11 @@ func (f v3Fixture) write(t *testing.T, db *sql.DB) {
 	}
 }
 
+// outboxSQL reads how outbox's indexes and history are defined: untouched
+// by 00004 and 00005. (00006 adds a column to outbox's own definition: see
+// migrate6_test.go.)
+const outboxSQL = `SELECT sql FROM sqlite_schema WHERE tbl_name IN ('outbox', 'history') AND name <> 'outbox' ORDER BY name`
+
 // A file a turnframe at schema version 3 wrote opens: migration 00004
 // rebuilds journal with the status awaiting_approval and the column
 // needs_approval, keeps every row, seq, column, index and the history
@@ -65,7 +70,7 @@ func TestOpenMigratesAVersion3File(t *testing.T) {
 	columns := tableInfo(t, db, "journal")
 	journalSeqs := queryStrings(t, db, `SELECT seq || ' ' || key || ' ' || status FROM journal ORDER BY seq`)
 	indexes := queryStrings(t, db, `SELECT tbl_name || '.' || name FROM sqlite_schema WHERE type = 'index' ORDER BY 1`)
-	outbox := queryStrings(t, db, `SELECT sql FROM sqlite_schema WHERE tbl_name IN ('outbox', 'history') ORDER BY name`)
+	outbox := queryStrings(t, db, outboxSQL)
 	history := queryStrings(t, db, `SELECT seq || ' ' || kind || ' ' || ref || ' ' || to_status || ' ' || note FROM history ORDER BY seq`)
 	is.New(t).NoErr(db.Close())
 
@@ -76,7 +81,6 @@ func TestOpenMigratesAVersion3File(t *testing.T) {
 		is := is.New(t)
 		v, err := schema.FileVersion(ctx, read)
 		is.NoErr(err)
-		is.Equal(v, int64(5))
 		is.Equal(v, schema.Version)
 	})
 	t.Run("EveryRowReadsBack", func(t *testing.T) {
@@ -103,7 +107,7 @@ func TestOpenMigratesAVersion3File(t *testing.T) {
 		after := tableInfo(t, read, "journal")
 		is.Equal(after[:len(columns)], columns) // every column in its place, with its type, default and constraints
 		is.Equal(after[len(columns):], []string{fmt.Sprintf("%d needs_approval INTEGER notnull=1 default=0 pk=0 hidden=0", len(columns))})
-		is.Equal(queryStrings(t, read, `SELECT sql FROM sqlite_schema WHERE tbl_name IN ('outbox', 'history') ORDER BY name`), outbox) // outbox and history untouched
+		is.Equal(queryStrings(t, read, outboxSQL), outbox) // outbox and history untouched
 		is.Equal(queryStrings(t, read, `SELECT seq || ' ' || kind || ' ' || ref || ' ' || to_status || ' ' || note FROM history ORDER BY seq`), history)
 		var strict int
 		is.NoErr(read.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_list WHERE strict AND name = 'journal'`).Scan(&strict))

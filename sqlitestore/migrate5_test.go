@@ -41,6 +41,10 @@ func (f v4Fixture) write(t *testing.T, db *sql.DB) {
 	}
 }
 
+// othersSQL reads how the tables 00005 leaves alone are defined, but for
+// outbox's own definition, to which 00006 adds a column (migrate6_test.go).
+const othersSQL = `SELECT sql FROM sqlite_schema WHERE tbl_name IN ('journal', 'outbox', 'history', 'events') AND name <> 'outbox' ORDER BY name`
+
 // A file a turnframe at schema version 4 wrote opens: migration 00005 adds
 // the column message_id to turns (NULL for every turn it holds) and the
 // index turns_message, keeps every row, column and index, and the file
@@ -56,7 +60,7 @@ func TestOpenMigratesAVersion4File(t *testing.T) {
 	columns := tableInfo(t, db, "turns")
 	turns := queryStrings(t, db, `SELECT id || ' ' || account || ' ' || phase || ' ' || text FROM turns ORDER BY rowid`)
 	indexes := queryStrings(t, db, `SELECT tbl_name || '.' || name FROM sqlite_schema WHERE type = 'index' ORDER BY 1`)
-	others := queryStrings(t, db, `SELECT sql FROM sqlite_schema WHERE tbl_name IN ('journal', 'outbox', 'history', 'events') ORDER BY name`)
+	others := queryStrings(t, db, othersSQL)
 	is.New(t).NoErr(db.Close())
 
 	s := mustOpenPath(t, path)
@@ -66,7 +70,6 @@ func TestOpenMigratesAVersion4File(t *testing.T) {
 		is := is.New(t)
 		v, err := schema.FileVersion(ctx, read)
 		is.NoErr(err)
-		is.Equal(v, int64(5))
 		is.Equal(v, schema.Version)
 	})
 	t.Run("EveryRowReadsBack", func(t *testing.T) {
@@ -92,7 +95,7 @@ func TestOpenMigratesAVersion4File(t *testing.T) {
 		is.Equal(after[len(columns):], []string{fmt.Sprintf("%d message_id TEXT notnull=0 default=NULL pk=0 hidden=0", len(columns))})
 		is.Equal(queryStrings(t, read, `SELECT id || ' ' || account || ' ' || phase || ' ' || text FROM turns ORDER BY rowid`), turns)
 		is.Equal(queryStrings(t, read, `SELECT count(*) FROM turns WHERE message_id IS NOT NULL`), []string{"0"})
-		is.Equal(queryStrings(t, read, `SELECT sql FROM sqlite_schema WHERE tbl_name IN ('journal', 'outbox', 'history', 'events') ORDER BY name`), others)
+		is.Equal(queryStrings(t, read, othersSQL), others)
 		want := append(slices.Clone(indexes), "turns.turns_message")
 		slices.Sort(want)
 		is.Equal(queryStrings(t, read, `SELECT tbl_name || '.' || name FROM sqlite_schema WHERE type = 'index' ORDER BY 1`), want)

@@ -20,7 +20,7 @@ func NewOutboxRecord(id turnframe.OutboxID, account turnframe.AccountID, turn tu
 		OutboxEntry: turnframe.OutboxEntry{
 			ID: id, Account: account, Turn: turn, Key: turnframe.OutboxKey(key, i, n),
 			Destination: m.Destination, Payload: bytes.Clone(m.Payload), OrderKey: m.OrderKey,
-			CreatedAt: now,
+			CreatedAt: now, TraceContext: m.TraceContext,
 		},
 		Status: turnframe.OutboxPending, DueAt: due, UpdatedAt: now,
 	}

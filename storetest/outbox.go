@@ -31,6 +31,7 @@ func outboxTests() []test {
 		{"PruneNeverForgetsAJournalKey", testPruneKeepsKeys},
 		{"ListOutboxFiltersByStatusAndAccountOldestFirst", testListOutbox},
 		{"OutboxRowsThatDoNotExistAreNotFoundAndHoldNoClaim", testOutboxMissing},
+		{"ARowsTraceContextIsReadBackByEveryReadAndClaimAndNoneStaysEmpty", testTraceContext},
 	}
 }
 

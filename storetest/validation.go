@@ -127,6 +127,11 @@ func testBadWrites(t *testing.T, e *env) {
 		{"OversizeDestination", "outbox[0].destination", func(w *turnframe.Write) { w.Outbox[0].Destination = long(turnframe.MaxNameLen + 1) }},
 		{"NonUTF8Destination", "outbox[0].destination", func(w *turnframe.Write) { w.Outbox[0].Destination = notUTF8 }},
 		{"OversizeOrderKey", "outbox[0].order_key", func(w *turnframe.Write) { w.Outbox[0].OrderKey = long(turnframe.MaxNameLen + 1) }},
+		{"OversizeTraceContext", "outbox[0].trace_context", func(w *turnframe.Write) {
+			w.Outbox[0].TraceContext = long(turnframe.MaxTraceContextLen + 1)
+		}},
+		{"NULInTraceContext", "outbox[0].trace_context", func(w *turnframe.Write) { w.Outbox[0].TraceContext = traceparent + "\x00" }},
+		{"NonUTF8TraceContext", "outbox[0].trace_context", func(w *turnframe.Write) { w.Outbox[0].TraceContext = notUTF8 }},
 		{"ExpectWithEmptyCase", "expect", func(w *turnframe.Write) { w.Expect[""] = 0 }},
 		// The ceilings of Limits, which a store keeps whoever wrote the Write.
 		{"CommandPayloadOverItsCeiling", "admit[0].payload", func(w *turnframe.Write) {

@@ -35,6 +35,10 @@ type fixture struct {
 
 const fixtureAccount turnframe.AccountID = "acme"
 
+// fixtureTrace is the trace context of the fixture's unknown row: the only
+// row that has one.
+const fixtureTrace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 // testClock is a settable clock, safe for concurrent use.
 type testClock struct {
 	mu sync.Mutex
@@ -77,6 +81,9 @@ func mustFixture(t *testing.T) fixture {
 			msg.NotBefore = f.t0.Add(24 * time.Hour)
 		case "hang", "held":
 			msg.OrderKey = "seat"
+		}
+		if call.Command.Name == "hang" {
+			msg.TraceContext = fixtureTrace // the unknown row was enqueued under a trace
 		}
 		if call.Command.Name == "ask-remote" {
 			return turnframe.Unknown("remote-ref-7")

@@ -203,8 +203,17 @@ func TestShow(t *testing.T) {
 		is := is.New(t)
 		code, out, _ := cli(t, "show", f.unknown.String(), "--db", f.path)
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "status:       outcome_unknown"))
-		is.True(strings.Contains(out, `payload:      {"cents":100}`))
+		is.True(strings.Contains(out, "status:         outcome_unknown"))
+		is.True(strings.Contains(out, `payload:        {"cents":100}`))
+		is.True(strings.Contains(out, "trace context:  "+fixtureTrace)) // the trace it was enqueued under
+		code, out, _ = cli(t, "show", f.failed.String(), "--db", f.path)
+		is.Equal(code, exitOK)
+		is.True(!strings.Contains(out, "trace context")) // a row without one prints none
+		code, out, _ = cli(t, "show", f.unknown.String(), "--db", f.path, "--json")
+		is.Equal(code, exitOK)
+		var v struct{ Outbox outboxJSON }
+		is.NoErr(json.Unmarshal([]byte(out), &v))
+		is.Equal(v.Outbox.TraceContext, fixtureTrace) // and in JSON
 	})
 	t.Run("ATurnWithItsJournalEventsAndRows", func(t *testing.T) {
 		is := is.New(t)

@@ -107,6 +107,7 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 		{"lease until", lease},
 		{"last code", v.LastCode},
 		{"remote ref", v.RemoteRef},
+		{"trace context", v.TraceContext},
 		{"created", stamp(r.CreatedAt)},
 		{"updated", stamp(r.UpdatedAt)},
 		{"finished", stamp(r.FinishedAt)},

@@ -181,6 +181,7 @@ func TestUIPages(t *testing.T) {
 		is.True(strings.Contains(body, `id="status" class="st-outcome_unknown"`))
 		is.True(strings.Contains(body, `id="history"`))
 		is.True(strings.Contains(body, "dispatching → outcome_unknown")) // the move that made it unknown
+		is.True(strings.Contains(body, "<code>"+fixtureTrace+"</code>")) // the trace it was enqueued under
 	})
 	t.Run("ATurnsPageShowsItsJournalAndDecision", func(t *testing.T) {
 		is := is.New(t)

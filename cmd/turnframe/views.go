@@ -25,6 +25,7 @@ type outboxJSON struct {
 	LeaseUntil    jsonTime `json:"lease_until,omitzero"` // dispatching: when the claim's lease ends
 	LastCode      string   `json:"last_code,omitempty"`
 	RemoteRef     string   `json:"remote_ref,omitempty"`
+	TraceContext  string   `json:"trace_context,omitempty"` // as enqueued, e.g. a W3C traceparent
 	CreatedAt     jsonTime `json:"created_at"`
 	UpdatedAt     jsonTime `json:"updated_at"`
 	FinishedAt    jsonTime `json:"finished_at,omitzero"`
@@ -39,7 +40,7 @@ func outboxView(r turnframe.OutboxRecord) outboxJSON {
 		Key: string(r.Key), RemoteKey: r.RemoteKey(), Destination: r.Destination, OrderKey: r.OrderKey,
 		Attempts: r.Attempts, AttemptBase: r.AttemptBase, DueAt: at(r.DueAt), ClaimedBy: r.ClaimedBy,
 		ClaimedAt: at(r.ClaimedAt), LeaseUntil: at(r.LeaseUntil), LastCode: r.LastCode, RemoteRef: r.RemoteRef,
-		CreatedAt: at(r.CreatedAt), UpdatedAt: at(r.UpdatedAt), FinishedAt: at(r.FinishedAt),
+		TraceContext: r.TraceContext, CreatedAt: at(r.CreatedAt), UpdatedAt: at(r.UpdatedAt), FinishedAt: at(r.FinishedAt),
 		Payload: text, PayloadBase64: b64,
 	}
 }

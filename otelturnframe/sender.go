@@ -1,0 +1,119 @@
+package otelturnframe
+
+import (
+	"context"
+
+	"github.com/turnframe/turnframe"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// AttemptKey is the attempt number of a send (turnframe.OutboxEntry.Attempts)
+// on its span.
+const AttemptKey = attribute.Key("turnframe.attempt")
+
+// WrapSender returns a turnframe.Sender that sends each row through next
+// inside a span of a tracer of tp named ScopeName, and passes next's answer
+// on unchanged. It panics if next or tp is nil: a programming error.
+//
+// The span follows the messaging semantic conventions for a send: it is
+// named "send " and the destination, of kind Client, and carries
+// messaging.system = "turnframe", messaging.operation.name and
+// messaging.operation.type = "send", messaging.destination.name,
+// messaging.message.id (the row's id) and AttemptKey. It is the parent of
+// whatever next does under its context (an instrumented HTTP client's
+// span, and the trace headers it sends).
+//
+// It links to the span context stored on the row (OutboxEntry.TraceContext,
+// as TraceContext wrote it when the row was enqueued): a link, not a
+// parent, because the send happens later, in a dispatcher's loop or another
+// process, once per attempt, and is not part of the request that enqueued
+// the row; the conventions link a send whose message was created elsewhere
+// to that creation context. A row without a trace context, or with one that
+// holds no valid traceparent, gets no link.
+//
+// The span ends when next returns, with OutcomeKey the settlement the
+// answer asks for: "completed", "retried" (DispatchRetryable: the
+// dispatcher settles it Failed instead when the row's attempts are spent),
+// "failed" (DispatchPermanent) or "unknown" (DispatchUnknown, a kind out of
+// range, or an answer given after ctx ended, which the dispatcher does not
+// take: error.type is then turnframe.CodeSendTimeout). Unless completed it
+// carries error.type: the answer's code, or the settlement when there is
+// none. Its status is Error for failed and unknown. A next that panics ends
+// the span unknown with error.type turnframe.CodeSenderPanic, and the panic
+// goes on up to the dispatcher.
+func WrapSender(next turnframe.Sender, tp trace.TracerProvider) turnframe.Sender {
+	if next == nil {
+		panic("otelturnframe: WrapSender with a nil sender")
+	}
+	if tp == nil {
+		panic("otelturnframe: WrapSender with a nil TracerProvider")
+	}
+	return tracedSender{next: next, tracer: tp.Tracer(ScopeName)}
+}
+
+// tracedSender is the Sender WrapSender returns.
+type tracedSender struct {
+	next   turnframe.Sender
+	tracer trace.Tracer
+}
+
+// Send sends entry through the wrapped sender inside a span, as WrapSender
+// says.
+func (s tracedSender) Send(ctx context.Context, entry turnframe.OutboxEntry) (d turnframe.Dispatched) {
+	opts := []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(append(sendAttrs(entry.Destination),
+			semconv.MessagingMessageID(entry.ID.String()), AttemptKey.Int(entry.Attempts))...),
+	}
+	if sc, ok := spanContextOf(entry.TraceContext); ok {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	ctx, span := s.tracer.Start(ctx, "send "+entry.Destination, opts...)
+	defer func() {
+		if p := recover(); p != nil {
+			endSpan(span, sentUnknown, turnframe.CodeSenderPanic)
+			panic(p)
+		}
+		outcome, errorType := settlementOf(ctx, d)
+		endSpan(span, outcome, errorType)
+	}()
+	return s.next.Send(ctx, entry)
+}
+
+// settlementOf returns the settlement the dispatcher makes of d, answered
+// under ctx, as an OutcomeKey value, and its error.type ("" when
+// completed).
+func settlementOf(ctx context.Context, d turnframe.Dispatched) (outcome, errorType string) {
+	if ctx.Err() != nil {
+		return sentUnknown, turnframe.CodeSendTimeout
+	}
+	switch d.Kind {
+	case turnframe.DispatchCompleted:
+		return sentCompleted, ""
+	case turnframe.DispatchRetryable:
+		outcome = sentRetried
+	case turnframe.DispatchPermanent:
+		outcome = sentFailed
+	default:
+		outcome = sentUnknown
+	}
+	if d.Code == "" {
+		return outcome, outcome
+	}
+	return outcome, d.Code
+}
+
+// endSpan records the outcome on span and ends it.
+func endSpan(span trace.Span, outcome, errorType string) {
+	span.SetAttributes(OutcomeKey.String(outcome))
+	if errorType != "" {
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType))
+	}
+	if outcome == sentFailed || outcome == sentUnknown {
+		span.SetStatus(codes.Error, errorType)
+	}
+	span.End()
+}

@@ -1,0 +1,61 @@
+package turnframe
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+)
+
+// CheckTraceContext returns ErrInvalid unless tc is at most
+// MaxTraceContextLen bytes of UTF-8 without a NUL byte: what
+// OutboxMessage.TraceContext may hold. Empty is allowed.
+func CheckTraceContext(tc string) error {
+	return checkString("trace_context", tc, 0, MaxTraceContextLen)
+}
+
+// WithTraceContext makes Runtime.Execute stamp the outbox rows a command's
+// commit enqueues with f(ctx), ctx being the context Execute was called
+// with: each message whose TraceContext the handler left empty gets it, so
+// the Sender that sends the row later, in another loop or process, can link
+// its send to the request that caused it. f returns "" for a context that
+// carries no trace. otelturnframe.TraceContext is such an f; turnframe
+// itself never parses the value.
+//
+// f is called once per commit that enqueues a row, on Execute's goroutine,
+// and must be quick and safe for concurrent use. A value CheckTraceContext
+// refuses is dropped with a warning, so that a tracing fault never costs a
+// commit. A nil f keeps the default: no trace context is captured.
+// Only New uses it. An application writing a Write itself (Store.Apply)
+// sets OutboxMessage.TraceContext directly.
+func WithTraceContext(f func(ctx context.Context) string) Option {
+	return func(s *settings) {
+		if f != nil {
+			s.traceContext = f
+		}
+	}
+}
+
+// withTraceContext returns msgs with the caller's trace context on each
+// message that has none, a copy when it changes any: the Outcome's own
+// slice is left as the handler built it.
+func (rt *Runtime) withTraceContext(ctx context.Context, msgs []OutboxMessage) []OutboxMessage {
+	f := rt.cfg.traceContext
+	if f == nil || !slices.ContainsFunc(msgs, func(m OutboxMessage) bool { return m.TraceContext == "" }) {
+		return msgs
+	}
+	tc := f(ctx)
+	if tc == "" {
+		return msgs
+	}
+	if err := CheckTraceContext(tc); err != nil {
+		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: trace context dropped", slog.String("error", err.Error()))
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	for i := range out {
+		if out[i].TraceContext == "" {
+			out[i].TraceContext = tc
+		}
+	}
+	return out
+}
