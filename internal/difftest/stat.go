@@ -1,4 +1,4 @@
-package difftest_test
+package difftest
 
 import (
 	"fmt"
@@ -78,11 +78,11 @@ var mustReach = []string{
 	"redelivered",
 }
 
-// TestDecoderReachesRealFlows proves the random inputs the differential run
+// DecoderReachesRealFlows proves the random inputs the differential run
 // feeds both stores get past input validation into the states that matter:
 // each outcome of mustReach must happen in reachInputs random inputs. Run
 // with -v to see every count.
-func TestDecoderReachesRealFlows(t *testing.T) {
+func DecoderReachesRealFlows(t *testing.T, target Target) {
 	if raceEnabled && os.Getenv("DIFFTEST_REACH_RACE") == "" {
 		// The decoder runs on one goroutine and its counts are fixed by the
 		// seed: the race detector adds nothing here but twenty times the
@@ -92,7 +92,7 @@ func TestDecoderReachesRealFlows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	stats := map[string]int{}
 	for range reachInputs {
-		r := newRunner(t, randomInput(rng), openWorlds(t))
+		r := newRunner(t, randomInput(rng), openWorlds(t, target))
 		r.stats = stats
 		r.run()
 	}

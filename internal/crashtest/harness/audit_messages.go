@@ -1,4 +1,4 @@
-package crashtest_test
+package harness
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnframe/turnframe/sqlitestore"
+	"github.com/turnframe/turnframe"
 )
 
 // messageFigures are what the audit of the platform's log measured
-// (issue 15): every message the log names against the turns in the file.
+// (issue 15): every message the log names against the turns in the database.
 type messageFigures struct {
 	messages                      int // distinct messages the log names (D lines)
 	redelivered, redeliveryBegan  int // redeliveries answered with the first delivery's turn; that began the turn
@@ -48,7 +48,7 @@ func (m messageFigures) String() string {
 		m.redeliveredAfterKill, m.firstFoundRedelivered, m.redeliveredTwice)
 }
 
-// loggedTurn is a turn received with a message id, as the file holds it.
+// loggedTurn is a turn received with a message id, as the database holds it.
 type loggedTurn struct {
 	text, conversation string
 }
@@ -57,16 +57,16 @@ type loggedTurn struct {
 // message it names began exactly one turn, with its text, and every turn
 // was begun by a message it names. afterKills is the first incarnation
 // started after a kill.
-func auditMessages(t *testing.T, store *sqlitestore.Store, path string, afterKills int) messageFigures {
+func auditMessages(t *testing.T, b Backend, store turnframe.Store, path string, afterKills int) messageFigures {
 	t.Helper()
 	l, err := readPlatform(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns := messageTurns(t, store)
+	turns := messageTurns(t, b, store)
 	m := messageFigures{messages: len(l.messages), ignoredLines: l.ignored, redeliveredWhen: map[string]int{}}
-	if err := store.ReadDB().QueryRowContext(context.Background(),
-		"SELECT COUNT(*) FROM turns WHERE message_id IS NULL").Scan(&m.turnsWithoutID); err != nil {
+	if err := b.Query(context.Background(), store, "SELECT COUNT(*) FROM turns WHERE message_id IS NULL",
+		func(scan func(...any) error) error { return scan(&m.turnsWithoutID) }); err != nil {
 		t.Fatal(err)
 	}
 	logged := map[string]bool{}
@@ -118,25 +118,21 @@ func auditMessages(t *testing.T, store *sqlitestore.Store, path string, afterKil
 
 // messageTurns returns the turns received with a message id, by message
 // key (account and id).
-func messageTurns(t *testing.T, store *sqlitestore.Store) map[string][]loggedTurn {
+func messageTurns(t *testing.T, b Backend, store turnframe.Store) map[string][]loggedTurn {
 	t.Helper()
-	rows, err := store.ReadDB().QueryContext(context.Background(),
-		"SELECT account, message_id, text, conversation FROM turns WHERE message_id IS NOT NULL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	turns := map[string][]loggedTurn{}
-	for rows.Next() {
-		var account, id string
-		var lt loggedTurn
-		if err := rows.Scan(&account, &id, &lt.text, &lt.conversation); err != nil {
-			t.Fatal(err)
-		}
-		k := account + "\x00" + id
-		turns[k] = append(turns[k], lt)
-	}
-	if err := rows.Err(); err != nil {
+	err := b.Query(context.Background(), store, "SELECT account, message_id, text, conversation FROM turns WHERE message_id IS NOT NULL",
+		func(scan func(...any) error) error {
+			var account, id string
+			var lt loggedTurn
+			if err := scan(&account, &id, &lt.text, &lt.conversation); err != nil {
+				return err
+			}
+			k := account + "\x00" + id
+			turns[k] = append(turns[k], lt)
+			return nil
+		})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return turns

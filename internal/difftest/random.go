@@ -1,4 +1,4 @@
-package difftest_test
+package difftest
 
 import (
 	"fmt"
@@ -33,12 +33,12 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-// TestStoresAgreeRandom runs FuzzStoresAgree's body on random inputs
-// without coverage guidance: go test -fuzz instruments modernc.org/sqlite
-// too, which makes each execution slow, so the long differential run is
-// this one.
+// Random runs Run on random inputs without coverage guidance: go test
+// -fuzz instruments the store under test too (modernc.org/sqlite, or the
+// driver), which makes each execution slow, so the long differential run
+// is this one. Each input is a subtest, on a fresh store of target.
 //
-//	DIFFTEST_RUNS=n       how many inputs (default 50; 10 with -short or -race)
+//	DIFFTEST_RUNS=n       how many inputs (default runs; 10 with -short or -race, if fewer)
 //	DIFFTEST_SEED=s       the seed (default: the clock); it is logged first, so any failure shows it
 //	DIFFTEST_INPUT=i      run only input i of the seed: the replay of a divergence
 //	DIFFTEST_KEEPGOING=1  do not stop at the first divergence: count them all
@@ -48,10 +48,9 @@ func envInt(t *testing.T, name string, def int) int {
 // replays it. Only DIFFTEST_SAVE=1 writes it into the source tree, where
 // every go test would run it from then on: a plain go test writes nothing
 // there.
-func TestStoresAgreeRandom(t *testing.T) {
-	runs := 50
+func Random(t *testing.T, target Target, runs int) {
 	if testing.Short() || raceEnabled {
-		runs = 10
+		runs = min(runs, 10)
 	}
 	runs = envInt(t, "DIFFTEST_RUNS", runs)
 	seed := uint64(time.Now().UnixNano())
@@ -78,7 +77,7 @@ func TestStoresAgreeRandom(t *testing.T) {
 		}
 		inputs++
 		ok := t.Run(fmt.Sprintf("input%d", i), func(t *testing.T) {
-			r := newRunner(t, in, openWorlds(t))
+			r := newRunner(t, in, openWorlds(t, target))
 			r.run()
 			ops += r.ops
 			calls += len(r.log)
@@ -108,8 +107,8 @@ func TestStoresAgreeRandom(t *testing.T) {
 func reportFailing(t *testing.T, seed uint64, i int, in []byte) {
 	t.Helper()
 	body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", in)
-	t.Logf("replay: DIFFTEST_SEED=%d DIFFTEST_RUNS=%d DIFFTEST_INPUT=%d go test -run TestStoresAgreeRandom ./internal/difftest/", seed, i+1, i)
-	t.Logf("the input, as a corpus file of FuzzStoresAgree (DIFFTEST_SAVE=1 writes it to testdata/fuzz/FuzzStoresAgree/):\n%s", body)
+	t.Logf("replay, in this test's package: DIFFTEST_SEED=%d DIFFTEST_RUNS=%d DIFFTEST_INPUT=%d go test -run '^%s$' .", seed, i+1, i, t.Name())
+	t.Logf("the input, as a corpus file of FuzzStoresAgree (DIFFTEST_SAVE=1 writes it to testdata/fuzz/FuzzStoresAgree/ of this test's package):\n%s", body)
 	if os.Getenv("DIFFTEST_SAVE") != "1" {
 		return
 	}

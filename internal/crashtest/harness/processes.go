@@ -1,4 +1,4 @@
-package crashtest_test
+package harness
 
 import (
 	"context"
@@ -13,16 +13,15 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // fillOutbox commits turns in this process whose commands each enqueue one
 // row, and returns how many rows it made.
-func fillOutbox(t *testing.T, db string, turns int) int {
+func fillOutbox(t *testing.T, b Backend, db string, turns int) int {
 	t.Helper()
 	is := is.New(t)
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, db, sqlitestore.WithSynchronousNormal())
+	store, err := b.Open(ctx, db, UseFill)
 	is.NoErr(err) // open to fill
 	defer store.Close()
 	rt := turnframe.New(store)
@@ -50,17 +49,14 @@ func fillOutbox(t *testing.T, db string, turns int) int {
 	return rows
 }
 
-// TestThreeProcessesDispatchOneFile: three child processes dispatch from
-// one file at once, never expiring a claim (each sweep keeps its leases):
-// the remote receives every row exactly once.
-func TestThreeProcessesDispatchOneFile(t *testing.T) {
+// ThreeProcessesDispatchOneDatabase: three child processes dispatch from
+// one database of b at once, never expiring a claim (each sweep keeps its
+// leases): the remote receives every row exactly once. turns is how many
+// turns of three rows fill the outbox first.
+func ThreeProcessesDispatchOneDatabase(t *testing.T, b Backend, turns int) {
 	is := is.New(t)
-	turns := 200
-	if testing.Short() {
-		turns = 80
-	}
-	db := filepath.Join(t.TempDir(), "three.db")
-	rows := fillOutbox(t, db, turns)
+	db := b.Create(t)
+	rows := fillOutbox(t, b, db, turns)
 	rem := newRemote(t, 0, false, true)
 
 	var wg sync.WaitGroup
@@ -96,7 +92,7 @@ func TestThreeProcessesDispatchOneFile(t *testing.T) {
 	is.Equal(raw, rows)            // exactly one raw delivery per row
 	is.Equal(dups, 0)              // no row sent twice
 
-	store, err := sqlitestore.Open(context.Background(), db, sqlitestore.WithExisting())
+	store, err := b.Open(context.Background(), db, UseAudit)
 	is.NoErr(err)
 	defer store.Close()
 	done, err := store.ListOutbox(context.Background(), turnframe.OutboxFilter{Status: turnframe.OutboxCompleted, Limit: turnframe.MaxLimit})
@@ -104,15 +100,16 @@ func TestThreeProcessesDispatchOneFile(t *testing.T) {
 	is.Equal(len(done), rows) // every row settled Completed
 }
 
-// TestCLIAlongsideAWriter runs the turnframe CLI's read commands on the file
-// while a child process writes turns and dispatches on it.
-func TestCLIAlongsideAWriter(t *testing.T) {
+// CLIAlongsideAWriter builds the turnframe CLI from cmdDir and runs its
+// read commands on a database of b while a child process writes turns and
+// dispatches on it: every run must exit 0.
+func CLIAlongsideAWriter(t *testing.T, b Backend, cmdDir string) {
 	is := is.New(t)
 	cli := filepath.Join(t.TempDir(), "turnframe")
-	if out, err := exec.Command("go", "build", "-o", cli, "../../cmd/turnframe").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", cli, cmdDir).CombinedOutput(); err != nil {
 		t.Fatalf("build cmd/turnframe: %v\n%s", err, out)
 	}
-	db := filepath.Join(t.TempDir(), "cli.db")
+	db := b.Create(t)
 	rem := newRemote(t, 0, false, true)
 	p := startChild(t, "work", envDB+"="+db, envRemote+"="+rem.srv.URL, envSeed+"=1", envInc+"=0", envTurns+"=60")
 	is.True(p.waitLines(3) == 3) // the writer is up and has written

@@ -1,8 +1,7 @@
-package crashtest_test
+package harness
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // The environment a child reads: the test binary runs itself as a child
@@ -31,8 +29,8 @@ const (
 	envSeed   = "TURNFRAME_CRASHTEST_SEED"
 	envInc    = "TURNFRAME_CRASHTEST_INC"    // the child's incarnation number: its worker id
 	envTurns  = "TURNFRAME_CRASHTEST_TURNS"  // work: stop after this many turns (0: run until killed)
-	envFaults = "TURNFRAME_CRASHTEST_FAULTS" // 1: fire the fault points (see faults_test.go)
-	// The platform's log (platform_test.go): work and drain deliver and
+	envFaults = "TURNFRAME_CRASHTEST_FAULTS" // 1: fire the fault points (see faults.go)
+	// The platform's log (platform.go): work and drain deliver and
 	// redeliver the users' messages through it. Unset: no log is kept, and
 	// nothing is redelivered at start-up.
 	envPlatform = "TURNFRAME_CRASHTEST_PLATFORM"
@@ -47,7 +45,7 @@ const (
 	sendTimeout         = 800 * time.Millisecond
 	dispatchLeaseMargin = 300 * time.Millisecond // DispatchConfig.LeaseMargin: a claim is held 1.1 s at a time
 	storeBusyTimeout    = 30 * time.Second       // the runtime's store: waits out every fault
-	dispatchBusyTimeout = 80 * time.Millisecond  // the dispatcher's store: a held file makes it ErrBusy
+	dispatchBusyTimeout = 80 * time.Millisecond  // the dispatcher's store: a held database makes it ErrBusy
 	staleAfter          = 2 * time.Second        // a running child's periodic sweep leaves turns younger than this alone
 	drainDeadline       = 2 * time.Minute
 	drainPollMax        = 50 * time.Millisecond
@@ -176,10 +174,11 @@ type child struct {
 	kind   string // remoteDedup, remoteAsked or remoteNeither
 	faults bool
 
-	store  *sqlitestore.Store // the runtime's, recovery's and the reads'
-	dstore *sqlitestore.Store // the dispatcher's, with a short busy timeout
-	astore *sqlitestore.Store // the concurrent actor's (see faults_test.go)
-	lockDB *sql.DB            // a plain connection that holds the write lock (the busy fault)
+	backend Backend
+	store   turnframe.Store // the runtime's, recovery's and the reads'
+	dstore  turnframe.Store // the dispatcher's, with a short busy timeout
+	astore  turnframe.Store // the concurrent actor's (see faults.go)
+	locker  Locker          // holds the writes up (the busy fault); nil when the backend has none
 
 	rt       *turnframe.Runtime
 	actor    *turnframe.Runtime  // another actor on the same turns, on its own connection
@@ -228,19 +227,13 @@ func tally(name string, n int) {
 
 func workerName(role string, inc int) string { return fmt.Sprintf("%s-%d", role, inc) }
 
-// sqliteDSN is a DSN for the "sqlite" driver, escaped as sqlitestore does.
-func sqliteDSN(path string, params url.Values) string {
-	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	return "file:" + esc + "?" + params.Encode()
-}
-
-func runChild(role string) error {
+func runChild(role string, b Backend) error {
 	ctx := context.Background()
 	seed, _ := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
 	inc, _ := strconv.Atoi(os.Getenv(envInc))
 	db := os.Getenv(envDB)
 	c := &child{
-		ctx: ctx, seed: seed, inc: inc, worker: workerName(role, inc), role: role,
+		ctx: ctx, backend: b, seed: seed, inc: inc, worker: workerName(role, inc), role: role,
 		remote: os.Getenv(envRemote), kind: os.Getenv(envKind), faults: os.Getenv(envFaults) == "1",
 		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 		spans: &http.Client{Timeout: 10 * time.Second},
@@ -250,25 +243,27 @@ func runChild(role string) error {
 		c.kind = remoteDedup
 	}
 	var err error
-	if c.store, err = sqlitestore.Open(ctx, db, sqlitestore.WithBusyTimeout(storeBusyTimeout)); err != nil {
+	if c.store, err = b.Open(ctx, db, UseRuntime); err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer c.store.Close()
-	if err := createAppTable(ctx, c.store); err != nil {
-		return err
+	if err := b.CreateAppTable(ctx, c.store); err != nil {
+		return fmt.Errorf("create the app table: %w", err)
 	}
-	if c.dstore, err = openWhileBusy(ctx, db, sqlitestore.WithExisting(), sqlitestore.WithBusyTimeout(dispatchBusyTimeout)); err != nil {
+	if c.dstore, err = openWhileBusy(ctx, b, db, UseDispatcher); err != nil {
 		return fmt.Errorf("open the dispatcher's store: %w", err)
 	}
 	defer c.dstore.Close()
-	if c.astore, err = sqlitestore.Open(ctx, db, sqlitestore.WithExisting(), sqlitestore.WithBusyTimeout(storeBusyTimeout)); err != nil {
+	if c.astore, err = b.Open(ctx, db, UseActor); err != nil {
 		return fmt.Errorf("open the actor's store: %w", err)
 	}
 	defer c.astore.Close()
-	if c.lockDB, err = sql.Open("sqlite", sqliteDSN(db, url.Values{"_pragma": {"busy_timeout(100)"}})); err != nil {
+	if c.locker, err = b.Locker(ctx, db); err != nil {
 		return fmt.Errorf("open the lock connection: %w", err)
 	}
-	defer c.lockDB.Close()
+	if c.locker != nil {
+		defer c.locker.Close()
+	}
 
 	remotes, err := c.remoteOptions()
 	if err != nil {
@@ -311,19 +306,6 @@ func runChild(role string) error {
 		return c.expirer()
 	}
 	return fmt.Errorf("unknown role %q", role)
-}
-
-// openWhileBusy opens a store with a short busy timeout, trying again while
-// another process holds the file (for at most storeBusyTimeout).
-func openWhileBusy(ctx context.Context, db string, opts ...sqlitestore.Option) (*sqlitestore.Store, error) {
-	deadline := time.Now().Add(storeBusyTimeout)
-	for {
-		s, err := sqlitestore.Open(ctx, db, opts...)
-		if err == nil || !errors.Is(err, turnframe.ErrBusy) || time.Now().After(deadline) {
-			return s, err
-		}
-		tally("busy_open", 1)
-	}
 }
 
 // remoteOptions declares what the remote can do, as the run's kind says
@@ -571,7 +553,7 @@ func (c *child) finish(ctx context.Context, account turnframe.AccountID, turn tu
 			return false, ferr
 		}
 		if err != nil {
-			if errors.Is(err, errAppFault) { // the app's writes failed: nothing was written (app_test.go)
+			if errors.Is(err, errAppFault) { // the app's writes failed: nothing was written (app.go)
 				seen("app_error", "%v", turn)
 				return true, nil // its attempt's lease ends, and a later sweep resumes it
 			}
@@ -699,7 +681,7 @@ func (c *child) expire() (int, error) {
 	}
 	ids, err := c.dstore.ExpireClaims(c.ctx, time.Now())
 	if errors.Is(err, turnframe.ErrBusy) {
-		tally("busy_expire", 1) // the file is held: the next call expires them
+		tally("busy_expire", 1) // the database is held: the next call expires them
 		return 0, nil
 	}
 	if err != nil {
@@ -756,7 +738,7 @@ func (c *child) recover(scope turnframe.RecoveryScope) (next time.Time, err erro
 }
 
 // dispatchOnce runs one dispatch sweep, slow now and then (a fault). A
-// claim refused because the file is busy is no error: the next sweep
+// claim refused because the database is busy is no error: the next sweep
 // claims. A row left unsettled in a live process is: its settlement was
 // refused for good (the claim was lost, so a live sweep's row was
 // expired) — the one thing leases are there to prevent.
@@ -1043,7 +1025,7 @@ func (c *child) dispatchAll() error {
 	for empty < 3 {
 		rep, err := c.disp.RunOnce(c.ctx, time.Now())
 		if errors.Is(err, turnframe.ErrBusy) {
-			continue // another process holds the file: claim again
+			continue // another process holds the database: claim again
 		}
 		if err != nil {
 			return err

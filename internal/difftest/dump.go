@@ -1,4 +1,4 @@
-package difftest_test
+package difftest
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package difftest_test
+package difftest
 
 import (
 	"math/rand/v2"
@@ -128,7 +128,9 @@ var oldKeySchemeCollision = script(
 	op(1, 11, 0, 3, 0x00, 6),         // claim all three
 )
 
-func seedInputs() [][]byte {
+// Seeds returns the seed corpus of FuzzStoresAgree: the hand-written
+// scenarios, their concatenation, an empty input and nine random ones.
+func Seeds() [][]byte {
 	seeds := [][]byte{happyPath, unknownAndReconcile, adoption, conflicts, oldKeySchemeCollision,
 		script(happyPath, conflicts, adoption, unknownAndReconcile), {}}
 	for i := range 9 {
@@ -142,41 +144,29 @@ func seedInputs() [][]byte {
 	return seeds
 }
 
-// FuzzStoresAgree decodes its input into operations, runs them on memstore
-// and sqlitestore, and fails when a result, an error class or the final
-// state differ.
-func FuzzStoresAgree(f *testing.F) {
-	for _, s := range seedInputs() {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		runOps(t, in)
-	})
-}
-
-// TestScriptedSeeds runs the hand-written seeds by name, so a failure says
-// which scenario broke.
-func TestScriptedSeeds(t *testing.T) {
+// Scripted runs the hand-written seeds on memstore and target, each as a
+// subtest named after its scenario, so a failure says which one broke.
+func Scripted(t *testing.T, target Target) {
 	for name, in := range map[string][]byte{"HappyPath": happyPath, "UnknownAndReconcile": unknownAndReconcile,
 		"Adoption": adoption, "Conflicts": conflicts, "OldKeySchemeCollision": oldKeySchemeCollision} {
-		t.Run(name, func(t *testing.T) { runOps(t, in) })
+		t.Run(name, func(t *testing.T) { Run(t, target, in) })
 	}
 }
 
-// TestDeliveredTurnWithPendingEntryListedAlike is the minimised divergence
+// DeliveredTurnWithPendingEntryListedAlike is the minimised divergence
 // random input random-1795990136567981299 found (under the first decoder;
 // the file stays as a seed): a delivered turn whose unknown command was
 // reconciled back to Pending. Since de1c111 memstore lists it as unfinished
 // (so recovery resumes it); sqlitestore's ListUnfinishedTurns did not, when
-// this test was written.
-func TestDeliveredTurnWithPendingEntryListedAlike(t *testing.T) {
+// this test was written. Both stores must list it.
+func DeliveredTurnWithPendingEntryListedAlike(t *testing.T, target Target) {
 	r := newRunner(t, script(
 		op(1, 0, 1, 0x0c, 0, 0x02), // slot 1 (acct-b): a fresh turn planning k2
 		op(1, 20, 1, 0, 1, 6),      // run k2: executing, then outcome unknown
 		op(1, 9, 1, 0x45),          // delivered
 		op(1, 8, 1, 0, 2, 0),       // reconcile k2 back to pending (a resend)
 		op(1, 18, 1, 6, 0, 3),      // list unfinished turns
-	), openWorlds(t))
+	), openWorlds(t, target))
 	r.afterOps = func() {
 		turn := r.slotTurns[1][len(r.slotTurns[1])-1]
 		for _, w := range r.worlds {
@@ -195,13 +185,13 @@ func TestDeliveredTurnWithPendingEntryListedAlike(t *testing.T) {
 	r.run()
 }
 
-// TestRowKeysOfOldSchemeStayDistinct: command "k" enqueues two rows and
+// RowKeysOfOldSchemeStayDistinct: command "k" enqueues two rows and
 // command "k/1" one, in one account. The first scheme keyed them "k/1",
 // "k/2" and "k/1"; both stores now hold "k~1", "k~2" and "k/1" (and the
 // runner checks after every write that no two rows of an account share a
 // key).
-func TestRowKeysOfOldSchemeStayDistinct(t *testing.T) {
-	r := newRunner(t, oldKeySchemeCollision, openWorlds(t))
+func RowKeysOfOldSchemeStayDistinct(t *testing.T, target Target) {
+	r := newRunner(t, oldKeySchemeCollision, openWorlds(t, target))
 	r.afterOps = func() {
 		for _, w := range r.worlds {
 			is := is.New(t)

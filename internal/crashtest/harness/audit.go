@@ -1,4 +1,4 @@
-package crashtest_test
+package harness
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // policyMove is one kind of move the policy made, as the audit trail
@@ -26,9 +25,12 @@ type policyMove struct {
 
 // figures are what an audit measured.
 type figures struct {
+	store    string // the Backend's name
+	locker   bool   // the Backend could hold writes up (fault b)
 	kind     string
 	seed     uint64
 	duration time.Duration
+	drain    time.Duration // of duration: the two drain children's, from their start until both ended
 
 	kills, lines, together, beside             int
 	turns, abandoned, unfinished, notDelivered int
@@ -56,7 +58,7 @@ type figures struct {
 	overDelivered                  int
 	duplicates, explained          int
 	explainedAfterDeath            int // of the explained: the worker that applied the key had died before
-	busyRows, busyLanded           int // rows whose known outcome met a held file; whose settlement landed all the same
+	busyRows, busyLanded           int // rows whose known outcome met a held database; whose settlement landed all the same
 	busySentAgain, busyResentDead  int // whose settlement did not land, sent again while their worker lived, after it died
 	commandMismatch                int
 	// From the audit trail.
@@ -73,7 +75,7 @@ type figures struct {
 	expired, liveExpiries         int
 	counts, killsAfter, errorLogs map[string]int
 	integrity                     string
-	// The app's own rows (app_test.go): the commands a handler committed
+	// The app's own rows (app.go): the commands a handler committed
 	// (by account and key: the committing attempt), the app's rows, those
 	// that match no such commit (or a second one), and commits without one.
 	handlerCommits                        map[string]string
@@ -151,11 +153,11 @@ func (f figures) String() string {
   kills right after a fault line: %d (drawn at once after abandon, resend_meanwhile, busy_lock, busy_settle, slow_send)
   fault (a) settlement vs phase:  abandoned while running %d (settled %d), resent meanwhile %d (settled %d); kills right after: %d, %d
   fault (b) busy settlement:      write lock held %d times (kills right after %d), settlements refused busy %d (kills right after %d); extensions %d, claims %d, expiries %d refused busy
-                                  rows whose known outcome met a held file: %d, settled all the same: %d; of the others, sent again while their worker lived: %d, after it died: %d
+                                  rows whose known outcome met a held database: %d, settled all the same: %d; of the others, sent again while their worker lived: %d, after it died: %d
   fault (c) slow sends:           %d slow sends (remote: %d), %d rows settled after their claim-time lease ended (kills right after %d); %d lease extensions
                                   expirer: %d calls; rows expired %d (all from dead workers: %d from a live one); claims lost: %d at extension, %d at settlement
                                   extensions that found the row just settled by the sweep's own settler: %d
-  integrity_check:                %s`,
+  integrity check:                %s`,
 		f.kills, f.lines, f.together, f.beside,
 		f.turns, f.notDelivered, f.abandoned, f.unfinished, f.parkedTurns, f.parkedUndelivered, f.parkedPending, f.parkedDead,
 		f.committed, f.rejected, f.escalatedEntries, f.escalatedEntriesApplied, f.unsettled, f.hidden, f.hiddenApplied,
@@ -238,23 +240,25 @@ func (f figures) assert(t *testing.T) {
 	is.Equal(f.liveExpiries, 0)                // no row expired from a live sweep
 	is.Equal(f.counts["claim_lost_extend"], 0) // no live sweep lost a claim
 	is.Equal(f.counts["claim_lost_settle"], 0) // no settlement found its claim gone
-	is.Equal(f.busySentAgain, 0)               // a row whose outcome was known is not sent again because its settlement met a busy file
+	is.Equal(f.busySentAgain, 0)               // a row whose outcome was known is not sent again because its settlement met a busy database
 	is.Equal(f.badInterventions, 0)            // only the application or a person moves what needs intervention
 	is.Equal(f.localTakeOvers, 0)              // a dead attempt of a command declared with a Verifier is declared unknown, never run again
 	is.Equal(localBlind, 0)                    // nor resent blindly
-	is.Equal(f.integrity, "ok")                // PRAGMA integrity_check
-	is.Equal(f.appRowsExtra, 0)                // no app row but that of a commit, under its attempt, once
-	is.Equal(f.appRowsMissing, 0)              // and no handler commit without its app row
-	is.True(f.appRows > 0)                     // the handlers wrote app rows
-	is.True(f.together >= 2)                   // two processes recovered at once
-	is.True(f.counts["expire_calls"] > 0)      // the expirer ran
-	is.Equal(f.msgs.messagesNotOneTurn, 0)     // every message the platform delivered began exactly one turn, however often it came
-	is.Equal(f.msgs.messageMismatch, 0)        // the turn of a message holds its text and conversation
-	is.Equal(f.msgs.turnsUnlogged, 0)          // and every turn received with an id was a message of the platform's
-	is.Equal(f.msgs.turnsWithoutID, 0)         // work receives with ids only
-	is.True(f.msgs.messages > 0)               // the platform delivered messages
-	is.True(f.msgs.redelivered > 0)            // redeliveries were answered with the first delivery's turn
-	is.True(f.msgs.redeliveredAfterKill > 0)   // some came after a kill: at a successor's start-up, or by the drain
+	if f.integrity != NoIntegrityCheck {
+		is.Equal(f.integrity, "ok") // the database's own check (SQLite: PRAGMA integrity_check)
+	}
+	is.Equal(f.appRowsExtra, 0)              // no app row but that of a commit, under its attempt, once
+	is.Equal(f.appRowsMissing, 0)            // and no handler commit without its app row
+	is.True(f.appRows > 0)                   // the handlers wrote app rows
+	is.True(f.together >= 2)                 // two processes recovered at once
+	is.True(f.counts["expire_calls"] > 0)    // the expirer ran
+	is.Equal(f.msgs.messagesNotOneTurn, 0)   // every message the platform delivered began exactly one turn, however often it came
+	is.Equal(f.msgs.messageMismatch, 0)      // the turn of a message holds its text and conversation
+	is.Equal(f.msgs.turnsUnlogged, 0)        // and every turn received with an id was a message of the platform's
+	is.Equal(f.msgs.turnsWithoutID, 0)       // work receives with ids only
+	is.True(f.msgs.messages > 0)             // the platform delivered messages
+	is.True(f.msgs.redelivered > 0)          // redeliveries were answered with the first delivery's turn
+	is.True(f.msgs.redeliveredAfterKill > 0) // some came after a kill: at a successor's start-up, or by the drain
 	switch f.kind {
 	case remoteDedup:
 		is.True(f.resolvedAutomatically() > 0) // the policy resolved unknowns
@@ -271,12 +275,13 @@ func (f figures) assert(t *testing.T) {
 	}
 }
 
-// audit opens the file after every child is gone and checks it against the
+// audit opens the database after every child is gone and checks it against the
 // remote's ledger, the audit trail and what the children reported.
 func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 	t.Helper()
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, db, sqlitestore.WithExisting())
+	b := h.backend
+	store, err := b.Open(ctx, db, UseAudit)
 	if err != nil {
 		t.Fatalf("open for audit: %v", err)
 	}
@@ -301,8 +306,8 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 		t.Logf("handler span: %s", o)
 	}
 
-	if err := store.ReadDB().QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&f.integrity); err != nil {
-		t.Fatalf("integrity_check: %v", err)
+	if f.integrity, err = b.Integrity(ctx, store); err != nil {
+		t.Fatalf("integrity check: %v", err)
 	}
 	rows, err := store.ListOutbox(ctx, turnframe.OutboxFilter{Limit: turnframe.MaxLimit})
 	if err != nil {
@@ -367,7 +372,7 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 				f.busyResentDead++
 			case d.attempt > b.attempt:
 				f.busySentAgain++
-				t.Logf("row %s sent again (attempt %d by %s) after attempt %d's known outcome met a busy file", b.key, d.attempt, d.worker, b.attempt)
+				t.Logf("row %s sent again (attempt %d by %s) after attempt %d's known outcome met a busy database", b.key, d.attempt, d.worker, b.attempt)
 			}
 		}
 	}
@@ -379,8 +384,8 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 	}
 
 	cmdHists := map[string][]turnframe.HistoryRecord{} // by remote key
-	expected, parked := f.auditTurns(t, store, byKey, v, dedup, cmdHists)
-	f.auditAppRows(t, store)
+	expected, parked := f.auditTurns(t, b, store, byKey, v, dedup, cmdHists)
+	f.auditAppRows(t, b, store)
 	for _, o := range v.liveOverlaps {
 		if settledBefore(cmdHists[o.key], o.held, o.by) {
 			f.overlapAfterSettle++
@@ -394,11 +399,11 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 			f.extraRows++
 		}
 	}
-	if err := store.ReadDB().QueryRowContext(ctx,
-		"SELECT COUNT(*) FROM (SELECT 1 FROM events GROUP BY account, key HAVING COUNT(*) > 1)").Scan(&f.committedTwice); err != nil {
+	if err := b.Query(ctx, store, "SELECT COUNT(*) FROM (SELECT 1 FROM events GROUP BY account, key HAVING COUNT(*) > 1) AS twice",
+		func(scan func(...any) error) error { return scan(&f.committedTwice) }); err != nil {
 		t.Fatal(err)
 	}
-	f.msgs = auditMessages(t, store, h.platform, h.afterKills)
+	f.msgs = auditMessages(t, b, store, h.platform, h.afterKills)
 	f.msgs.firstFoundRedelivered = f.counts["first_redelivered"]
 	unfinished, err := store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, turnframe.MaxLimit)
 	if err != nil {
@@ -414,7 +419,7 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 }
 
 // history reads the whole audit trail of subject, oldest first.
-func history(t *testing.T, store *sqlitestore.Store, subject turnframe.Subject) []turnframe.HistoryRecord {
+func history(t *testing.T, store turnframe.Store, subject turnframe.Subject) []turnframe.HistoryRecord {
 	t.Helper()
 	var all []turnframe.HistoryRecord
 	var after int64
@@ -627,34 +632,30 @@ func explainCommand(hist []turnframe.HistoryRecord, attempt string, dedup bool) 
 // auditTurns checks every turn and every journal entry, and returns the
 // outbox rows the committed commands must have made, and the turns parked
 // behind an escalation.
-func (f *figures) auditTurns(t *testing.T, store *sqlitestore.Store, byKey map[string]turnframe.OutboxRecord, v ledgerView, dedup bool,
+func (f *figures) auditTurns(t *testing.T, b Backend, store turnframe.Store, byKey map[string]turnframe.OutboxRecord, v ledgerView, dedup bool,
 	cmdHists map[string][]turnframe.HistoryRecord) (map[string]bool, map[turnframe.TurnID]bool) {
 	t.Helper()
 	ctx := context.Background()
-	turns, err := store.ReadDB().QueryContext(ctx, "SELECT account, id FROM turns ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
 	type turnRef struct {
 		account turnframe.AccountID
 		id      turnframe.TurnID
 	}
 	var refs []turnRef
-	for turns.Next() {
+	err := b.Query(ctx, store, "SELECT account, id FROM turns ORDER BY id", func(scan func(...any) error) error {
 		var acct, id string
-		if err := turns.Scan(&acct, &id); err != nil {
-			t.Fatal(err)
+		if err := scan(&acct, &id); err != nil {
+			return err
 		}
 		tid, err := turnframe.ParseTurnID(id)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		refs = append(refs, turnRef{turnframe.AccountID(acct), tid})
-	}
-	if err := turns.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	turns.Close()
 
 	expected := map[string]bool{}
 	parked := map[turnframe.TurnID]bool{}
@@ -703,7 +704,7 @@ func (f *figures) auditTurns(t *testing.T, store *sqlitestore.Store, byKey map[s
 	return expected, parked
 }
 
-func (f *figures) auditEntry(t *testing.T, store *sqlitestore.Store, e turnframe.JournalEntry, phase turnframe.TurnPhase, parked bool,
+func (f *figures) auditEntry(t *testing.T, store turnframe.Store, e turnframe.JournalEntry, phase turnframe.TurnPhase, parked bool,
 	byKey map[string]turnframe.OutboxRecord, v ledgerView, dedup bool, expected map[string]bool, cmdHists map[string][]turnframe.HistoryRecord) {
 	t.Helper()
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package crashtest_test
+package harness
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // The fault points of the crash harness, beside the kills. Each is drawn
@@ -30,12 +29,13 @@ import (
 //	    ("abandon_settled", "resend_meanwhile_settled"); a settlement that
 //	    does not land stops the child with an error. The resent command runs
 //	    again under its key, in the same Execute loop or in recovery.
-//	(b) A busy file during settlement. After a send answered, the sender
-//	    holds the file's write lock on a plain connection of its own for
+//	(b) A busy database during settlement. After a send answered, the
+//	    sender holds the database's writes up (Backend.Locker: SQLite's
+//	    write lock, PostgreSQL's outbox table) on a connection of its own for
 //	    150–300 ms, longer than the dispatcher's busy timeout (80 ms), so the
 //	    settlement is refused with ErrBusy ("busy_settle") and must be tried
 //	    again until it lands. The other process, the expirer and the
-//	    keeper meet the held file too. The audit checks that no row whose
+//	    keeper meet the held database too. The audit checks that no row whose
 //	    send's outcome was known when the lock was taken ("busy_lock") was
 //	    sent again, unless its worker died first (and the policy resent it).
 //	(c) A lease that ends during a slow send. Now and then a working child's
@@ -173,7 +173,7 @@ func (c *child) checkFired(ctx context.Context, turn turnframe.TurnID, execErr e
 	return nil
 }
 
-// busyDuringSettlement is fault (b): once a send answered, hold the file's
+// busyDuringSettlement is fault (b): once a send answered, hold the database's
 // write lock past the dispatcher's busy timeout, so that the settlement
 // the dispatcher is about to write is refused as busy. known says whether
 // the send's outcome was known to the dispatcher (answered in time, and not
@@ -191,25 +191,19 @@ func (c *child) busyDuringSettlement(ctx context.Context, e turnframe.OutboxEntr
 	fault("busy_lock", "%s %d %t %v %v", e.RemoteKey(), e.Attempts, known, d.Kind, hold)
 }
 
-// holdWriteLock takes the file's write lock on the lock connection and
-// lets it go after hold. It reports whether it took it.
+// holdWriteLock takes the database's write lock (Backend.Locker) and lets
+// it go after hold. It reports whether it took it.
 func (c *child) holdWriteLock(hold time.Duration) bool {
-	if !c.holding.CompareAndSwap(false, true) {
+	if c.locker == nil || !c.holding.CompareAndSwap(false, true) {
 		return false
 	}
-	conn, err := c.lockDB.Conn(c.ctx)
-	if err == nil {
-		if _, err = conn.ExecContext(c.ctx, "BEGIN IMMEDIATE"); err != nil {
-			conn.Close()
-		}
-	}
+	release, err := c.locker.Hold(c.ctx)
 	if err != nil {
 		c.holding.Store(false)
 		return false
 	}
 	time.AfterFunc(hold, func() {
-		_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
-		conn.Close()
+		release()
 		c.holding.Store(false)
 	})
 	return true
@@ -240,7 +234,7 @@ func (c *child) slowSweep() (bool, error) {
 // as busy, claims lost, and rows settled after the lease they were claimed
 // with had ended.
 type observedOutbox struct {
-	*sqlitestore.Store
+	turnframe.Store
 
 	mu       sync.Mutex
 	leases   map[turnframe.OutboxID]time.Time // each claimed row's lease end, as claimed

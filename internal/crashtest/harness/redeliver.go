@@ -1,4 +1,4 @@
-package crashtest_test
+package harness
 
 import (
 	"errors"

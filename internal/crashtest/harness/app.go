@@ -1,50 +1,23 @@
-package crashtest_test
+package harness
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // The application's own rows (issue 14 point 1): every commit a handler
 // makes also inserts a row into a table of the application's, created by the
-// children in the same file, through Outcome.With. The audit then holds the
+// children in the same database, through Outcome.With. The audit then holds the
 // table to the journal: one row for each command a handler committed, under
 // the attempt that committed it, and none for anything else — a commit
 // refused, or cut short by a kill, left none. With the faults on, the app's
 // writes of some commits fail after inserting their row (errAppFault): the
 // commit must leave nothing, its row included, and the command is resumed
 // later as after a crash.
-
-// appTableSQL is the application's table: one row per commit a handler
-// made, naming the attempt and the worker. No UNIQUE constraint: the audit
-// counts duplicates rather than have the app's writes refuse them.
-const appTableSQL = `CREATE TABLE IF NOT EXISTS app_commits (
-	id      INTEGER PRIMARY KEY,
-	account TEXT NOT NULL,
-	key     TEXT NOT NULL,
-	attempt TEXT NOT NULL,
-	worker  TEXT NOT NULL
-) STRICT`
-
-// createAppTable creates the application's table in the store's file, if
-// no child did yet.
-func createAppTable(ctx context.Context, s *sqlitestore.Store) error {
-	tx, err := s.BeginTx(ctx)
-	if err != nil {
-		return fmt.Errorf("create the app table: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, appTableSQL); err != nil {
-		return fmt.Errorf("create the app table: %w", err)
-	}
-	return tx.Commit()
-}
 
 // appErrorPercent is how often, in percent, the app's writes of a local
 // command's first attempt fail, when the faults are on (appFails).
@@ -71,12 +44,7 @@ func (c *child) withAppRow(ctx context.Context, call turnframe.Call) turnframe.O
 	}
 	fail := c.appFails(call)
 	return out.With(func(ctx context.Context, tx turnframe.Tx) error {
-		sqlTx, ok := sqlitestore.SQLTx(tx)
-		if !ok {
-			return fmt.Errorf("not a sqlitestore transaction: %T", tx)
-		}
-		_, err := sqlTx.ExecContext(ctx, `INSERT INTO app_commits (account, key, attempt, worker) VALUES (?, ?, ?, ?)`,
-			string(call.Account), string(call.Command.Key), call.Attempt.String(), c.worker)
+		err := c.backend.InsertAppRow(ctx, tx, AppRow{Account: string(call.Account), Key: string(call.Command.Key), Attempt: call.Attempt.String(), Worker: c.worker})
 		if err == nil && fail {
 			err = errAppFault
 		}
@@ -89,18 +57,13 @@ func (c *child) withAppRow(ctx context.Context, call turnframe.Call) turnframe.O
 // attempt): a row for none of them, or under another attempt, or a second
 // row, is counted in appRowsExtra; a commit without its row in
 // appRowsMissing.
-func (f *figures) auditAppRows(t *testing.T, store *sqlitestore.Store) {
+func (f *figures) auditAppRows(t *testing.T, b Backend, store turnframe.Store) {
 	t.Helper()
-	rows, err := store.ReadDB().QueryContext(context.Background(), `SELECT account, key, attempt, worker FROM app_commits ORDER BY id`)
-	if err != nil {
-		t.Fatalf("read the app table: %v", err)
-	}
-	defer rows.Close()
 	seen := map[string]bool{}
-	for rows.Next() {
+	err := b.Query(context.Background(), store, `SELECT account, key, attempt, worker FROM app_commits ORDER BY id`, func(scan func(...any) error) error {
 		var account, key, attempt, worker string
-		if err := rows.Scan(&account, &key, &attempt, &worker); err != nil {
-			t.Fatal(err)
+		if err := scan(&account, &key, &attempt, &worker); err != nil {
+			return err
 		}
 		f.appRows++
 		k := account + "\x00" + key
@@ -111,9 +74,10 @@ func (f *figures) auditAppRows(t *testing.T, store *sqlitestore.Store) {
 				account, key, attempt, worker, want, committed, seen[k])
 		}
 		seen[k] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read the app table: %v", err)
 	}
 	for k := range f.handlerCommits {
 		if !seen[k] {

@@ -1,6 +1,6 @@
 //go:build race
 
-package difftest_test
+package difftest
 
 // raceEnabled is true in a build with the race detector, which makes
 // modernc.org/sqlite some twenty times slower: the default random runs are
