@@ -10,7 +10,8 @@ import (
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
 // string, as pgxpool.ParseConfig reads it; runtime parameters such as
-// search_path may be given in it), applies the schema (Migrate) and returns
+// search_path may be given in it), applies the schema (Migrate; with
+// WithExisting it only checks it) and returns
 // the store, which owns the pool: Close closes it. Open starts no goroutine
 // of its own (pgxpool keeps its health check running until Close).
 //
@@ -41,15 +42,21 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // may live in the same database, and its App writes run on the store's
 // transaction, PgxTx). New applies the schema first, as Open does (Migrate:
 // idempotent, and safe when several processes start at once), so a store
-// is never used on a schema it does not know. Close leaves pool open.
+// is never used on a schema it does not know (WithExisting: checks it,
+// changing nothing). Close leaves pool open.
 //
-// Errors: ErrInvalid for a nil pool; otherwise the error of a migration.
+// Errors: ErrInvalid for a nil pool; otherwise the error of a migration, or
+// with WithExisting a *SchemaError for a schema that is not this build's.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, &turnframe.InvalidError{Field: "pool", Reason: "nil"}
 	}
 	cfg := newConfig(opts)
-	if err := Migrate(ctx, pool); err != nil {
+	migrate := Migrate
+	if cfg.existing {
+		migrate = checkExisting
+	}
+	if err := migrate(ctx, pool); err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
 	}
 	channel, err := enqueueChannel(ctx, pool)

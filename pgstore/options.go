@@ -11,10 +11,11 @@ import (
 type Option func(*config)
 
 type config struct {
-	ids     *turnframe.IDGenerator
-	retries int
-	clock   Clock
-	host    func() time.Time
+	ids      *turnframe.IDGenerator
+	retries  int
+	clock    Clock
+	host     func() time.Time
+	existing bool // WithExisting: check the schema, never migrate
 }
 
 // DefaultRetries is how many times a write transaction is run again after

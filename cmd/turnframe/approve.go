@@ -50,7 +50,7 @@ what awaits approval. An entry that is not awaiting approval is refused
 			if err != nil {
 				return err
 			}
-			store, err := db.open(ctx)
+			store, err := db.open(ctx, e)
 			if err != nil {
 				return err
 			}
@@ -123,7 +123,7 @@ never runs before it is approved; recovery lists its turn and leaves it.`,
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}

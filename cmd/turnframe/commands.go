@@ -124,7 +124,8 @@ func printUsage(w io.Writer) {
 	for _, c := range commandList() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nRun 'turnframe help COMMAND' or 'turnframe COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\n--db takes a database file, or a postgres:// URL (its search_path is the schema).\n")
+	fmt.Fprintf(w, "Run 'turnframe help COMMAND' or 'turnframe COMMAND -h' for a command's flags.\n")
 	fmt.Fprintf(w, "Exit status: 0 done; 1 could not be done now (busy, I/O) or the demo found a discrepancy;\n")
 	fmt.Fprintf(w, "2 cannot succeed as given (bad flag, unknown id, wrong status, not a turnframe database,\n")
 	fmt.Fprintf(w, "  or a schema older or newer than this turnframe's: only 'migrate' changes a schema).\n")

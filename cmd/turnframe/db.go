@@ -23,36 +23,47 @@ import (
 
 // dbFlags are the flags every operator command opens the database with.
 type dbFlags struct {
-	path string
+	path string // a file, or a PostgreSQL URL (isPostgresURL)
 	busy time.Duration
 }
 
 // addDBFlags registers --db and --busy-timeout on fs.
 func addDBFlags(fs *flag.FlagSet) *dbFlags {
 	d := &dbFlags{}
-	fs.StringVar(&d.path, "db", "", "the turnframe database `file` (required)")
+	fs.StringVar(&d.path, "db", "", "the turnframe database: a `file`, or a postgres:// URL (required)")
 	fs.DurationVar(&d.busy, "busy-timeout", sqlitestore.DefaultBusyTimeout,
-		"how long a write waits while another connection holds the database's write lock")
+		"how long a write waits while another connection holds the database's write lock (PostgreSQL: a row's lock, lock_timeout)")
 	return d
 }
 
-// open opens the turnframe database named by --db as it is, with
-// sqlitestore.WithExisting: it never creates a file, never migrates one, and
-// never changes a file it refuses. A missing file, a file that is not SQLite,
-// a SQLite file without the turnframe schema, and a file whose schema is
-// older or newer than this build's are errors that exit 2 and say what to
-// do; only 'turnframe migrate' (and the application's own Open) migrates.
-func (d *dbFlags) open(ctx context.Context) (*sqlitestore.Store, error) {
+// open opens the turnframe database named by --db as it is: a file with
+// sqlitestore.WithExisting, a postgres:// or postgresql:// URL with
+// pgstore.WithExisting (openPG). It never creates a file or a schema, never
+// migrates one, and never changes one it refuses. A missing file, a file
+// that is not SQLite, a database without the turnframe schema, and one whose
+// schema is older or newer than this build's are errors that exit 2 and say
+// what to do; only 'turnframe migrate' (and the application's own Open)
+// migrates. For a URL, e is told the URL, so that no output shows its
+// password (env.explain).
+func (d *dbFlags) open(ctx context.Context, e *env) (opStore, error) {
 	if d.path == "" {
 		return nil, usagef("--db is required")
 	}
 	if d.busy < time.Millisecond {
 		return nil, usagef("--busy-timeout must be at least 1ms")
 	}
+	if isPostgresURL(d.path) {
+		e.server = &serverRef{url: d.path}
+		s, err := openPG(ctx, d.path, d.busy, e.now)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	store, err := sqlitestore.Open(ctx, d.path, sqlitestore.WithExisting(), sqlitestore.WithBusyTimeout(d.busy))
 	switch {
 	case err == nil:
-		return store, nil
+		return sqliteOps{store}, nil
 	case errors.Is(err, turnframe.ErrNotFound):
 		return nil, fmt.Errorf("no turnframe database at %s (nothing was created; 'turnframe migrate' makes one): %w", d.path, err)
 	case errors.Is(err, turnframe.ErrInvalid):

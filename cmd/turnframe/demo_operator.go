@@ -56,7 +56,7 @@ func (d *demo) operator(ctx context.Context, p *process) error {
 			return err
 		}
 	}
-	subjects, err := subjectsOfID(ctx, p.store, rows[0].ID)
+	subjects, err := subjectsOfID(ctx, sqliteOps{p.store}, rows[0].ID)
 	if err != nil {
 		return err
 	}

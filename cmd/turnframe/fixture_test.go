@@ -61,15 +61,26 @@ func (c *testClock) Set(t time.Time) {
 // commands under test are the only ones holding it.
 func mustFixture(t *testing.T) fixture {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	store, err := sqlitestore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("open a new store: %v", err)
+	}
+	defer store.Close()
+	return buildFixture(t, store, path)
+}
+
+// buildFixture writes the fixture with the library into store, an empty
+// store of any kind that keeps the times it is given (the fixture's history
+// began an hour ago), and returns it with db, the --db that opens it.
+func buildFixture(t *testing.T, store turnframe.Store, db string) fixture {
+	t.Helper()
 	is := is.New(t)
 	ctx := context.Background()
 	f := fixture{
-		path: filepath.Join(t.TempDir(), "app.db"),
+		path: db,
 		t0:   time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond),
 	}
-	store, err := sqlitestore.Open(ctx, f.path)
-	is.NoErr(err) // open a new store
-	defer store.Close()
 	clock := &testClock{t: f.t0}
 	rt := turnframe.New(store, turnframe.WithClock(clock.Now))
 	conv := rt.NewConversationID()

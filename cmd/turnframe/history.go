@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func historyCommand() *command {
@@ -41,7 +39,7 @@ streamed. An id or a key that names nothing is an error (exit 2).`,
 				if err != nil {
 					return err
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -86,7 +84,7 @@ type namedSubject struct {
 
 // parseHistoryArgs checks history's arguments and returns how to find the
 // subjects they name once the store is open.
-func parseHistoryArgs(args []string, account string) (func(context.Context, *sqlitestore.Store) ([]namedSubject, error), error) {
+func parseHistoryArgs(args []string, account string) (func(context.Context, opStore) ([]namedSubject, error), error) {
 	if account != "" {
 		acct := turnframe.AccountID(account)
 		if err := acct.Validate(); err != nil {
@@ -99,7 +97,7 @@ func parseHistoryArgs(args []string, account string) (func(context.Context, *sql
 		if err := key.Validate(); err != nil {
 			return nil, usagef("%q is not an idempotency key: %v", args[0], err)
 		}
-		return func(ctx context.Context, store *sqlitestore.Store) ([]namedSubject, error) {
+		return func(ctx context.Context, store opStore) ([]namedSubject, error) {
 			e, err := store.ByKey(ctx, acct, key)
 			if err != nil {
 				return nil, fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(account), cell(string(key)), err)
@@ -115,7 +113,7 @@ func parseHistoryArgs(args []string, account string) (func(context.Context, *sql
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, store *sqlitestore.Store) ([]namedSubject, error) {
+	return func(ctx context.Context, store opStore) ([]namedSubject, error) {
 		return subjectsOfID(ctx, store, id)
 	}, nil
 }
@@ -123,7 +121,7 @@ func parseHistoryArgs(args []string, account string) (func(context.Context, *sql
 // subjectsOfID returns the outbox row and the turn with this id, whichever
 // exist: ids are ULIDs, unique in practice across both, but each table is
 // looked up so that neither hides the other.
-func subjectsOfID(ctx context.Context, store *sqlitestore.Store, id turnframe.OutboxID) ([]namedSubject, error) {
+func subjectsOfID(ctx context.Context, store opStore, id turnframe.OutboxID) ([]namedSubject, error) {
 	var out []namedSubject
 	rec, err := store.GetOutbox(ctx, id)
 	switch {
@@ -158,18 +156,10 @@ func subjectsOfID(ctx context.Context, store *sqlitestore.Store, id turnframe.Ou
 }
 
 // turnAccount returns the account of the turn with this id: the store's
-// reads need it, so it is looked up with read-only SQL. ErrNotFound when no
-// turn has the id.
-func turnAccount(ctx context.Context, store *sqlitestore.Store, turn turnframe.TurnID) (turnframe.AccountID, error) {
-	var account string
-	err := store.ReadDB().QueryRowContext(ctx, "SELECT account FROM turns WHERE id = ?", turn.String()).Scan(&account)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("no turn %s: %w", turn, turnframe.ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("find turn %s: %w", turn, err)
-	}
-	return turnframe.AccountID(account), nil
+// reads need it, so it is looked up with the operator read. ErrNotFound
+// when no turn has the id.
+func turnAccount(ctx context.Context, store opStore, turn turnframe.TurnID) (turnframe.AccountID, error) {
+	return store.turnAccount(ctx, turn)
 }
 
 // historyPage is how many records one History call reads, and so the most

@@ -1,6 +1,6 @@
 // Command turnframe plays a runnable demo of the turnframe library and is the
-// operator's tool for a turnframe SQLite database, including one that a
-// running application has open.
+// operator's tool for a turnframe database — a SQLite file or a PostgreSQL
+// database — including one that a running application has open.
 //
 // The demo plays a booking conversation against three misbehaving remotes —
 // one that can be asked, one that deduplicates, one that can do neither —
@@ -29,6 +29,13 @@
 //	turnframe ui      --db app.db                 a local web page of all the above, with settle/requeue/approve buttons
 //	turnframe migrate --db app.db                 bring the schema up to date (may create the file)
 //	turnframe version [--db app.db]
+//
+// Every operator command takes a PostgreSQL URL in place of the file
+// (--db postgres://user@host/db?search_path=schema): it opens the schema
+// as it is (pgstore.WithExisting), reads with plain statements under a
+// statement_timeout, writes through the store in short transactions whose
+// row locks wait at most --busy-timeout (lock_timeout), and never prints the
+// URL's password. migrate applies pgstore's migrations there.
 //
 // Every listing takes --json for scripts; otherwise it prints aligned
 // columns, in which a value holding a control character prints as a quoted
@@ -77,7 +84,35 @@ type env struct {
 	// so the most it holds at once; 0 means listPage. Tests page with
 	// small pages.
 	page int
+	// server is the PostgreSQL database the command opened, if any: its
+	// errors are worded for the operator and its password is never shown
+	// (explain).
+	server *serverRef
 }
+
+// serverRef is the PostgreSQL URL a command opened.
+type serverRef struct{ url string }
+
+// explain words err for the operator when the command opened a PostgreSQL
+// database (describeServer), and takes the URL's password out of its text.
+// Without one it returns err as it is.
+func (e *env) explain(err error) error {
+	if err == nil || e.server == nil {
+		return err
+	}
+	err = describeServer(err, redactURL(e.server.url))
+	return &redactedError{err: err, msg: redactText(err.Error(), e.server.url)}
+}
+
+// redactedError is err with a message from which a secret was taken out;
+// err stays in the chain, for errors.Is.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (r *redactedError) Error() string { return r.msg }
+func (r *redactedError) Unwrap() error { return r.err }
 
 // run runs the command line args (without the program name) and returns the
 // exit status. It is main without os.Exit, for tests.
@@ -102,7 +137,7 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	err := cmd.run(ctx, e, rest)
-	return report(e.stderr, cmd.name, err)
+	return report(e.stderr, cmd.name, e.explain(err))
 }
 
 // report prints err, if any, and returns the exit status it calls for.

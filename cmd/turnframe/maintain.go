@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func releaseCommand() *command {
@@ -55,7 +54,7 @@ the same idempotency key): release says so.`,
 					}
 					ids = append(ids, id)
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -121,7 +120,7 @@ type releaseJSON struct {
 
 // forceRelease puts one row back to pending with OutboxStore.ReleaseClaim,
 // first telling the operator whose claim it was and how its lease stood.
-func forceRelease(ctx context.Context, e *env, store *sqlitestore.Store, id turnframe.OutboxID, now time.Time) error {
+func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.OutboxID, now time.Time) error {
 	rec, err := store.GetOutbox(ctx, id)
 	if err != nil {
 		return fmt.Errorf("no outbox row %s: %w", id, err)
@@ -178,7 +177,7 @@ never runs again.`,
 				if !older.set {
 					return usagef("--older-than is required")
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}

@@ -22,9 +22,15 @@ It is the one operator command that changes a schema or creates a file:
 every other command opens the file as it is and refuses one whose schema is
 older or newer than its own. Each migration is one transaction, and every
 row is kept. A file that is not a SQLite database, and one written by a
-newer turnframe, are refused (exit 2) and left unchanged.`,
+newer turnframe, are refused (exit 2) and left unchanged.
+
+With a postgres:// URL it applies pgstore's migrations to the first schema of
+the URL's search_path (?search_path=NAME picks another), each in its own
+transaction under an advisory lock, so an application starting at the same
+time is safe. A role that may not create tables there is refused with what
+to do (exit 2).`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			path := fs.String("db", "", "the database `file` (required)")
+			path := fs.String("db", "", "the database `file`, or a postgres:// URL (required)")
 			busy := fs.Duration("busy-timeout", sqlitestore.DefaultBusyTimeout, "how long to wait while another connection holds the write lock")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
@@ -35,6 +41,9 @@ newer turnframe, are refused (exit 2) and left unchanged.`,
 				}
 				if *busy < time.Millisecond {
 					return usagef("--busy-timeout must be at least 1ms")
+				}
+				if isPostgresURL(*path) {
+					return migratePG(ctx, e, *path, *busy)
 				}
 				// Look before the driver does: it would take a file that is
 				// not SQLite for a corrupt database and fail with its own

@@ -50,7 +50,7 @@ remain past it, a "more:" line on stderr gives the --after to read on with.`,
 						return usagef("--after %q is not an outbox row id", *after)
 					}
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}

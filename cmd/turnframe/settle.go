@@ -9,7 +9,6 @@ import (
 	"log/slog"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func settleCommand() *command {
@@ -54,7 +53,7 @@ is refused (exit 2), unchanged.`,
 				if err != nil {
 					return err
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -142,7 +141,7 @@ func parseSettle(args []string, f settleFlags) (settleRequest, error) {
 
 // settleRow settles an outbox row through Recovery.Settle, under the
 // account read from the row itself.
-func settleRow(ctx context.Context, e *env, store *sqlitestore.Store, rec *turnframe.Recovery, req settleRequest, db *dbFlags) error {
+func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recovery, req settleRequest, db *dbFlags) error {
 	before, err := store.GetOutbox(ctx, req.id)
 	if err != nil {
 		return fmt.Errorf("no outbox row %s: %w", req.id, err)
@@ -160,7 +159,7 @@ func settleRow(ctx context.Context, e *env, store *sqlitestore.Store, rec *turnf
 }
 
 // settleEntry settles a journal entry through Recovery.Settle.
-func settleEntry(ctx context.Context, e *env, store *sqlitestore.Store, rec *turnframe.Recovery, req settleRequest, db *dbFlags) error {
+func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Recovery, req settleRequest, db *dbFlags) error {
 	before, err := store.ByKey(ctx, req.account, req.key)
 	if err != nil {
 		return fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(req.account)), cell(string(req.key)), err)
@@ -225,7 +224,7 @@ far). A row in any other status is refused (exit 2), unchanged.`,
 				if len(args) > 1 {
 					return usagef("unexpected argument %q", args[1])
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func showCommand() *command {
@@ -36,7 +35,7 @@ A value holding a control character prints as a quoted Go string.`,
 				if err != nil {
 					return err
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -143,9 +142,9 @@ type turnDetail struct {
 }
 
 // readTurn reads a turn by id alone: the store's reads need its account, so
-// the account is looked up first with read-only SQL. ErrNotFound when no
-// turn has this id.
-func readTurn(ctx context.Context, store *sqlitestore.Store, id turnframe.TurnID) (turnDetail, error) {
+// the account is looked up first with the operator read (turnAccount), and
+// so are the turn's rows (turnOutbox). ErrNotFound when no turn has this id.
+func readTurn(ctx context.Context, store opStore, id turnframe.TurnID) (turnDetail, error) {
 	acct, err := turnAccount(ctx, store, id)
 	if errors.Is(err, turnframe.ErrNotFound) {
 		return turnDetail{}, fmt.Errorf("no outbox row or turn has the id %s: %w", id, turnframe.ErrNotFound)
@@ -172,27 +171,11 @@ func readTurn(ctx context.Context, store *sqlitestore.Store, id turnframe.TurnID
 		return t, err
 	}
 	t.recovery = action.Kind
-	rows, err := store.ReadDB().QueryContext(ctx, "SELECT id FROM outbox WHERE turn = ? ORDER BY seq LIMIT ?", id.String(), turnframe.MaxLimit)
+	ids, err := store.turnOutbox(ctx, id, turnframe.MaxLimit)
 	if err != nil {
-		return t, fmt.Errorf("outbox rows of turn %s: %w", id, err)
-	}
-	var ids []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
-			return t, err
-		}
-		ids = append(ids, s)
-	}
-	if err := rows.Close(); err != nil {
 		return t, err
 	}
-	for _, s := range ids {
-		oid, err := turnframe.ParseOutboxID(s)
-		if err != nil {
-			return t, err
-		}
+	for _, oid := range ids {
 		r, err := store.GetOutbox(ctx, oid)
 		if err != nil {
 			return t, err

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func statusCommand() *command {
@@ -38,7 +37,7 @@ person with 'turnframe settle'. Each list shows at most 100.`,
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -110,44 +109,11 @@ type leaseJSON struct {
 // statusListLimit bounds the ended leases and unknown rows status lists.
 const statusListLimit = 100
 
-// dueCondition is the claim's rule for a due row, as SQL over the outbox
-// row o with ?1 the time: Pending, due, not marked held by the store, and no
-// earlier row of its account and non-empty order key that HoldsOrder. It
-// restates what sqlitestore's claim statement and OutboxStore.ClaimDue say,
-// because the store has no read-only query for due rows; status must count
-// exactly what a claim would take now, so it repeats that statement's
-// condition (and TestStatus checks it on a held row).
-func dueCondition() string {
-	return `o.status = 'pending' AND o.due_at <= ?1 AND ` + freeCondition()
-}
-
-// heldCondition selects the pending rows whose due time came that a claim
-// would not take: the ones held behind an earlier row of their order key.
-func heldCondition() string {
-	return `o.status = 'pending' AND o.due_at <= ?1 AND NOT (` + freeCondition() + `)`
-}
-
-// freeCondition is the half of the claim's rule about order keys.
-func freeCondition() string {
-	var holding []string
-	for _, s := range outboxStatuses() {
-		if s.HoldsOrder() {
-			holding = append(holding, "'"+s.String()+"'")
-		}
-	}
-	return `o.held = 0 AND NOT (o.order_key <> '' AND EXISTS (
-		SELECT 1 FROM outbox AS p
-		WHERE p.account = o.account AND p.order_key = o.order_key AND p.order_key <> ''
-		  AND p.seq < o.seq AND p.status IN (` + strings.Join(holding, ", ") + `)))`
-}
-
-// readStatus reads the counts through the read pool: the store's API has
-// no counting call, so they are read-only SQL over the schema of package
-// schema.
-func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (statusJSON, error) {
-	db := store.ReadDB()
+// readStatus reads the counts with the store's operator reads (opStore):
+// the store's API has no counting call.
+func readStatus(ctx context.Context, store opStore, now time.Time) (statusJSON, error) {
 	st := statusJSON{
-		Path: store.Path(), At: at(now),
+		Path: store.Name(), At: at(now),
 		Outbox: map[string]int{}, Turns: map[string]int{},
 		EndedLeases: []leaseJSON{}, Unknown: []outboxJSON{}, UnknownEntries: []statusEntry{},
 		NeedsIntervention: []outboxJSON{}, NeedsInterventionEntries: []statusEntry{}, AwaitingApproval: []statusEntry{},
@@ -158,30 +124,19 @@ func readStatus(ctx context.Context, store *sqlitestore.Store, now time.Time) (s
 	for p := turnframe.PhaseReceived; p <= turnframe.PhaseAbandoned; p++ {
 		st.Turns[p.String()] = 0
 	}
-	if err := countInto(ctx, db, st.Outbox, "SELECT status, count(*) FROM outbox GROUP BY status"); err != nil {
+	outbox, turns, err := store.counts(ctx)
+	if err != nil {
 		return st, err
 	}
-	if err := countInto(ctx, db, st.Turns, "SELECT phase, count(*) FROM turns GROUP BY phase"); err != nil {
+	maps.Copy(st.Outbox, outbox)
+	maps.Copy(st.Turns, turns)
+	due, err := store.due(ctx, now)
+	if err != nil {
 		return st, err
 	}
-	us := now.UnixMicro()
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM outbox AS o WHERE "+dueCondition(), us).Scan(&st.DueNow); err != nil {
-		return st, fmt.Errorf("count due rows: %w", err)
-	}
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM outbox AS o WHERE "+heldCondition(), us).Scan(&st.Held); err != nil {
-		return st, fmt.Errorf("count held rows: %w", err)
-	}
-	var id string
-	var due int64
-	err := db.QueryRowContext(ctx, "SELECT o.id, o.due_at FROM outbox AS o WHERE "+dueCondition()+
-		" ORDER BY o.due_at, o.seq LIMIT 1", us).Scan(&id, &due)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return st, fmt.Errorf("read the oldest due row: %w", err)
-	default:
-		dueAt := time.UnixMicro(due).UTC()
-		st.OldestDue = &dueJSON{ID: id, DueAt: at(dueAt), Waited: age(now, dueAt)}
+	st.DueNow, st.Held = due.rows, due.held
+	if !due.oldest.IsZero() {
+		st.OldestDue = &dueJSON{ID: due.oldest.String(), DueAt: at(due.oldestDueAt), Waited: age(now, due.oldestDueAt)}
 	}
 	if st.EndedLeases, st.EndedLeaseRows, err = endedLeases(ctx, store, now); err != nil {
 		return st, err
@@ -217,7 +172,7 @@ func outboxStatuses() []turnframe.OutboxStatus {
 
 // uncertainRows returns the first statusListLimit outbox rows in status s,
 // oldest first.
-func uncertainRows(ctx context.Context, store *sqlitestore.Store, s turnframe.OutboxStatus) ([]outboxJSON, error) {
+func uncertainRows(ctx context.Context, store opStore, s turnframe.OutboxStatus) ([]outboxJSON, error) {
 	rows, err := store.ListOutbox(ctx, turnframe.OutboxFilter{Status: s, Limit: statusListLimit})
 	if err != nil {
 		return nil, err
@@ -231,77 +186,34 @@ func uncertainRows(ctx context.Context, store *sqlitestore.Store, s turnframe.Ou
 
 // uncertainEntries returns the journal entries in status s, longest in it
 // first (at most statusListLimit), and how many there are. The store has no
-// listing of entries by status, so SQL finds them, and ByKey reads each as
-// the store sees it.
-func uncertainEntries(ctx context.Context, store *sqlitestore.Store, s turnframe.JournalStatus) ([]statusEntry, int, error) {
-	db := store.ReadDB()
-	var n int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM journal WHERE status = ?", s.String()).Scan(&n); err != nil {
-		return nil, 0, fmt.Errorf("count %s journal entries: %w", s, err)
-	}
-	rows, err := db.QueryContext(ctx, "SELECT account, key FROM journal WHERE status = ? ORDER BY updated_at, seq LIMIT ?",
-		s.String(), statusListLimit)
+// listing of entries by status, so the operator read finds them, and ByKey
+// reads each as the store sees it.
+func uncertainEntries(ctx context.Context, store opStore, s turnframe.JournalStatus) ([]statusEntry, int, error) {
+	keys, n, err := store.entriesIn(ctx, s, statusListLimit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list %s journal entries: %w", s, err)
-	}
-	type found struct{ account, key string }
-	var keys []found
-	for rows.Next() {
-		var f found
-		if err := rows.Scan(&f.account, &f.key); err != nil {
-			rows.Close()
-			return nil, 0, fmt.Errorf("list %s journal entries: %w", s, err)
-		}
-		keys = append(keys, f)
-	}
-	if err := rows.Close(); err != nil {
 		return nil, 0, err
 	}
 	out := []statusEntry{}
 	for _, f := range keys {
-		e, err := store.ByKey(ctx, turnframe.AccountID(f.account), turnframe.IdempotencyKey(f.key))
+		e, err := store.ByKey(ctx, f.account, f.key)
 		if err != nil {
 			return nil, 0, err
 		}
 		if e.Status != s {
 			continue // settled since the listing
 		}
-		out = append(out, statusEntry{Account: f.account, Turn: e.Turn.String(), entryJSON: entryView(e)})
+		out = append(out, statusEntry{Account: string(f.account), Turn: e.Turn.String(), entryJSON: entryView(e)})
 	}
 	return out, n, nil
 }
 
 // endedLeases returns the claims whose lease ended at now, longest ended
-// first (at most statusListLimit), and how many there are. SQL finds the
-// candidates by the lease index; turnframe.LeaseEnded, the rule
-// ExpireClaims applies, decides which of them are listed.
-func endedLeases(ctx context.Context, store *sqlitestore.Store, now time.Time) ([]leaseJSON, int, error) {
-	db := store.ReadDB()
-	const ended = "status = 'dispatching' AND lease_until <= ?"
-	var n int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE "+ended, now.UnixMicro()).Scan(&n); err != nil {
-		return nil, 0, fmt.Errorf("count ended leases: %w", err)
-	}
-	rows, err := db.QueryContext(ctx, "SELECT id FROM outbox WHERE "+ended+" ORDER BY lease_until, seq LIMIT ?",
-		now.UnixMicro(), statusListLimit)
+// first (at most statusListLimit), and how many there are. The operator
+// read finds the candidates by the lease index; turnframe.LeaseEnded, the
+// rule ExpireClaims applies, decides which of them are listed.
+func endedLeases(ctx context.Context, store opStore, now time.Time) ([]leaseJSON, int, error) {
+	ids, n, err := store.endedLeases(ctx, now, statusListLimit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read ended leases: %w", err)
-	}
-	var ids []turnframe.OutboxID
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
-			return nil, 0, fmt.Errorf("read ended leases: %w", err)
-		}
-		id, err := turnframe.ParseOutboxID(s)
-		if err != nil {
-			rows.Close()
-			return nil, 0, fmt.Errorf("read ended leases: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Close(); err != nil {
 		return nil, 0, err
 	}
 	out := []leaseJSON{}
@@ -320,23 +232,6 @@ func endedLeases(ctx context.Context, store *sqlitestore.Store, now time.Time) (
 			LeaseUntil: at(r.LeaseUntil), EndedAgo: age(now, r.LeaseUntil)})
 	}
 	return out, n, nil
-}
-
-func countInto(ctx context.Context, db *sql.DB, into map[string]int, query string) error {
-	rows, err := db.QueryContext(ctx, query)
-	if err != nil {
-		return fmt.Errorf("count: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var n int
-		if err := rows.Scan(&name, &n); err != nil {
-			return fmt.Errorf("count: %w", err)
-		}
-		into[name] = n
-	}
-	return rows.Err()
 }
 
 func (st statusJSON) print(e *env) error {

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 func turnsCommand() *command {
@@ -50,7 +47,7 @@ remain past it, a "more:" line on stderr gives the --after to read on with.`,
 						return usagef("--account: %v", err)
 					}
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -105,7 +102,7 @@ type turnJSON struct {
 // unfinishedTurns lists at most limit of the turns a recovery sweep would
 // visit, after the turn with id after (if any), each with the decision
 // Recovery.Decide makes for it (reading only).
-func unfinishedTurns(ctx context.Context, store *sqlitestore.Store, account turnframe.AccountID, after string, limit int) ([]turnJSON, error) {
+func unfinishedTurns(ctx context.Context, store opStore, account turnframe.AccountID, after string, limit int) ([]turnJSON, error) {
 	scope := turnframe.RecoveryScope{Account: account}
 	scope.After, _ = turnframe.ParseTurnID(after) // checked, or a turn's own id; "" is the zero id
 	markers, err := store.ListUnfinishedTurns(ctx, scope, limit)
@@ -128,31 +125,18 @@ func unfinishedTurns(ctx context.Context, store *sqlitestore.Store, account turn
 }
 
 // allTurns lists at most limit turns oldest first, after the turn with id
-// after (if any), with read-only SQL: the store's API lists only unfinished
-// ones.
-func allTurns(ctx context.Context, store *sqlitestore.Store, account turnframe.AccountID, after string, limit int) ([]turnJSON, error) {
-	query := "SELECT id, account, conversation, phase, updated_at FROM turns WHERE id > ?"
-	args := []any{after}
-	if account != "" {
-		query += " AND account = ?"
-		args = append(args, string(account))
-	}
-	query += " ORDER BY id LIMIT ?"
-	args = append(args, limit)
-	rows, err := store.ReadDB().QueryContext(ctx, query, args...)
+// after (if any), with the operator read listTurns: the store's API lists
+// only unfinished ones.
+func allTurns(ctx context.Context, store opStore, account turnframe.AccountID, after string, limit int) ([]turnJSON, error) {
+	cursor, _ := turnframe.ParseTurnID(after) // checked, or a turn's own id; "" is the zero id
+	markers, err := store.listTurns(ctx, account, cursor, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list turns: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := []turnJSON{}
-	for rows.Next() {
-		var t turnJSON
-		var us int64
-		if err := rows.Scan(&t.ID, &t.Account, &t.Conversation, &t.Phase, &us); err != nil {
-			return nil, fmt.Errorf("list turns: %w", err)
-		}
-		t.UpdatedAt = at(time.UnixMicro(us).UTC())
-		out = append(out, t)
+	out := make([]turnJSON, 0, len(markers))
+	for _, m := range markers {
+		out = append(out, turnJSON{ID: m.Turn.String(), Account: string(m.Account), Conversation: m.Conversation.String(),
+			Phase: m.Phase.String(), UpdatedAt: at(m.UpdatedAt)})
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -66,7 +66,7 @@ and a 4xx or 503 status; nothing is changed.`,
 					return usagef("--addr %s is not a loopback address; the page has no login, so anyone who reaches it acts "+
 						"as the operator: add --allow-remote to serve it there anyway (or --read-only as well)", *addr)
 				}
-				store, err := db.open(ctx)
+				store, err := db.open(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -108,7 +108,7 @@ func serveUI(ctx context.Context, e *env, s *uiServer, addr string) error {
 	if s.opts.readOnly {
 		mode = "read-only"
 	}
-	fmt.Fprintf(e.stdout, "turnframe ui: serving %s on http://%s/ (%s); Ctrl-C stops it\n", s.store.Path(), ln.Addr(), mode)
+	fmt.Fprintf(e.stdout, "turnframe ui: serving %s on http://%s/ (%s); Ctrl-C stops it\n", s.store.Name(), ln.Addr(), mode)
 	srv := &http.Server{
 		Handler:           s.handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -63,35 +63,24 @@ func (s *uiServer) overview(r *http.Request) (string, any, error) {
 }
 
 // destinationCounts counts the outbox rows of the first uiMaxDestinations
-// destinations, by name, per status, with read-only SQL (the store has no
+// destinations, by name, per status, with the operator read (the store has no
 // counting call); more is true when further destinations exist.
 func (s *uiServer) destinationCounts(ctx context.Context) (dests []uiDestination, more bool, err error) {
-	rows, err := s.store.ReadDB().QueryContext(ctx, `SELECT destination, status, count(*) FROM outbox
-		WHERE destination IN (SELECT DISTINCT destination FROM outbox ORDER BY destination LIMIT ?)
-		GROUP BY destination, status ORDER BY destination`, uiMaxDestinations+1)
+	counts, err := s.store.destinationCounts(ctx, uiMaxDestinations+1)
 	if err != nil {
-		return nil, false, fmt.Errorf("count rows per destination: %w", err)
+		return nil, false, err
 	}
-	defer rows.Close()
 	column := map[string]int{}
 	for i, st := range outboxStatuses() {
 		column[st.String()] = i
 	}
-	for rows.Next() {
-		var name, status string
-		var n int
-		if err := rows.Scan(&name, &status, &n); err != nil {
-			return nil, false, fmt.Errorf("count rows per destination: %w", err)
-		}
-		if len(dests) == 0 || dests[len(dests)-1].Name != name {
-			dests = append(dests, uiDestination{Name: name, Counts: make([]int, len(column))})
+	for _, c := range counts {
+		if len(dests) == 0 || dests[len(dests)-1].Name != c.destination {
+			dests = append(dests, uiDestination{Name: c.destination, Counts: make([]int, len(column))})
 		}
 		d := &dests[len(dests)-1]
-		d.Counts[column[status]] += n
-		d.Total += n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("count rows per destination: %w", err)
+		d.Counts[column[c.status]] += c.rows
+		d.Total += c.rows
 	}
 	if len(dests) > uiMaxDestinations {
 		return dests[:uiMaxDestinations], true, nil

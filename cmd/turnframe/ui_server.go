@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // uiFiles are the page's templates, its style sheet and its refresh script.
@@ -34,7 +33,7 @@ type uiOptions struct {
 // uiServer serves the operator page on one open store. Its token is drawn
 // once per run and is the secret every write must carry.
 type uiServer struct {
-	store *sqlitestore.Store
+	store opStore
 	db    *dbFlags
 	e     *env
 	opts  uiOptions
@@ -43,7 +42,7 @@ type uiServer struct {
 }
 
 // newUIServer draws the run's token and parses the embedded templates.
-func newUIServer(store *sqlitestore.Store, db *dbFlags, e *env, opts uiOptions) (*uiServer, error) {
+func newUIServer(store opStore, db *dbFlags, e *env, opts uiOptions) (*uiServer, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("draw the write token: %w", err)
@@ -127,7 +126,7 @@ type uiResult struct {
 func (s *uiServer) render(w http.ResponseWriter, code int, name string, p uiPage) {
 	p.ReadOnly, p.Token, p.Actor = s.opts.readOnly, s.token, string(s.opts.actor)
 	if p.Title == "" {
-		p.Title = "turnframe · " + s.store.Path()
+		p.Title = "turnframe · " + s.store.Name()
 	}
 	var buf bytes.Buffer
 	if err := s.pages.ExecuteTemplate(&buf, name, p); err != nil {
@@ -144,6 +143,7 @@ func (s *uiServer) render(w http.ResponseWriter, code int, name string, p uiPage
 // why, under the status the error calls for (uiStatus); the result page
 // does not reload itself.
 func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
+	err = s.e.explain(err) // a server's errors worded, its password never shown
 	code := uiStatus(err)
 	if code == http.StatusInternalServerError {
 		fmt.Fprintf(s.e.stderr, "turnframe ui: %s %s: %v\n", r.Method, r.URL.Path, err)
@@ -167,7 +167,7 @@ func uiStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, turnframe.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, sqlitestore.ErrBusy), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, turnframe.ErrBusy), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -33,7 +33,7 @@ func newTestUI(t *testing.T, f fixture, readOnly bool) *testUI {
 	store := openFixture(t, f)
 	e := &env{stdout: io.Discard, stderr: io.Discard, now: time.Now, page: 3}
 	db := &dbFlags{path: f.path, busy: 50 * time.Millisecond}
-	s, err := newUIServer(store, db, e, uiOptions{readOnly: readOnly, loopback: true, refresh: 15 * time.Second, actor: turnframe.ActorOperator})
+	s, err := newUIServer(sqliteOps{store}, db, e, uiOptions{readOnly: readOnly, loopback: true, refresh: 15 * time.Second, actor: turnframe.ActorOperator})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestUICommand(t *testing.T) {
 
 // awaitingApproval adds to the fixture's file a turn that planned two
 // commands needing approval, under the keys pay-1 and pay-2.
-func awaitingApproval(t *testing.T, store *sqlitestore.Store) {
+func awaitingApproval(t *testing.T, store turnframe.Store) {
 	t.Helper()
 	ctx := context.Background()
 	rt := turnframe.New(store)

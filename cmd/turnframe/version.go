@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/pgstore"
 	"github.com/turnframe/turnframe/schema"
 )
 
@@ -17,10 +18,10 @@ func versionCommand() *command {
 		summary: "print the version, and with --db the file's schema version",
 		help: `Prints the turnframe module version this binary was built from, the Go
 version, and the schema version it reads and writes. With --db it also
-prints the schema version of that file, read read-only — also when it is
-older or newer than this turnframe's, which the other commands refuse — and
-says what to do about a difference. A file that is not a turnframe database
-is an error (exit 2).`,
+prints the schema version of that file or PostgreSQL database, read
+read-only — also when it is older or newer than this turnframe's, which the
+other commands refuse — and says what to do about a difference. A file or
+database that is not a turnframe database is an error (exit 2).`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
@@ -29,7 +30,17 @@ is an error (exit 2).`,
 					return err
 				}
 				v := versionJSON{Version: moduleVersion(), Go: runtime.Version(), Schema: schema.Version}
-				if db.path != "" {
+				if isPostgresURL(db.path) {
+					e.server = &serverRef{url: db.path}
+					dbv, err := pgSchemaVersion(ctx, db.path, db.busy)
+					if err != nil {
+						return err
+					}
+					if dbv == 0 {
+						return fmt.Errorf("%s holds no turnframe schema: %w", redactURL(db.path), turnframe.ErrNotFound)
+					}
+					v.File, v.FileSchema, v.Schema = redactURL(db.path), &dbv, pgstore.SchemaVersion
+				} else if db.path != "" {
 					f, err := inspect(ctx, db.path)
 					switch {
 					case err != nil:
@@ -50,7 +61,7 @@ is an error (exit 2).`,
 					{"schema", itoa(int(v.Schema))},
 				}
 				if v.FileSchema != nil {
-					pairs = append(pairs, [2]string{"file", v.File}, [2]string{"file schema", fileSchemaText(*v.FileSchema)})
+					pairs = append(pairs, [2]string{"file", v.File}, [2]string{"file schema", fileSchemaText(*v.FileSchema, v.Schema)})
 				}
 				return writeFields(e.stdout, pairs)
 			}
@@ -58,13 +69,13 @@ is an error (exit 2).`,
 	}
 }
 
-// fileSchemaText is a file's schema version and what to do when it is not
-// this build's.
-func fileSchemaText(v int64) string {
+// fileSchemaText is a database's schema version and what to do when it is
+// not want, this build's.
+func fileSchemaText(v, want int64) string {
 	switch {
-	case v < schema.Version:
+	case v < want:
 		return fmt.Sprintf("%d (older: run 'turnframe migrate' before the other commands can open it)", v)
-	case v > schema.Version:
+	case v > want:
 		return fmt.Sprintf("%d (newer: written by a newer turnframe; use that one)", v)
 	}
 	return fmt.Sprintf("%d (current)", v)
@@ -79,15 +90,17 @@ type versionJSON struct {
 	FileSchema *int64 `json:"file_schema,omitempty"`
 }
 
-// moduleVersion is the turnframe module's version as the build recorded
-// it: a tag, a pseudo-version, or "(devel)" for a build inside the module.
+// moduleVersion is the version of the module this command was built from,
+// as the build recorded it: a tag, a pseudo-version, or "(devel)" for a
+// build inside the repository. The command is its own module
+// (github.com/turnframe/turnframe/cmd/turnframe), tagged with the root.
 func moduleVersion() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
 	}
 	const module = "github.com/turnframe/turnframe"
-	if info.Main.Path == module {
+	if info.Main.Path == module || info.Main.Path == module+"/cmd/turnframe" {
 		v := info.Main.Version
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
