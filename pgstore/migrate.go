@@ -41,6 +41,9 @@ const migrateLockID int64 = 0x7475726e6672616d // "turnfram"
 // turnframe.ErrInvalid when goose itself does not refuse it first. Open and
 // New call it.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := checkSchemaExists(ctx, pool); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	files, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -69,6 +72,24 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if v != SchemaVersion {
 		return fmt.Errorf("migrate: %w: the database's schema is at version %d, this build knows version %d; "+
 			"a newer turnframe wrote it (it was left unchanged)", turnframe.ErrInvalid, v, SchemaVersion)
+	}
+	return nil
+}
+
+// checkSchemaExists returns ErrInvalid when the connection's search_path
+// names no schema that exists, so there is nowhere to create the tables:
+// PostgreSQL would only say, later, that goose's table does not exist.
+// The schema is not created here: which schema an application uses, and
+// who owns it, is the operator's choice.
+func checkSchemaExists(ctx context.Context, pool *pgxpool.Pool) error {
+	var schema *string
+	var path string
+	if err := pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
+		return translate(ctx, err)
+	}
+	if schema == nil {
+		return fmt.Errorf("%w: no schema of the search_path (%s) exists; create it first (CREATE SCHEMA …) or name one that does",
+			turnframe.ErrInvalid, path)
 	}
 	return nil
 }

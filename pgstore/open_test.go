@@ -2,7 +2,9 @@ package pgstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,6 +23,14 @@ func TestOpen(t *testing.T) {
 		is := is.New(t)
 		_, err := pgstore.New(context.Background(), nil)
 		is.True(errors.Is(err, turnframe.ErrInvalid)) // invalid
+	})
+	t.Run("ASearchPathWithNoExistingSchemaIsInvalidAndCreatesNothing", func(t *testing.T) {
+		is := is.New(t)
+		missing := "t_missing_" + strings.ToLower(rand.Text())
+		_, err := pgstore.Open(context.Background(), withSearchPath(t, serverURL(t), missing))
+		is.True(errors.Is(err, turnframe.ErrInvalid))             // invalid, not goose's "relation does not exist"
+		is.True(strings.Contains(err.Error(), "create it first")) // says what to do
+		is.True(strings.Contains(err.Error(), missing))           // names the search_path
 	})
 	t.Run("ManyOpenersAtOnceApplyTheSchemaOnce", func(t *testing.T) {
 		is := is.New(t)
