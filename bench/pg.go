@@ -111,8 +111,8 @@ func (p *PGStore) Close() error {
 	return err
 }
 
-// StatementCounter is a pgx.QueryTracer that counts the statements sent
-// (BEGIN and COMMIT included).
+// StatementCounter is a pgx.QueryTracer and pgx.BatchTracer that counts
+// the statements sent (BEGIN and COMMIT included), alone or in a batch.
 type StatementCounter struct{ n atomic.Int64 }
 
 // TraceQueryStart counts one statement.
@@ -123,6 +123,20 @@ func (c *StatementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ p
 
 // TraceQueryEnd does nothing.
 func (c *StatementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart does nothing: the statements of a batch (one round trip)
+// are counted one by one, by TraceBatchQuery.
+func (c *StatementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+// TraceBatchQuery counts one statement of a batch.
+func (c *StatementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.n.Add(1)
+}
+
+// TraceBatchEnd does nothing.
+func (c *StatementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // Load returns how many statements were counted.
 func (c *StatementCounter) Load() int64 { return c.n.Load() }

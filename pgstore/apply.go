@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/turnframe/turnframe"
@@ -43,30 +45,41 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
 	}
+	if s.clock == DatabaseClock && w.Begin == nil {
+		// The frame is read as the turn is locked (lockTurnSQL).
+		return s.dbApply(ctx, w, w.Now)
+	}
 	f, err := s.frameAt(ctx, s.pool, "apply", w.Now)
 	if err != nil {
 		return turnframe.Applied{}, err
 	}
-	applied, err := s.dbApply(ctx, f.writeIn(w))
+	applied, err := s.dbApply(ctx, f.writeIn(w), time.Time{})
 	return f.appliedOut(applied), err
 }
 
-// dbApply is Apply on times in the store's frame (frame.go).
-func (s *Store) dbApply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+// dbApply is Apply on times in the store's frame (frame.go); or, with a
+// callerNow that is not zero, on the caller's times, moved into the frame
+// the transaction reads as it locks the turn (wtx.callerNow), and back.
+func (s *Store) dbApply(ctx context.Context, w turnframe.Write, callerNow time.Time) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
 	}
-	var applied turnframe.Applied
-	err := s.inTx(ctx, "apply", func(tx *wtx) error {
+	var (
+		applied turnframe.Applied
+		f       frame
+	)
+	err := s.inTxFor(ctx, "apply", w.App != nil, func(tx *wtx) error {
+		tx.callerNow = callerNow
 		var err error
 		applied, err = s.applyAndNotify(ctx, tx, w)
+		f = tx.frame
 		return err
 	})
 	if err != nil {
 		return turnframe.Applied{}, err
 	}
 	s.notifyEnqueued(applied)
-	return applied, nil
+	return f.appliedOut(applied), nil
 }
 
 // The statements of Apply.
@@ -80,8 +93,10 @@ const (
 	// messageTurnSQL finds the turn a message id began, by turns_message.
 	messageTurnSQL = `SELECT ` + turnCols + ` FROM turns WHERE account = $1 AND message_id = $2`
 	// lockTurnSQL reads the turn a Write changes and locks it: the Writes
-	// of one turn run one at a time.
-	lockTurnSQL = `SELECT ` + turnCols + ` FROM turns WHERE id = $1 AND account = $2 FOR UPDATE`
+	// of one turn run one at a time. It also reads the database's clock
+	// at the statement's start, before any wait for the lock: the frame of
+	// a Write whose caller's now is known (wtx.callerNow).
+	lockTurnSQL = `SELECT ` + turnCols + `, statement_timestamp() FROM turns WHERE id = $1 AND account = $2 FOR UPDATE`
 	// updateTurnSQL keeps the stored replay record when the new one is NULL.
 	updateTurnSQL = `UPDATE turns SET phase = $1, updated_at = $2, replay = coalesce($3, replay) WHERE id = $4`
 
@@ -131,6 +146,13 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 		applied.Redelivered = earlier
 		return applied, err
 	}
+	if !tx.callerNow.IsZero() {
+		// The frame was read as the turn was locked: w moves into it.
+		w = stampWrite(tx.frame.writeIn(w))
+		if err := w.Validate(); err != nil {
+			return applied, err
+		}
+	}
 	if w.Begin != nil {
 		tx.record(storekit.PhaseHistory(w.Account, w.Turn, turnframe.PhaseUnset, turn.Phase, w.Actor, "", w.Now))
 	}
@@ -165,17 +187,22 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	if err := lockCases(ctx, tx, w); err != nil {
 		return applied, err
 	}
-	events, err := s.numberEvents(ctx, tx, w, committing)
+	revs, first, err := readAhead(ctx, tx, w)
 	if err != nil {
 		return applied, err
 	}
+	events := s.numberEvents(w, committing, revs)
 
-	for _, st := range w.Settle {
+	for i, st := range w.Settle {
 		var evs []turnframe.StoredEvent
 		if st.To == turnframe.JournalCommitted {
 			evs = events
 		}
-		e, err := settleEntry(ctx, tx, w, stored, st, evs)
+		var read *lockedEntry
+		if i == 0 {
+			read = first
+		}
+		e, err := settleEntry(ctx, tx, w, stored, st, evs, read)
 		if err != nil {
 			return applied, err
 		}
@@ -197,10 +224,8 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	}
 
 	for _, ev := range events {
-		if _, err := tx.Exec(ctx, insertEventSQL, ev.ID.String(), string(ev.Account), string(ev.Case), int64(ev.Revision),
-			ev.Turn.String(), string(ev.Key), ev.Type, ev.Data, micros(ev.At)); err != nil {
-			return applied, fmt.Errorf("event %v: %w", ev.ID, err)
-		}
+		tx.queue(wrapf("event %v", ev.ID), insertEventSQL, ev.ID.String(), string(ev.Account), string(ev.Case),
+			int64(ev.Revision), ev.Turn.String(), string(ev.Key), ev.Type, ev.Data, micros(ev.At))
 	}
 	applied.Events = events
 
@@ -225,9 +250,13 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 // ErrConflict; a Begin of a turn id that exists is ErrConflict.
 func beginOrLockTurn(ctx context.Context, tx *wtx, w turnframe.Write) (turn turnframe.StoredTurn, earlier *turnframe.StoredTurn, err error) {
 	if w.Begin == nil {
-		turn, err = scanTurn(tx.QueryRow(ctx, lockTurnSQL, w.Turn.String(), string(w.Account)))
+		var db time.Time
+		turn, err = scanTurn(tx.QueryRow(ctx, lockTurnSQL, w.Turn.String(), string(w.Account)), &db)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("turn %v: %w", w.Turn, turnframe.ErrNotFound)
+		}
+		if err == nil && !tx.callerNow.IsZero() {
+			tx.frame = frameOf(db, tx.callerNow)
 		}
 		return turn, nil, err
 	}
@@ -298,9 +327,7 @@ func moveTurn(ctx context.Context, tx *wtx, w turnframe.Write, turn *turnframe.S
 	if turn.Phase == stored && replay == nil && turn.UpdatedAt.Equal(w.Now) {
 		return nil // the row holds all of it already
 	}
-	if _, err := tx.Exec(ctx, updateTurnSQL, turn.Phase.String(), micros(w.Now), replay, w.Turn.String()); err != nil {
-		return fmt.Errorf("update turn: %w", err)
-	}
+	tx.queue(wrapf("update turn"), updateTurnSQL, turn.Phase.String(), micros(w.Now), replay, w.Turn.String())
 	return nil
 }
 
@@ -376,11 +403,60 @@ func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Turn
 // lockEntry reads the entry under key and locks it. ErrNotFound if the
 // account never used key.
 func lockEntry(ctx context.Context, tx *wtx, account turnframe.AccountID, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
-	e, err := scanEntry(tx.QueryRow(ctx, lockEntrySQL, string(account), string(key)))
+	return scanLockedEntry(tx.QueryRow(ctx, lockEntrySQL, string(account), string(key)), key)
+}
+
+// scanLockedEntry scans the row of lockEntrySQL for key.
+func scanLockedEntry(row pgx.Row, key turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
+	e, err := scanEntry(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, fmt.Errorf("key %q: %w", key, turnframe.ErrNotFound)
 	}
 	return e, err
+}
+
+// lockedEntry is what lockEntry returned, read ahead (readAhead).
+type lockedEntry struct {
+	e   turnframe.JournalEntry
+	err error
+}
+
+// readAhead reads, in one round trip with the statements queued before
+// them, what the Write reads next, in the order it would read it alone:
+// the revision of each case w's events name (under the cases' locks), in
+// the order of first mention, then the entry of w's first settlement,
+// locked. Nothing runs between these statements, and the entry read is the
+// next statement settleEntry would send, so the server sees what it saw
+// when each went alone. The entry's error (ErrNotFound) is kept for
+// settleEntry, where the Write met it; first is nil when w settles
+// nothing.
+func readAhead(ctx context.Context, tx *wtx, w turnframe.Write) (revs map[turnframe.CaseKey]turnframe.CaseRevision, first *lockedEntry, err error) {
+	revs = make(map[turnframe.CaseKey]turnframe.CaseRevision)
+	var reads []read
+	for _, ev := range w.Events {
+		if _, ok := revs[ev.Case]; ok {
+			continue
+		}
+		revs[ev.Case] = 0
+		c := ev.Case
+		reads = append(reads, read{sql: caseRevisionSQL, args: []any{string(w.Account), string(c)}, scan: func(row pgx.Row) error {
+			var rev int64
+			if err := row.Scan(&rev); err != nil {
+				return fmt.Errorf("revision of case %q: %w", c, err)
+			}
+			revs[c] = turnframe.CaseRevision(rev)
+			return nil
+		}})
+	}
+	if len(w.Settle) > 0 {
+		first = &lockedEntry{}
+		key := w.Settle[0].Key
+		reads = append(reads, read{sql: lockEntrySQL, args: []any{string(w.Account), string(key)}, scan: func(row pgx.Row) error {
+			first.e, first.err = scanLockedEntry(row, key)
+			return nil
+		}})
+	}
+	return revs, first, tx.readAll(ctx, reads)
 }
 
 // readmit applies storekit.Readmit to existing, the entry cmd's key
@@ -401,17 +477,20 @@ func readmit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Tu
 	if err != nil || !adopt {
 		return entry, err
 	}
-	if _, err := tx.Exec(ctx, adoptEntrySQL, entryArgs(entry)...); err != nil {
-		return existing, fmt.Errorf("adopt %q: %w", cmd.Key, err)
-	}
+	tx.queue(wrapf("adopt %q", cmd.Key), adoptEntrySQL, entryArgs(entry)...)
 	return entry, nil
 }
 
 // settleEntry moves the turn's entry by NextEntry, for a turn whose phase
 // as stored is phase, as w.Actor, stores the result and records the move
-// (none for a lease renewal). The entry is locked first.
-func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, st turnframe.Settlement, events []turnframe.StoredEvent) (turnframe.JournalEntry, error) {
-	e, err := lockEntry(ctx, tx, w.Account, st.Key)
+// (none for a lease renewal). The entry is locked first: by read, when
+// readAhead locked it, or else here.
+func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, st turnframe.Settlement, events []turnframe.StoredEvent, read *lockedEntry) (turnframe.JournalEntry, error) {
+	if read == nil {
+		read = &lockedEntry{}
+		read.e, read.err = lockEntry(ctx, tx, w.Account, st.Key)
+	}
+	e, err := read.e, read.err
 	if err != nil {
 		return e, err
 	}
@@ -425,9 +504,7 @@ func settleEntry(ctx context.Context, tx *wtx, w turnframe.Write, phase turnfram
 	// The lease is now + a duration: kept, like every time, to the
 	// microsecond, so what Apply returns is what a read returns.
 	next.LeaseUntil = stamp(next.LeaseUntil)
-	if _, err := tx.Exec(ctx, updateEntrySQL, entryArgs(next)...); err != nil {
-		return e, fmt.Errorf("settle %q: %w", st.Key, err)
-	}
+	tx.queue(wrapf("settle %q", st.Key), updateEntrySQL, entryArgs(next)...)
 	if storekit.EntryMoved(e, next) { // a lease renewal moves nothing the trail records
 		tx.record(storekit.EntryHistory(e, next, w.Actor, w.Note, w.Now))
 	}
@@ -445,23 +522,17 @@ func revisionBefore(events []turnframe.StoredEvent, c turnframe.CaseKey) (turnfr
 	return 0, false
 }
 
-// numberEvents gives each event of w its id, its case's next revision (read
-// under the case's lock) and the committing command's key.
-func (s *Store) numberEvents(ctx context.Context, tx *wtx, w turnframe.Write, key turnframe.IdempotencyKey) ([]turnframe.StoredEvent, error) {
+// numberEvents gives each event of w its id, its case's next revision
+// after revs (each case's revision as stored, read under the case's lock:
+// readAhead) and the committing command's key.
+func (s *Store) numberEvents(w turnframe.Write, key turnframe.IdempotencyKey, revs map[turnframe.CaseKey]turnframe.CaseRevision) []turnframe.StoredEvent {
 	if len(w.Events) == 0 {
-		return nil, nil
+		return nil
 	}
-	next := make(map[turnframe.CaseKey]turnframe.CaseRevision)
+	next := maps.Clone(revs)
 	events := make([]turnframe.StoredEvent, 0, len(w.Events))
 	for _, ev := range w.Events {
-		rev, ok := next[ev.Case]
-		if !ok {
-			var err error
-			if rev, err = caseRevision(ctx, tx, w.Account, ev.Case); err != nil {
-				return nil, err
-			}
-		}
-		rev++
+		rev := next[ev.Case] + 1
 		next[ev.Case] = rev
 		ev.Data = bytes.Clone(ev.Data) // nil stays nil (NULL), empty stays empty
 		events = append(events, turnframe.StoredEvent{
@@ -469,7 +540,7 @@ func (s *Store) numberEvents(ctx context.Context, tx *wtx, w turnframe.Write, ke
 			Revision: rev, Event: ev, At: w.Now,
 		})
 	}
-	return events, nil
+	return events
 }
 
 // enqueue inserts w's outbox rows, under the advisory locks of their order
@@ -490,13 +561,10 @@ func (s *Store) enqueue(ctx context.Context, tx *wtx, w turnframe.Write, committ
 	out := make([]turnframe.OutboxEntry, 0, len(w.Outbox))
 	for i, m := range w.Outbox {
 		r := storekit.NewOutboxRecord(s.ids.OutboxID(w.Now), w.Account, w.Turn, committing, i, len(w.Outbox), m, w.Now)
-		_, err := tx.Exec(ctx, insertOutboxSQL,
+		tx.queue(wrapf("outbox row %v, key %q", r.ID, r.Key), insertOutboxSQL,
 			r.ID.String(), string(r.Account), r.Turn.String(), string(r.Key), r.Destination, r.Payload, r.OrderKey,
 			r.Status.String(), r.Attempts, micros(r.DueAt), r.ClaimedBy, micros(r.ClaimedAt), r.LastCode, r.RemoteRef,
 			micros(r.CreatedAt), micros(r.UpdatedAt), micros(r.FinishedAt), micros(r.LeaseUntil), r.AttemptBase, r.TraceContext)
-		if err != nil {
-			return nil, fmt.Errorf("outbox row %v, key %q: %w", r.ID, r.Key, err)
-		}
 		tx.record(storekit.RowHistory(turnframe.OutboxRecord{}, r, w.Actor, w.Note, w.Now))
 		out = append(out, r.OutboxEntry)
 	}

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/turnframe/turnframe"
@@ -57,11 +58,16 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 		return turnframe.Applied{}, err
 	}
 	defer done()
-	f, err := s.frameAt(ctx, tx, "apply", w.Now)
-	if err != nil {
+	var (
+		f         frame
+		callerNow time.Time
+	)
+	if s.clock == DatabaseClock && w.Begin == nil {
+		callerNow = w.Now // the frame is read as the turn is locked (lockTurnSQL)
+	} else if f, err = s.frameAt(ctx, tx, "apply", w.Now); err != nil {
 		return turnframe.Applied{}, err
 	}
-	applied, err := s.applySavepoint(ctx, tx, f.writeIn(w))
+	applied, err := s.applySavepoint(ctx, tx, f.writeIn(w), callerNow)
 	if err != nil {
 		return turnframe.Applied{}, s.fail(ctx, "apply", err)
 	}
@@ -71,13 +77,18 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 // applySavepoint writes w in tx under a savepoint (a pgx nested
 // transaction), rolled back on an error, even if ctx ended, so the caller's
 // own rows stay.
-func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turnframe.Applied, error) {
+func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write, callerNow time.Time) (turnframe.Applied, error) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return turnframe.Applied{}, fmt.Errorf("savepoint: %w", err)
 	}
-	applied, err := s.applyAndNotify(ctx, &wtx{Tx: sp}, w)
+	wt := &wtx{q: sp, app: sp, callerNow: callerNow}
+	applied, err := s.applyAndNotify(ctx, wt, w)
+	if err == nil {
+		err = wt.flush(ctx)
+	}
 	if err != nil {
+		err = wt.flushFirst(ctx, err)
 		if rerr := sp.Rollback(context.WithoutCancel(ctx)); rerr != nil {
 			return turnframe.Applied{}, fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr)
 		}
@@ -86,5 +97,5 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	if err := sp.Commit(ctx); err != nil {
 		return turnframe.Applied{}, fmt.Errorf("release savepoint: %w", err)
 	}
-	return applied, nil
+	return wt.frame.appliedOut(applied), nil
 }

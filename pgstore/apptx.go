@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -33,15 +34,23 @@ func PgxTx(tx turnframe.Tx) (pgx.Tx, bool) {
 	return a.tx, ok && a.tx != nil
 }
 
-// runApp calls w.App, if any, in tx after the Write was written into it.
-// The App's error comes back wrapping turnframe.ErrAppWrite, which
-// translate leaves as it is. Once called, the transaction is not retried.
+// runApp calls w.App, if any, in tx after the Write was written into it
+// (its queued statements sent first, so the App finds them run and meets
+// none of their errors). The App's error comes back wrapping
+// turnframe.ErrAppWrite, which translate leaves as it is. Once called, the
+// transaction is not retried.
 func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
 	if w.App == nil {
 		return nil
 	}
+	if tx.app == nil {
+		return errors.New("pgstore: a Write with an App in a transaction begun without a pgx.Tx")
+	}
+	if err := tx.flush(ctx); err != nil {
+		return err
+	}
 	tx.appRan = true
-	if err := w.App(ctx, appTx{tx.Tx}); err != nil {
+	if err := w.App(ctx, appTx{tx.app}); err != nil {
 		return fmt.Errorf("%w: %w", turnframe.ErrAppWrite, err)
 	}
 	return nil

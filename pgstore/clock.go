@@ -21,12 +21,16 @@ const (
 	// stay exclusive and no release or expiry comes early, whatever the
 	// hosts' clocks. A host that judges its lease by its own clock (as
 	// Dispatcher and Runtime.Execute do) sees it end when the database
-	// does, clocks running at the same rate. What it costs: one more round
-	// trip per call (the clock is read before the call's transaction, so a
-	// call that waits for a lock measures from its start: leases end no
-	// later than the database says), and a time read back in a later call
-	// is the written one moved by how far the two clocks drifted between
-	// the calls (microseconds to milliseconds with real clocks).
+	// does, clocks running at the same rate. The clock is read before the
+	// call waits for any lock, so a call that waits measures from its
+	// start: leases end no later than the database says. An Apply or
+	// ApplyTx of a Write that is not a Begin reads it in the statement that
+	// locks the Write's turn (statement_timestamp(), taken as that
+	// statement starts, before its wait for the lock), at no cost; every
+	// other call reads it (clock_timestamp()) before its transaction, one
+	// more round trip. And a time read back in a later call is the written
+	// one moved by how far the two clocks drifted between the calls
+	// (microseconds to milliseconds with real clocks).
 	DatabaseClock Clock = iota
 	// CallerClock measures every time on the times the caller gives, as
 	// sqlitestore and memstore do: leases are exclusive only as far as the

@@ -9,7 +9,9 @@ import (
 
 // frame moves the times of one call between the caller's clock and the
 // store's. In DatabaseClock mode off is the database's clock_timestamp()
-// less the caller's now, read once at the start of the call: in moves a
+// less the caller's now, read once at the start of the call (for a Write
+// that is not a Begin, statement_timestamp() of the statement that locks
+// its turn, the Write's first: lockTurnSQL): in moves a
 // time the caller gave into the database's frame, out moves a time read
 // from the database back into the caller's. In CallerClock mode off is zero
 // and both are the identity. Within one call in(out(t)) is t exactly: off
@@ -38,8 +40,13 @@ func (s *Store) frameAt(ctx context.Context, q querier, op string, callerNow tim
 	if err := q.QueryRow(ctx, clockNowSQL).Scan(&db); err != nil {
 		return frame{}, s.fail(ctx, op+": read the database clock", err)
 	}
-	off := db.Sub(callerNow).Truncate(time.Microsecond)
-	return frame{off: off}, nil
+	return frameOf(db, callerNow), nil
+}
+
+// frameOf returns the frame of a call whose caller's time is callerNow,
+// the database's clock reading db.
+func frameOf(db, callerNow time.Time) frame {
+	return frame{off: db.Sub(callerNow).Truncate(time.Microsecond)}
 }
 
 // frame is frameAt for a call that carries no time of its own (a read, a

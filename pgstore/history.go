@@ -35,7 +35,9 @@ func (t *wtx) record(recs ...turnframe.HistoryRecord) {
 	t.history = append(t.history, recs...)
 }
 
-// flushHistory writes the queued records, in order, and empties the queue.
+// flushHistory queues the statement that writes the queued records, in
+// order (batch.go: it is sent with the next statement, at the latest the
+// COMMIT), and empties the queue of records.
 func (t *wtx) flushHistory(ctx context.Context) error {
 	recs := t.history
 	t.history = nil
@@ -54,9 +56,7 @@ func (t *wtx) flushHistory(ctx context.Context) error {
 		evidence[i], attempt[i], actor[i], code[i] = r.Evidence, r.Attempt, string(r.Actor), r.Code
 		remote[i], note[i], at[i] = r.RemoteRef, r.Note, micros(r.At)
 	}
-	if _, err := t.Exec(ctx, insertHistorySQL, kind, account, ref, from, to, evidence, attempt, actor, code, remote, note, at); err != nil {
-		return fmt.Errorf("history: %w", err)
-	}
+	t.queue(wrapf("history"), insertHistorySQL, kind, account, ref, from, to, evidence, attempt, actor, code, remote, note, at)
 	return nil
 }
 

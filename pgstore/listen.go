@@ -42,9 +42,7 @@ func (s *Store) applyAndNotify(ctx context.Context, tx *wtx, w turnframe.Write) 
 	if err != nil || len(applied.Outbox) == 0 {
 		return applied, err
 	}
-	if _, err := tx.Exec(ctx, notifySQL, s.channel); err != nil {
-		return turnframe.Applied{}, fmt.Errorf("notify the enqueue: %w", err)
-	}
+	tx.queue(wrapf("notify the enqueue"), notifySQL, s.channel)
 	return applied, nil
 }
 

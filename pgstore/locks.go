@@ -40,15 +40,15 @@ func lockKey(kind lockKind, account turnframe.AccountID, name string) int64 {
 	return int64(h.Sum64())
 }
 
-// lockAll takes the advisory locks keys, each once, in ascending order.
+// lockAll takes the advisory locks keys, each once, in ascending order. The
+// statements are queued (batch.go): the locks are held before the next
+// statement the transaction sends runs.
 func lockAll(ctx context.Context, tx *wtx, keys []int64) error {
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	for _, k := range keys {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, k); err != nil {
-			return err
-		}
+		tx.queue(nil, `SELECT pg_advisory_xact_lock($1)`, k)
 	}
 	return nil
 }

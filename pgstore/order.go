@@ -67,12 +67,10 @@ func keepOrder(ctx context.Context, tx *wtx, seq int64, before, after turnframe.
 	}
 	account, key := string(after.Account), after.OrderKey
 	if !after.Status.HoldsOrder() {
-		_, err := tx.Exec(ctx, letGoSQL, account, key)
-		return err
+		tx.queue(nil, letGoSQL, account, key)
+		return nil
 	}
-	if _, err := tx.Exec(ctx, holdLaterSQL, account, key, seq); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, holdSQL, account, key, seq)
-	return err
+	tx.queue(nil, holdLaterSQL, account, key, seq)
+	tx.queue(nil, holdSQL, account, key, seq)
+	return nil
 }

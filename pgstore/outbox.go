@@ -132,9 +132,7 @@ func moveOutbox(ctx context.Context, tx *wtx, id turnframe.OutboxID, actor turnf
 // the held marks of its order key (whose lock the caller holds when the
 // move changes them), and records the move as actor with note at now.
 func storeMove(ctx context.Context, tx *wtx, row outboxRow, next turnframe.OutboxRecord, actor turnframe.Actor, note string, now time.Time) error {
-	if _, err := tx.Exec(ctx, updateOutboxSQL, updateOutboxArgs(row.seq, next)...); err != nil {
-		return err
-	}
+	tx.queue(nil, updateOutboxSQL, updateOutboxArgs(row.seq, next)...)
 	tx.record(storekit.RowHistory(row.rec, next, actor, note, now))
 	return keepOrder(ctx, tx, row.seq, row.rec, next)
 }

@@ -272,9 +272,7 @@ func extendRow(ctx context.Context, tx *wtx, c turnframe.Claim, now time.Time, l
 	if next.LeaseUntil.Equal(row.rec.LeaseUntil) {
 		return nil, nil // the lease already runs that long: nothing to write
 	}
-	if _, err := tx.Exec(ctx, extendSQL, micros(next.LeaseUntil), row.seq); err != nil {
-		return nil, err
-	}
+	tx.queue(nil, extendSQL, micros(next.LeaseUntil), row.seq)
 	stored[c.ID] = outboxRow{seq: row.seq, rec: next}
 	return nil, nil
 }

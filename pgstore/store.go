@@ -39,9 +39,10 @@
 // store or pool is turnframe.ErrClosed.
 //
 // Times are kept as bigint Unix microseconds, as in SQLite (the migrations
-// say why), on the database's clock by default: every call reads
-// clock_timestamp() first and moves the times it is given into the
-// database's frame, and the times it returns back into the caller's
+// say why), on the database's clock by default: every call reads the
+// database's clock first (before its transaction, or, for a Write that is
+// not a Begin, in the statement that locks its turn) and moves the times
+// it is given into the database's frame, and the times it returns back into the caller's
 // (DatabaseClock, frame.go), so leases stay exclusive and end on time
 // whatever the hosts' clocks say. CallerClock takes the callers' times as
 // they are, as sqlitestore does; the conformance suite runs in it.

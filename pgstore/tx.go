@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,12 +17,21 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// wtx is one write transaction: the pgx transaction, the history records
-// its moves queued (history.go), and whether it handed itself to an App.
+// wtx is one write transaction: where its statements go, the statements
+// it queued (batch.go), the history records its moves queued (history.go),
+// and whether it handed itself to an App.
 type wtx struct {
-	pgx.Tx
+	q       batcher
+	app     pgx.Tx // what an App is handed (apptx.go); nil when the call has none
+	queued  []queued
 	history []turnframe.HistoryRecord
 	appRan  bool // Write.App was called: the transaction must not run again
+
+	// callerNow, when not zero, is the caller's now of a call whose frame
+	// (frame.go) is read in the transaction's statement that locks its turn
+	// (apply.go), and frame is that frame once read.
+	callerNow time.Time
+	frame     frame
 }
 
 // inTx runs f in one READ COMMITTED transaction, writes the history records
@@ -31,13 +41,20 @@ type wtx struct {
 // from the start, up to the store's retries, unless it called an App (which
 // runs at most once per call); then the error is ErrBusy.
 func (s *Store) inTx(ctx context.Context, op string, f func(tx *wtx) error) error {
+	return s.inTxFor(ctx, op, false, f)
+}
+
+// inTxFor is inTx for a call that hands the transaction to an App (app):
+// its transaction is a pgx.Tx, begun in a round trip of its own, and the
+// App gets it (wtx.app).
+func (s *Store) inTxFor(ctx context.Context, op string, app bool, f func(tx *wtx) error) error {
 	done, err := s.enter(op)
 	if err != nil {
 		return err
 	}
 	defer done()
 	for try := 0; ; try++ {
-		tx, err := s.runTx(ctx, f)
+		tx, err := s.runTx(ctx, app, f)
 		if err == nil {
 			return nil
 		}
@@ -47,28 +64,54 @@ func (s *Store) inTx(ctx context.Context, op string, f func(tx *wtx) error) erro
 	}
 }
 
-// runTx runs f once in a transaction of its own and commits it. tx is nil
-// when no transaction began.
-func (s *Store) runTx(ctx context.Context, f func(tx *wtx) error) (*wtx, error) {
-	ptx, err := s.pool.Begin(ctx)
+// runTx runs f once in a transaction of its own, on a connection of the
+// pool, and commits it. tx is nil when no transaction began. The BEGIN is
+// queued (batch.go), so it goes with f's first statement, and the COMMIT
+// goes with the statements still queued at the end: a transaction of one
+// read and some writes costs two round trips. With app, the transaction is
+// a pgx.Tx begun at once, for the App (wtx.app). Either way it is ended by
+// the statement COMMIT (or ROLLBACK) on the connection, which then goes
+// back to the pool, idle.
+func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wtx, error) {
+	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tx := &wtx{Tx: ptx}
+	// Released last: a connection still in a transaction (a rollback
+	// that failed) is closed by the pool, never reused.
+	defer c.Release()
+	conn := c.Conn()
+	tx := &wtx{q: conn}
+	if app {
+		ptx, err := conn.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tx.q, tx.app = ptx, ptx
+	} else {
+		tx.queue(nil, "begin")
+	}
 	committed := false
 	defer func() {
-		if !committed {
+		if !committed && conn.PgConn().TxStatus() != 'I' {
 			// An error or a panic: roll back even if ctx ended, so the
 			// connection goes back to the pool clean.
-			_ = ptx.Rollback(context.WithoutCancel(ctx))
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "rollback")
 		}
 	}()
 	if err := f(tx); err != nil {
-		return tx, err
+		return tx, tx.flushFirst(ctx, err)
 	}
 	if err := tx.flushHistory(ctx); err != nil {
 		return tx, err
 	}
-	committed = true // a failed Commit has ended the transaction too
-	return tx, ptx.Commit(ctx)
+	tag, err := tx.Exec(ctx, "commit")
+	if err != nil {
+		return tx, err
+	}
+	if tag.String() == "ROLLBACK" {
+		return tx, pgx.ErrTxCommitRollback
+	}
+	committed = true
+	return tx, nil
 }
