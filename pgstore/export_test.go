@@ -1,6 +1,13 @@
 package pgstore
 
-import "context"
+import (
+	"context"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+)
 
 // ClaimSQL is claimSQL, for the plan test.
 const ClaimSQL = claimSQL
@@ -18,4 +25,23 @@ func RunInTx(s *Store, ctx context.Context, app bool, f func(try int) error) err
 		defer func() { try++ }()
 		return f(try)
 	})
+}
+
+// MigrateTo applies the migrations up to version and no further, as an
+// earlier build of pgstore would have left the schema, for the upgrade
+// tests.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	files, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
+		goose.WithDisableGlobalRegistry(true), goose.WithTableName(VersionTable))
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
 }
