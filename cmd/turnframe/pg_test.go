@@ -199,8 +199,8 @@ func TestPGShowAndHistory(t *testing.T) {
 		is := is.New(t)
 		code, out, _ := cli(t, "show", f.unknown.String(), "--db", f.path)
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "status:       outcome_unknown"))
-		is.True(strings.Contains(out, `payload:      {"cents":100}`))
+		is.True(strings.Contains(out, "status:         outcome_unknown"))
+		is.True(strings.Contains(out, `payload:        {"cents":100}`))
 	})
 	t.Run("ATurn", func(t *testing.T) {
 		is := is.New(t)
