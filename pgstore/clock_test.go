@@ -11,6 +11,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // host is one machine of a test: a store of its own (its own pool) on the
@@ -27,7 +28,7 @@ func (h host) now() time.Time { return h.clock().UTC().Truncate(time.Microsecond
 // runs an hour ahead of the real time, one an hour behind.
 func skewedHosts(t *testing.T, mode pgstore.Clock) (ahead, behind host) {
 	t.Helper()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	open := func(skew time.Duration) host {
 		clock := func() time.Time { return time.Now().Add(skew) }
 		return host{store: mustOpenURL(t, url, pgstore.WithClock(mode), pgstore.WithHostClock(clock)), clock: clock}

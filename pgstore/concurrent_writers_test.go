@@ -11,6 +11,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // applyAll applies writes at once, each on a store of its own (as separate
@@ -33,7 +34,7 @@ func applyAll(stores []*pgstore.Store, writes []turnframe.Write) ([]turnframe.Ap
 // openMany opens n stores on one fresh schema.
 func openMany(t *testing.T, n int) []*pgstore.Store {
 	t.Helper()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	stores := make([]*pgstore.Store, n)
 	for i := range stores {
 		stores[i] = mustOpenURL(t, url)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 	"github.com/turnframe/turnframe/storetest"
 )
 
@@ -15,7 +16,7 @@ import (
 // clock, running under the store, would defeat. The database clock is
 // proved by the tests of clock_test.go.
 func TestConformance(t *testing.T) {
-	serverURL(t)
+	pgtest.ServerURL(t)
 	storetest.Run(t, func(t *testing.T) turnframe.Store {
 		return withAppTable(t, mustOpen(t, pgstore.WithClock(pgstore.CallerClock)))
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/internal/difftest"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // postgres is the store difftest compares with memstore here: a pgstore on
@@ -21,7 +22,7 @@ var postgres = difftest.Target{
 	Name: "pgstore",
 	Open: func(t testing.TB, ids *turnframe.IDGenerator) turnframe.Store {
 		t.Helper()
-		s, err := pgstore.Open(context.Background(), freshSchema(t), pgstore.WithIDGenerator(ids), pgstore.WithClock(pgstore.CallerClock))
+		s, err := pgstore.Open(context.Background(), pgtest.Schema(t), pgstore.WithIDGenerator(ids), pgstore.WithClock(pgstore.CallerClock))
 		if err != nil {
 			t.Fatalf("open pgstore: %v", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // The server's errors become turnframe's sentinels at the boundary, with
@@ -98,7 +99,7 @@ func TestRetries(t *testing.T) {
 func TestAppOwnedPool(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, freshSchema(t))
+	pool, err := pgxpool.New(ctx, pgtest.Schema(t))
 	is.NoErr(err) // the app's pool
 	defer pool.Close()
 	s, err := pgstore.New(ctx, pool)

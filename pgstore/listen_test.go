@@ -9,6 +9,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // watched is a store that reports the size of every claim it answers, so a
@@ -78,7 +79,7 @@ func idleRun(t *testing.T, a *pgstore.Store) (sent <-chan turnframe.OutboxEntry,
 func TestRunWakesOnAnotherProcesssEnqueue(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
 	sent, stop := idleRun(t, a)
 	is.NoErr(enqueueRows(ctx, b, turnframe.NewIDGenerator(), "acme", "k1", time.Now(), turnframe.OutboxMessage{Destination: "payments"})) // the other store enqueues
@@ -92,7 +93,7 @@ func TestRunWakesOnAnotherProcesssEnqueue(t *testing.T) {
 func TestRunListensAgainAfterItsConnectionIsLost(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
 	sent, stop := idleRun(t, a)
 	var killed int
@@ -111,7 +112,7 @@ func TestRunListensAgainAfterItsConnectionIsLost(t *testing.T) {
 func TestListenEnqueued(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
 	wake, stop, err := a.ListenEnqueued(ctx)
 	is.NoErr(err)                                                                                                                         // listening

@@ -9,6 +9,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // TestOpenMigratesAVersion5Schema opens a schema an earlier build left at
@@ -18,7 +19,7 @@ import (
 func TestOpenMigratesAVersion5Schema(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	pool, err := pgxpool.New(ctx, url)
 	is.NoErr(err) // pool
 	defer pool.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 func TestOpen(t *testing.T) {
@@ -27,14 +29,14 @@ func TestOpen(t *testing.T) {
 	t.Run("ASearchPathWithNoExistingSchemaIsInvalidAndCreatesNothing", func(t *testing.T) {
 		is := is.New(t)
 		missing := "t_missing_" + strings.ToLower(rand.Text())
-		_, err := pgstore.Open(context.Background(), withSearchPath(t, serverURL(t), missing))
+		_, err := pgstore.Open(context.Background(), pgtest.WithParams(t, pgtest.ServerURL(t), url.Values{"search_path": {missing}}))
 		is.True(errors.Is(err, turnframe.ErrInvalid))             // invalid, not goose's "relation does not exist"
 		is.True(strings.Contains(err.Error(), "create it first")) // says what to do
 		is.True(strings.Contains(err.Error(), missing))           // names the search_path
 	})
 	t.Run("ManyOpenersAtOnceApplyTheSchemaOnce", func(t *testing.T) {
 		is := is.New(t)
-		url := freshSchema(t)
+		url := pgtest.Schema(t)
 		const n = 4
 		var wg sync.WaitGroup
 		errs := make([]error, n)

@@ -10,6 +10,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // operatorTurn writes one turn of account that commits key and enqueues
@@ -179,7 +180,7 @@ func TestOperatorReadsInTheCallersFrame(t *testing.T) {
 func TestWithExisting(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	_, err := pgstore.Open(ctx, url, pgstore.WithExisting())
 	var se *pgstore.SchemaError
 	is.True(errors.As(err, &se))                   // refused
@@ -195,7 +196,7 @@ func TestWithExisting(t *testing.T) {
 
 	t.Run("NothingCreated", func(t *testing.T) {
 		is := is.New(t)
-		empty := freshSchema(t)
+		empty := pgtest.Schema(t)
 		_, err := pgstore.Open(ctx, empty, pgstore.WithExisting())
 		is.True(errors.Is(err, turnframe.ErrNotFound)) // refused
 		pool, err := pgxpool.New(ctx, empty)

@@ -11,6 +11,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // base is the tests' clock: every time is base plus an offset.
@@ -55,7 +56,7 @@ const earlierActiveSQL = `SELECT count(*) FROM outbox AS o JOIN outbox AS r ON r
 func TestOrderedDeliveryAcrossStores(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	const storesN, workersN, commits, perCommit = 3, 8, 60, 3
 	stores := make([]*pgstore.Store, storesN)
 	for i := range stores {

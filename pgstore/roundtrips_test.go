@@ -12,6 +12,7 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // roundTrips is a pgx tracer that counts what a pool sends to the server:
@@ -46,7 +47,7 @@ func (r *roundTrips) during(f func()) int64 {
 func tracedStore(t *testing.T, mode pgstore.Clock) (*pgstore.Store, *roundTrips) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(freshSchema(t))
+	cfg, err := pgxpool.ParseConfig(pgtest.Schema(t))
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
 	}

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/user"
 	"strings"
 	"testing"
@@ -19,68 +17,18 @@ import (
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
-// pgURLEnv names the environment variable that holds the URL of the
-// PostgreSQL server the PostgreSQL variants of the operator tests run
-// against, as for pgstore's tests.
-const pgURLEnv = "TURNFRAME_PG_URL"
-
-// pgServer returns the test server's URL. Without one the test is skipped
-// with a message that says how to start a server, or fails under CI=true,
-// where a missing server must not pass for a green run.
-func pgServer(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv(pgURLEnv)
-	if u != "" {
-		return u
-	}
-	msg := "cmd/turnframe: " + pgURLEnv + " is not set, so the CLI's PostgreSQL tests cannot run. Start a local server " +
-		"and set it with: export " + pgURLEnv + "=$(sudo scripts/pg-start.sh)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + " (CI=true: a missing server fails the run)")
-	}
-	t.Skip("SKIPPED — " + msg)
-	return ""
-}
-
-// pgSchema creates a schema of its own for t on the test server, dropped
-// with everything in it when t ends, and returns the server's URL with that
-// schema as its search_path: the --db of a database holding only what the
-// test writes. The server's URL must be a postgres:// URL, as --db takes.
+// pgSchema returns the --db of a database holding only what the test
+// writes: a schema of t's own on the test server (pgtest.Schema), dropped
+// when t ends. The server's URL must be a postgres:// URL, as --db takes.
 func pgSchema(t *testing.T) string {
 	t.Helper()
-	base := pgServer(t)
-	if !isPostgresURL(base) {
-		t.Fatalf("%s must be a postgres:// URL for the CLI's tests, not %q", pgURLEnv, redactURL(base))
+	if base := pgtest.ServerURL(t); !isPostgresURL(base) {
+		t.Fatalf("%s must be a postgres:// URL for the CLI's tests, not %q", pgtest.URLEnv, redactURL(base))
 	}
-	ctx := context.Background()
-	schema := "cli_" + strings.ToLower(rand.Text())
-	exec := func(sql string) error {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	if err := exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", pgURLEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(t)
 }
 
 // mustPGFixture builds the fixture (buildFixture) in a fresh schema, through

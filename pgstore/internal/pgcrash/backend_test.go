@@ -2,11 +2,8 @@ package pgcrash_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -15,28 +12,10 @@ import (
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/internal/crashtest/harness"
 	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 var _ harness.Backend = pgBackend{}
-
-// urlEnv names the environment variable that holds the test server's URL.
-const urlEnv = "TURNFRAME_PG_URL"
-
-// serverURL returns the test server's URL, or skips t saying how to start
-// one; under CI=true a missing server fails t.
-func serverURL(t testing.TB) string {
-	t.Helper()
-	if u := os.Getenv(urlEnv); u != "" {
-		return u
-	}
-	msg := "pgcrash: " + urlEnv + " is not set, so the PostgreSQL crash harness cannot run. Start a local server " +
-		"and set it with: export " + urlEnv + "=$(sudo scripts/pg-start.sh)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + " (CI=true: a missing server fails the run)")
-	}
-	t.Skip("SKIPPED — " + msg)
-	return ""
-}
 
 // pgBackend runs the harness on one PostgreSQL schema per run, every
 // child process on it at once. The stores run on the database clock (the
@@ -45,37 +24,16 @@ type pgBackend struct{}
 
 func (pgBackend) Name() string { return "pgstore" }
 
-// Create makes a schema of its own on the test server, dropped when t
-// ends, migrates it and creates the application's table in it, and
-// returns the server URL with the schema as search_path.
+// Create makes a schema of its own on the test server (pgtest.Schema),
+// dropped when t ends, migrates it and creates the application's table in
+// it, and returns the server URL with the schema as search_path.
 func (pgBackend) Create(t testing.TB) string {
 	t.Helper()
-	base := serverURL(t)
 	ctx := context.Background()
-	schema := "crash_" + strings.ToLower(rand.Text())
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", urlEnv, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("connect to drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	db := withParams(t, base, url.Values{"search_path": {schema}})
+	db := pgtest.Schema(t)
 	s, err := pgstore.Open(ctx, db)
 	if err != nil {
-		t.Fatalf("migrate %s: %v", schema, err)
+		t.Fatalf("migrate: %v", err)
 	}
 	defer s.Close()
 	// Here, once: CREATE TABLE IF NOT EXISTS run by several sessions at
@@ -84,28 +42,6 @@ func (pgBackend) Create(t testing.TB) string {
 		t.Fatalf("create the app table: %v", err)
 	}
 	return db
-}
-
-// withParams returns u with params set as runtime parameters, which pgx
-// sends when it connects.
-func withParams(t testing.TB, u string, params url.Values) string {
-	t.Helper()
-	if !strings.Contains(u, "://") {
-		for k, v := range params {
-			u += fmt.Sprintf(" %s=%s", k, v[0]) // key=value form
-		}
-		return u
-	}
-	parsed, err := url.Parse(u)
-	if err != nil {
-		t.Fatalf("parse %s: %v", urlEnv, err)
-	}
-	q := parsed.Query()
-	for k, v := range params {
-		q[k] = v
-	}
-	parsed.RawQuery = q.Encode()
-	return parsed.String()
 }
 
 // poolSizes keeps a run's connections well under the server's
@@ -172,12 +108,7 @@ func (pgBackend) Query(ctx context.Context, s turnframe.Store, query string, eac
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return harness.EachRow(rows, each)
 }
 
 // Integrity: PostgreSQL has no check the harness can run without an

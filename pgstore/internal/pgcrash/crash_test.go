@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/turnframe/turnframe/internal/crashtest/harness"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
 // TestMain runs the test binary as a child of the crash harness when the
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { harness.Main(m, pgBackend{}) }
 // (TURNFRAME_CRASH_KILLS for the long run, TURNFRAME_CRASH_SEED to replay
 // the draws).
 func TestCrashRecovery(t *testing.T) {
-	serverURL(t)
+	pgtest.ServerURL(t)
 	harness.CrashRecovery(t, pgBackend{}, 15)
 }
 
@@ -28,7 +29,7 @@ func TestCrashRecovery(t *testing.T) {
 // dispatch from one schema at once; the remote receives every row exactly
 // once.
 func TestCrashThreeProcessesDispatchOneDatabase(t *testing.T) {
-	serverURL(t)
+	pgtest.ServerURL(t)
 	turns := 200
 	if testing.Short() {
 		turns = 80
