@@ -97,12 +97,7 @@ func (sqliteBackend) Query(ctx context.Context, s turnframe.Store, query string,
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return harness.EachRow(rows, each)
 }
 
 // Integrity runs PRAGMA integrity_check.

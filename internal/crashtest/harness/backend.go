@@ -104,3 +104,23 @@ func openWhileBusy(ctx context.Context, b Backend, db string, use Use) (turnfram
 		tally("busy_open", 1)
 	}
 }
+
+// Rows is what EachRow reads: a driver's result set (database/sql's
+// *sql.Rows and pgx's Rows both are).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// EachRow calls each once per row of rows with the row's Scan, stopping at
+// the first error each returns, and returns that error or the result set's
+// own: the loop of every Backend.Query. The caller closes rows.
+func EachRow(rows Rows, each func(scan func(dest ...any) error) error) error {
+	for rows.Next() {
+		if err := each(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
