@@ -360,17 +360,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 			}
 			if single {
 				st := sts[0]
-				var err error
-				switch st.To {
-				case turnframe.OutboxCompleted:
-					err = turnframe.CompleteClaim(e.ctx, e.s, st.Claim, st.RemoteRef, st.Now)
-				case turnframe.OutboxPending:
-					err = turnframe.RetryClaim(e.ctx, e.s, st.Claim, st.Code, st.RetryAt)
-				case turnframe.OutboxFailed:
-					err = turnframe.FailClaim(e.ctx, e.s, st.Claim, st.Code, st.Now)
-				default:
-					err = turnframe.MarkClaimUnknown(e.ctx, e.s, st.Claim, st.RemoteRef, st.Now)
-				}
+				_, err := SettleByHelper(e.ctx, e.s, st) // the model settles to the four statuses only
 				check(fmt.Sprintf("settle %v to %v", st.Claim.ID, st.To), err, wants[0])
 				break
 			}

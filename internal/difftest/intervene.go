@@ -74,21 +74,8 @@ func (r *runner) opRowIntervene() {
 		return
 	}
 	end := vals[0].([]turnframe.Claim)[0].LeaseUntil
-	expire := func(what string, at time.Time) {
-		vals, errs := r.do("row-intervene/"+what, func(w *world) (any, error) {
-			ids, err := w.store.ExpireClaims(r.ctx, at)
-			out := make([]string, len(ids))
-			for i, id := range ids {
-				out[i] = w.norm(id)
-			}
-			return out, err
-		})
-		if errs[0] == nil {
-			r.note("row-intervene/" + what + " " + map[bool]string{true: "some", false: "none"}[len(vals[0].([]string)) > 0])
-		}
-	}
-	expire("expire-early", end.Add(-time.Microsecond))
-	expire("expire-at-end", end)
+	r.expireAt("row-intervene/expire-early", "row-intervene/expire-early", end.Add(-time.Microsecond))
+	r.expireAt("row-intervene/expire-at-end", "row-intervene/expire-at-end", end)
 	resolve := func(what string, v turnframe.Verdict, actor turnframe.Actor, at time.Time) {
 		_, errs := r.do(fmt.Sprintf("row-intervene/%s verdict=%v actor=%q", what, v, actor), func(w *world) (any, error) {
 			if len(batch[w]) == 0 {

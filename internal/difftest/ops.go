@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storetest"
 )
 
 // This file holds the operations the decoder runs: each reads its
@@ -619,17 +620,7 @@ func (r *runner) opClaim() {
 	if l>>6 == 1 {
 		at, tl = cs[0].LeaseUntil, "@end"
 	}
-	vals, errs := r.do("claim/expire"+tl, func(w *world) (any, error) {
-		ids, err := w.store.ExpireClaims(r.ctx, at)
-		out := make([]string, len(ids))
-		for i, id := range ids {
-			out[i] = w.norm(id)
-		}
-		return out, err
-	})
-	if errs[0] == nil {
-		r.note("claim/expire" + tl + " " + map[bool]string{true: "some", false: "none"}[len(vals[0].([]string)) > 0])
-	}
+	r.expireAt("claim/expire"+tl, "claim/expire"+tl, at)
 }
 
 // claimAt returns the claim the byte picks: one held (or lost: every claim
@@ -670,21 +661,12 @@ func (r *runner) opSettleOne() {
 	mk := r.settlement(c, k, t)
 	r.do(fmt.Sprintf("settle claim=%d kind=%d", c, k%5), func(w *world) (any, error) {
 		st := mk(w)
-		var err error
-		switch st.To {
-		case turnframe.OutboxCompleted:
-			err = turnframe.CompleteClaim(r.ctx, w.store, st.Claim, st.RemoteRef, st.Now)
-		case turnframe.OutboxPending:
-			err = turnframe.RetryClaim(r.ctx, w.store, st.Claim, st.Code, st.RetryAt)
-		case turnframe.OutboxFailed:
-			err = turnframe.FailClaim(r.ctx, w.store, st.Claim, st.Code, st.Now)
-		case turnframe.OutboxOutcomeUnknown:
-			err = turnframe.MarkClaimUnknown(r.ctx, w.store, st.Claim, st.RemoteRef, st.Now)
-		default: // a status a claim does not settle to: only Settle takes it
-			res, err := w.store.Settle(r.ctx, []turnframe.OutboxSettlement{st})
-			return classes(res), err
+		if handled, err := storetest.SettleByHelper(r.ctx, w.store, st); handled {
+			return nil, err
 		}
-		return nil, err
+		// A status a claim does not settle to: only Settle takes it.
+		res, err := w.store.Settle(r.ctx, []turnframe.OutboxSettlement{st})
+		return classes(res), err
 	})
 }
 
@@ -764,17 +746,23 @@ func (r *runner) opExpire() {
 			at, tl = r.past[len(r.past)-1-int(c&0x3f)%len(r.past)], "@past"
 		}
 	}
-	vals, errs := r.do("expire claims"+tl, func(w *world) (any, error) {
+	r.expireAt("expire claims"+tl, "expire"+tl, at)
+}
+
+// expireAt runs ExpireClaims at at on every store as the step label, the
+// ids it returns compared in enqueue order (as the contract says), and
+// notes note + " some" or " none" by whether it ended a lease.
+func (r *runner) expireAt(label, note string, at time.Time) {
+	vals, errs := r.do(label, func(w *world) (any, error) {
 		ids, err := w.store.ExpireClaims(r.ctx, at)
-		out := make([]string, len(ids)) // in enqueue order, as the contract says
+		out := make([]string, len(ids))
 		for i, id := range ids {
 			out[i] = w.norm(id)
 		}
 		return out, err
 	})
 	if errs[0] == nil {
-		n := map[bool]string{true: "some", false: "none"}[len(vals[0].([]string)) > 0]
-		r.note("expire" + tl + " " + n)
+		r.note(note + " " + map[bool]string{true: "some", false: "none"}[len(vals[0].([]string)) > 0])
 	}
 }
 
