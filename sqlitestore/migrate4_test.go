@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/matryer/is"
-	"github.com/pressly/goose/v3"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 )
@@ -77,12 +75,7 @@ func TestOpenMigratesAVersion3File(t *testing.T) {
 	s := mustOpenPath(t, path)
 	read := s.ReadDB()
 
-	t.Run("SchemaIsCurrent", func(t *testing.T) {
-		is := is.New(t)
-		v, err := schema.FileVersion(ctx, read)
-		is.NoErr(err)
-		is.Equal(v, schema.Version)
-	})
+	t.Run("SchemaIsCurrent", func(t *testing.T) { isCurrent(t, read) })
 	t.Run("EveryRowReadsBack", func(t *testing.T) {
 		is := is.New(t)
 		for _, e := range f.entries {
@@ -123,11 +116,7 @@ func TestOpenMigratesAVersion3File(t *testing.T) {
 		is.NoErr(read.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'journal_unknown'`).Scan(&def))
 		is.True(strings.Contains(def, "'needs_intervention'")) // the partial indexes as 00003 made them
 	})
-	t.Run("IntegrityAndForeignKeysHold", func(t *testing.T) {
-		is := is.New(t)
-		is.Equal(queryStrings(t, read, `PRAGMA integrity_check`), []string{"ok"})
-		is.Equal(len(queryStrings(t, read, `SELECT "table" FROM pragma_foreign_key_check`)), 0)
-	})
+	t.Run("IntegrityAndForeignKeysHold", func(t *testing.T) { isIntact(t, read) })
 	executing := f.turns[1].ID
 	t.Run("TheNewStatusIsWrittenAndReadBack", func(t *testing.T) {
 		is := is.New(t)
@@ -146,21 +135,14 @@ func TestOpenMigratesAVersion3File(t *testing.T) {
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
 		is.NoErr(err)
 		defer db.Close()
-		migrations, err := fs.Sub(schema.FS, "migrations")
-		is.NoErr(err)
-		p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations,
-			goose.WithDisableGlobalRegistry(true), goose.WithTableName(schema.VersionTable))
-		is.NoErr(err)
-		_, err = p.DownTo(ctx, 3)
-		is.True(err != nil) // the awaiting entry fails the copy
+		is.True(downTo(t, db, 3) != nil) // the awaiting entry fails the copy
 		v, err := schema.FileVersion(ctx, db)
 		is.NoErr(err)
 		is.Equal(v, int64(4)) // left as it was
 		is.Equal(queryStrings(t, db, `SELECT count(*) FROM journal`), []string{fmt.Sprint(len(f.entries) + 1)})
 		_, err = db.ExecContext(ctx, `UPDATE journal SET status = 'rejected' WHERE key = 'pay'`)
 		is.NoErr(err)
-		_, err = p.DownTo(ctx, 3)
-		is.NoErr(err) // with nothing awaiting, it goes down
+		is.NoErr(downTo(t, db, 3)) // with nothing awaiting, it goes down
 		is.Equal(tableInfo(t, db, "journal"), columns)
 		is.Equal(queryStrings(t, db, `SELECT count(*) FROM journal`), []string{fmt.Sprint(len(f.entries) + 1)}) // every row kept
 	})
