@@ -599,18 +599,7 @@ func (r *runner) opClaim() {
 	case c&1 != 0:
 		now = now.Add(time.Duration(c) * 5 * time.Millisecond) // claim ahead: NotBefore rows become due
 	}
-	vals, _ := r.do(fmt.Sprintf("claim worker=%s limit=%d lease=%v%s", worker, limit, lease(l), tl), func(w *world) (any, error) {
-		cs, err := w.store.ClaimDue(r.ctx, now, limit, worker, lease(l))
-		w.claims = append(w.claims, cs...)
-		return cs, err
-	})
-	cs, _ := vals[0].([]turnframe.Claim)
-	for _, cl := range cs {
-		r.noteLease(cl.LeaseUntil)
-		if cl.AttemptBase > 0 {
-			r.note("claim after requeue")
-		}
-	}
+	cs := r.claimDue(fmt.Sprintf("claim worker=%s limit=%d lease=%v%s", worker, limit, lease(l), tl), now, limit, worker, lease(l))
 	if len(cs) == 0 || l>>6 > 1 {
 		return
 	}
@@ -1211,8 +1200,16 @@ func (r *runner) opExhaustRequeue() {
 			return w.store.GetOutbox(r.ctx, batch[w][i].ID)
 		})
 	}
-	vals, _ = r.do(fmt.Sprintf("cycle/claim-again worker=%s n=%d", worker, n), func(w *world) (any, error) {
-		cs, err := w.store.ClaimDue(r.ctx, r.now, n, worker, ls)
+	r.claimDue(fmt.Sprintf("cycle/claim-again worker=%s n=%d", worker, n), r.now, n, worker, ls)
+}
+
+// claimDue runs ClaimDue on every store as the step label, keeps the
+// claims each store handed out (claimAt picks from them), notes each
+// claim's lease and a claim of a requeued row, and returns the first
+// store's claims.
+func (r *runner) claimDue(label string, now time.Time, limit int, worker string, lease time.Duration) []turnframe.Claim {
+	vals, _ := r.do(label, func(w *world) (any, error) {
+		cs, err := w.store.ClaimDue(r.ctx, now, limit, worker, lease)
 		w.claims = append(w.claims, cs...)
 		return cs, err
 	})
@@ -1223,6 +1220,7 @@ func (r *runner) opExhaustRequeue() {
 			r.note("claim after requeue")
 		}
 	}
+	return cs
 }
 
 // opTakeOver plays two attempts on one command around a short lease: the
