@@ -407,7 +407,8 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 // take moves e to Executing for a new attempt of this Execute: a
 // compare-and-set on the attempt e was read under, leased for the command
 // timeout and the lease margin. When the store refuses it, the entry is read
-// again: held by a live attempt elsewhere, it is reported ResultInFlight;
+// again: held by a live attempt elsewhere (by this runtime's clock, or by
+// the store's: refusedTake), it is reported ResultInFlight;
 // settled meanwhile, as it is; taken and abandoned by a caller that died, it
 // is taken again (at most takeTries times). When taken is false, res reports
 // the entry and err says why it was not taken, if that is an error.
@@ -441,11 +442,34 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 			return seen, false, r, nil
 		case !seen.Status.IsPending():
 			return seen, false, resultOf(seen), nil // settled elsewhere meanwhile
+		case seen.Status == JournalExecuting && seen.Attempt == e.Attempt:
+			return x.refusedTake(ctx, seen, err)
 		case seen.Attempt == e.Attempt || try == takeTries:
 			return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w", err)
 		}
 		e = seen
 	}
+}
+
+// refusedTake reports an entry whose take the store refused although it is
+// still Executing under the attempt the take named. The store refuses such
+// a take only for an abandoned turn (an error, as before any take) or for a
+// lease it judged still running, on its own clock — which may disagree with
+// this runtime's by the time the entry was read again: the lease ending
+// just then, or a store measuring leases on the database's clock
+// (pgstore.DatabaseClock). The store's judgement wins: the entry is
+// reported ResultInFlight, and a later Execute takes it over.
+func (x *execution) refusedTake(ctx context.Context, seen JournalEntry, refusal error) (JournalEntry, bool, CommandResult, error) {
+	marker, err := x.rt.store.TurnPhase(ctx, x.account, x.turn)
+	if err != nil {
+		return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w (reading the turn again: %v)", refusal, err)
+	}
+	if marker.Phase == PhaseAbandoned {
+		return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w", refusal)
+	}
+	r := resultOf(seen)
+	r.Kind = ResultInFlight
+	return seen, false, r, nil
 }
 
 // rerunnable decides, after a commit refused with ErrConflict, whether the

@@ -174,8 +174,10 @@ func (p Plan) validate(l Limits) error {
 //     panicked, is OutcomeUnknown under its attempt id; the result carries
 //     a panic's value and stack, and SignalExternalOutcomeUnknown is
 //     emitted.
-//   - Executing under another attempt whose lease has not ended: another
-//     Execute is running it now. It is reported ResultInFlight, not run, and
+//   - Executing under another attempt whose lease has not ended — by this
+//     runtime's clock, or by the store's when it refused the take (a lease
+//     ending just then, a store on the database's clock): another Execute
+//     is running it now. It is reported ResultInFlight, not run, and
 //     Execute stops there without an error (the entries after it are
 //     ResultPending): a command runs in at most one place at a time.
 //

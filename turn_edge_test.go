@@ -473,3 +473,76 @@ func TestExecuteRenewsALeaseTheHandlerWouldOutlive(t *testing.T) {
 		is.True(!held.Before(clock().Add(timeout))) // held for the whole call when the handler began
 	})
 }
+
+// rtRefusedTake is a store whose clock moves on right after it refuses a
+// take (a write moving an entry to Executing): the lease the store judged
+// still running has ended by the time Execute reads the entry again, as
+// when the read lands just after the lease's end, or when the store
+// measures leases on a clock of its own (pgstore.DatabaseClock).
+// before, if set, runs just before the take is written.
+type rtRefusedTake struct {
+	turnframe.Store
+	before, advance func()
+}
+
+func (s *rtRefusedTake) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	take := len(w.Settle) == 1 && w.Settle[0].To == turnframe.JournalExecuting
+	if take && s.before != nil {
+		s.before()
+	}
+	a, err := s.Store.Apply(ctx, w)
+	if take && errors.Is(err, turnframe.ErrConflict) && s.advance != nil {
+		s.advance()
+	}
+	return a, err
+}
+
+// A take the store refuses because the holder's lease still runs, read
+// again after the lease ended on this runtime's clock, is the command in
+// flight elsewhere, not an error: the store's judgement of the lease wins,
+// nothing runs here, and the holder's outcome lands. On an abandoned turn
+// the same refusal stays an error.
+func TestATakeRefusedAsTheLeaseEndsIsInFlight(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		t0 := time.Now().UTC().Truncate(time.Microsecond)
+		clock := newStepClock(t0)
+		const timeout, margin = time.Minute, time.Second
+		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithCommandTimeout(timeout), turnframe.WithLeaseMargin(margin)}
+		holder := turnframe.New(store, opts...)
+		turn := rtPlanned(t, holder, rtAccount, rtCmd("k-book", "flight/7", "book"))
+		finish := rtHeld(t, holder, turn, "k-book", turnframe.Commit(nil))
+		end := rtEntry(t, store, "k-book").LeaseUntil
+		is.Equal(end, t0.Add(timeout+margin)) // the holder's lease
+
+		clock.set(end.Add(-time.Microsecond)) // the store refuses the take: the lease runs
+		late := &rtRefusedTake{Store: store, advance: func() { clock.set(end.Add(time.Microsecond)) }}
+		ran := false
+		report, err := turnframe.New(late, opts...).Execute(context.Background(), rtAccount, turn,
+			turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+				ran = true
+				return rtScript(ctx, call, 1)
+			}))
+		is.NoErr(err)                                              // not an error
+		is.Equal(report.Results[0].Kind, turnframe.ResultInFlight) // in flight elsewhere
+		is.True(!ran)                                              // and not run here
+
+		_, err = finish()
+		is.NoErr(err)                                                            // the holder's Execute
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // its outcome landed
+		is.Equal(rtEntry(t, store, "k-book").Attempts, 1)                        // run once
+
+		// The turn abandoned between Execute's read and its take, the
+		// holder's lease ended on every clock: the refusal is an error.
+		turn = rtPlanned(t, holder, rtAccount, rtCmd("k-seat", "flight/8", "seat"))
+		clock.set(t0)
+		finish = rtHeld(t, holder, turn, "k-seat", turnframe.Commit(nil))
+		clock.set(rtEntry(t, store, "k-seat").LeaseUntil.Add(time.Microsecond))
+		abandoning := &rtRefusedTake{Store: store, before: func() { is.NoErr(holder.Abandon(context.Background(), rtAccount, turn, "gone")) }}
+		_, err = turnframe.New(abandoning, opts...).Execute(context.Background(), rtAccount, turn,
+			turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome { return rtScript(ctx, call, 1) }))
+		is.True(errors.Is(err, turnframe.ErrConflict)) // an abandoned turn's command is not in flight: it never runs
+		_, err = finish()
+		is.NoErr(err) // the holder still records its outcome
+	})
+}
