@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -277,7 +278,7 @@ func (r *run) report() string {
 	fmt.Fprintf(&b, "| CPU | %s (%s logical CPUs) |\n", e.CPU, e.Cores)
 	fmt.Fprintf(&b, "| Go | %s |\n", e.GoVersion)
 	fmt.Fprintf(&b, "| SQLite | %s (modernc.org/sqlite v1.62.0, pure Go) |\n", e.SQLite)
-	fmt.Fprintf(&b, "| settings | WAL; synchronous FULL and NORMAL; busy_timeout; foreign_keys on; %d-byte payloads; one fresh file per contender in %s |\n", bench.PayloadSize, r.folder.Dir)
+	fmt.Fprintf(&b, "| settings | WAL; synchronous FULL and NORMAL; busy_timeout; foreign_keys on; %d-byte payloads; one fresh file per contender in a temporary folder under %s (removed after) |\n", bench.PayloadSize, filepath.Dir(r.folder.Dir))
 	fmt.Fprintf(&b, "| peers | River v0.51.2 + riversqlite v0.51.2 (pool of 1 connection, %d workers, FetchCooldown 1 ms, FetchPollInterval 10 ms); goqite github.com/maragudk/goqite v0.2.3 (pool of 1 connection) |\n", bench.RiverMaxWorkers)
 	fmt.Fprintf(&b, "| repetitions | %d (median reported) |\n", r.sz.Reps)
 	fmt.Fprintf(&b, "| load average (1, 5, 15 min) | start %s, end %s |\n", e.LoadStart, e.LoadEnd)
