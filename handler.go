@@ -382,7 +382,10 @@ func (x *execution) mustNotRerun(e JournalEntry) bool {
 // declareUnknown records that e's dead attempt may have acted: the entry
 // becomes OutcomeUnknown with CodeLeaseEnded, for the policy of its Remote
 // (Recovery.Recover) to resolve. Another caller that moved the entry first
-// wins; the entry is then reported as it is.
+// wins; the entry is then reported as it is — ResultInFlight while it is
+// still Executing, under a new attempt or under the one whose lease the
+// store (on its own clock) judged still running, so that Execute stops
+// there as for any command in flight.
 func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (CommandResult, error) {
 	rt := x.rt
 	applied, err := rt.store.Apply(ctx, Write{
@@ -395,7 +398,11 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 		if rerr != nil || !errors.Is(err, ErrConflict) {
 			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w", err)
 		}
-		return resultOf(seen), nil
+		r := resultOf(seen)
+		if seen.Status == JournalExecuting {
+			r.Kind = ResultInFlight
+		}
+		return r, nil
 	}
 	x.phase = applied.Phase
 	rt.obs.count(SignalExternalOutcomeUnknown, Labels{Command: e.Name, Outcome: "lease_ended"})

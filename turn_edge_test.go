@@ -546,3 +546,50 @@ func TestATakeRefusedAsTheLeaseEndsIsInFlight(t *testing.T) {
 		is.NoErr(err) // the holder still records its outcome
 	})
 }
+
+// rtStoreClock is a store that measures every write on a clock of its own,
+// as pgstore does on the database's: a Write's Now is replaced by it.
+type rtStoreClock struct {
+	turnframe.Store
+	now func() time.Time
+}
+
+func (s *rtStoreClock) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	w.Now = s.now()
+	return s.Store.Apply(ctx, w)
+}
+
+// A command whose Remote forbids a blind rerun, held by an attempt whose
+// lease has ended on this runtime's clock but not on the store's: the
+// store refuses to declare it unknown, and Execute reports it in flight
+// and stops there — the turn's next command does not run before it.
+func TestADeclarationRefusedWhileTheLeaseRunsIsInFlight(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		clock := newStepClock(time.Now().UTC().Truncate(time.Microsecond))
+		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithCommandTimeout(time.Minute),
+			turnframe.WithLeaseMargin(time.Second), turnframe.WithCommand("book", turnframe.Remote{})} // can do neither: no blind rerun
+		holder := turnframe.New(store, opts...)
+		turn := rtPlanned(t, holder, rtAccount, rtCmd("k-book", "flight/7", "book"), rtCmd("k-mail", "mail/7", "mail"))
+		finish := rtHeld(t, holder, turn, "k-book", turnframe.Commit(nil))
+		end := rtEntry(t, store, "k-book").LeaseUntil
+		clock.set(end.Add(time.Microsecond))                                                                      // this runtime: the lease ended
+		onItsOwnClock := &rtStoreClock{Store: store, now: func() time.Time { return end.Add(-time.Microsecond) }} // the store: it runs
+		var ran []turnframe.IdempotencyKey
+		report, err := turnframe.New(onItsOwnClock, opts...).Execute(context.Background(), rtAccount, turn,
+			turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+				ran = append(ran, call.Command.Key)
+				return rtScript(ctx, call, 1)
+			}))
+		is.NoErr(err)                                                            // not an error
+		is.Equal(report.Results[0].Kind, turnframe.ResultInFlight)               // in flight on the store's clock
+		is.Equal(report.Results[1].Kind, turnframe.ResultPending)                // the next command waits
+		is.Equal(len(ran), 0)                                                    // nothing ran here
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalExecuting) // not declared unknown
+		is.Equal(rtEntry(t, store, "k-mail").Status, turnframe.JournalPending)   // not run ahead of it
+
+		_, err = finish()
+		is.NoErr(err)                                                            // the holder's Execute
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // its outcome landed
+	})
+}
