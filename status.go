@@ -56,6 +56,7 @@ func ParseTurnPhase(s string) (TurnPhase, error) {
 // JournalStatus is the state of one command journal entry.
 //
 //	Pending → Executing(attempt) → Committed | Rejected | OutcomeUnknown
+//	Pending → Committed | Rejected | OutcomeUnknown (a local attempt: WithLocalCommand)
 //	Executing → Executing (a resumed attempt, under a new attempt id)
 //	Executing → OutcomeUnknown (a reconciliation, once the lease ended)
 //	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention (reconciliation only)
@@ -74,12 +75,15 @@ const (
 	JournalPending
 	// JournalExecuting: an attempt holds it, under a lease (LeaseUntil).
 	// Runtime.Execute moves an entry here, under a fresh attempt id, before
-	// it calls the handler. A crash leaves it here; once the lease ended,
-	// the next Execute takes it over and runs it again under the same key.
+	// it calls the handler — except a local command's (WithLocalCommand),
+	// which it settles straight from Pending. A crash leaves it here; once
+	// the lease ended, the next Execute takes it over and runs it again
+	// under the same key.
 	JournalExecuting
 	// JournalCommitted: the command's events, outbox rows and this status
-	// were written in one transaction. Terminal. Runtime.Execute (a commit)
-	// or a settlement of an unknown (the remote has it) moves an entry here.
+	// were written in one transaction. Terminal. Runtime.Execute (a commit,
+	// from Executing or, for a local command, from Pending) or a
+	// settlement of an unknown (the remote has it) moves an entry here.
 	JournalCommitted
 	// JournalRejected: the command was refused with a code. Terminal. Moved
 	// here by Runtime.Execute (a reject) or a settlement of an unknown.

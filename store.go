@@ -86,12 +86,15 @@ type Settlement struct {
 	// Attempt says who moves the entry. To Executing: the attempt that takes
 	// it (a new one), or the attempt that holds it renewing its lease.
 	// From Executing to Committed, Rejected or OutcomeUnknown: the attempt
-	// that ran, which must still hold the entry (a fence). Zero: a
-	// reconciliation, the only mover of an OutcomeUnknown entry.
+	// that ran, which must still hold the entry (a fence). From Pending to
+	// one of those three: a local attempt (WithLocalCommand), a new id,
+	// which ran without taking the entry. Zero: a reconciliation, the only
+	// mover of an OutcomeUnknown entry.
 	Attempt AttemptID
-	// Prior is, when a new attempt takes the entry (To Executing), the
-	// attempt the caller saw on it: zero for an entry never run. The take
-	// is a compare-and-set: an entry that moved since is ErrConflict. For a
+	// Prior is, when a new attempt takes the entry (To Executing) or a
+	// local attempt settles it from Pending, the attempt the caller saw on
+	// it: zero for an entry never run. Either is a compare-and-set: an
+	// entry that moved since is ErrConflict. For a
 	// reconciliation of an uncertain entry, a Prior that is not zero
 	// fences it the same way: the entry must still be under that attempt,
 	// the one whose outcome the caller looked into.

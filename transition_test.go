@@ -143,7 +143,18 @@ func TestNextEntry(t *testing.T) {
 		{"an entry that needs intervention does not go back to unknown", entry(needs, a1, time.Time{}), planned, unknown, none, none, app, turnframe.ErrConflict},
 		{"an entry that needs intervention is never taken", entry(needs, a1, time.Time{}), planned, executing, a2, a1, app, turnframe.ErrConflict},
 		// Final and early statuses.
-		{"a pending entry is not committed", entry(pending, none, time.Time{}), planned, committed, a1, none, app, turnframe.ErrConflict},
+		// A local attempt settles a pending entry without a take.
+		{"a local attempt commits a pending entry", entry(pending, none, time.Time{}), planned, committed, a1, none, app, nil},
+		{"a local attempt rejects a pending entry", entry(pending, none, time.Time{}), planned, rejected, a1, none, app, nil},
+		{"a local attempt reports a pending entry unknown", entry(pending, none, time.Time{}), planned, unknown, a1, none, app, nil},
+		{"a local attempt settles a resent entry presenting its last attempt", entry(pending, a1, time.Time{}), planned, committed, a2, a1, app, nil},
+		{"a local attempt presenting a stale prior is refused", entry(pending, a1, time.Time{}), planned, committed, a2, none, app, turnframe.ErrConflict},
+		{"a local attempt reusing the entry's last attempt is refused", entry(pending, a1, time.Time{}), planned, committed, a1, a1, app, turnframe.ErrConflict},
+		{"a local attempt does not settle on an abandoned turn", entry(pending, none, time.Time{}), abandoned, committed, a1, none, app, turnframe.ErrConflict},
+		{"a reconciliation does not commit a pending entry", entry(pending, none, time.Time{}), planned, committed, none, none, app, turnframe.ErrConflict},
+		{"a local attempt does not escalate a pending entry", entry(pending, none, time.Time{}), planned, needs, a1, none, policy, turnframe.ErrConflict},
+		{"a pending entry does not stay pending", entry(pending, none, time.Time{}), planned, pending, a1, none, app, turnframe.ErrConflict},
+		// Final and early statuses.
 		{"a pending entry is not escalated", entry(pending, none, time.Time{}), planned, needs, none, none, policy, turnframe.ErrConflict},
 		{"a committed entry is final", entry(committed, a1, time.Time{}), planned, executing, a2, a1, app, turnframe.ErrConflict},
 		{"a committed entry is not escalated", entry(committed, a1, time.Time{}), planned, needs, none, none, operator, turnframe.ErrConflict},
@@ -182,6 +193,17 @@ func TestNextEntry(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(renewed.Attempts, 1)                                 // the same attempt
 		is.Equal(renewed.LeaseUntil, t0.Add(time.Second+time.Minute)) // its lease moved
+	})
+	t.Run("a local attempt counts an attempt and is recorded on the entry", func(t *testing.T) {
+		is := is.New(t)
+		local := turnframe.Settlement{Key: "k1", To: committed, Attempt: a2, Prior: a1}
+		before := entry(pending, a1, time.Time{})
+		before.Attempts = 1
+		next, err := storekit.NextEntry(before, local, nil, planned, app, t0)
+		is.NoErr(err)
+		is.Equal(next.Attempts, 2)   // counted as a take counts it
+		is.Equal(next.Attempt, a2)   // the attempt that ran
+		is.Equal(next.RemoteRef, "") // a commit from Pending keeps no earlier reference
 	})
 	t.Run("a commit records its event ids", func(t *testing.T) {
 		is := is.New(t)

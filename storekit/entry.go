@@ -75,6 +75,7 @@ func NewEntry(account turnframe.AccountID, turn turnframe.TurnID, cmd turnframe.
 // stored, or ErrConflict for a move the journal refuses:
 //
 //	Pending → Executing                 a new attempt takes it
+//	Pending → Committed | Rejected | OutcomeUnknown      a local attempt settles it without a take
 //	Executing → Executing               the holder renews its lease, or a new attempt takes it over once the lease ended
 //	Executing → Committed | Rejected | OutcomeUnknown   by the attempt that holds it
 //	Executing → Committed | Rejected                    by a reconciliation, once Stranded
@@ -87,7 +88,14 @@ func NewEntry(account turnframe.AccountID, turn turnframe.TurnID, cmd turnframe.
 // of two callers that saw the same entry only the first takes it; and an
 // entry Executing under a lease that has not ended at now cannot be taken.
 // The taker holds it until now + s.Lease, and the holder may renew that
-// (never shortening it). So a command runs in at most one place at a time. A settlement from an attempt (s.Attempt not zero) needs
+// (never shortening it). So a command runs in at most one place at a time.
+// A local attempt (a command declared with turnframe.WithLocalCommand,
+// whose handler makes no outside call) takes no lease: it settles a
+// Pending entry directly, under a new attempt id and the same
+// compare-and-set on s.Prior, so of two local attempts that ran the
+// handler on the same entry only the first settles it, and the second's
+// Write, its events and outbox rows with it, is refused whole. Not on an
+// abandoned turn, whose commands never run. A settlement from an attempt (s.Attempt not zero) needs
 // the entry Executing under that attempt: a superseded attempt settles
 // nothing. A reconciliation carries no attempt, and is the only move out of
 // OutcomeUnknown, and out of a Stranded attempt (one left running on an
@@ -118,6 +126,10 @@ func NextEntry(e turnframe.JournalEntry, s turnframe.Settlement, events []turnfr
 	next.Status = s.To
 	next.Code, next.RemoteRef = "", ""
 	next.LeaseUntil = time.Time{}
+	if e.Status == turnframe.JournalPending && s.To != turnframe.JournalExecuting {
+		// A local attempt: the one that ran, counted as a take counts it.
+		next.Attempt, next.Attempts = s.Attempt, e.Attempts+1
+	}
 	switch s.To {
 	case turnframe.JournalExecuting:
 		next.LeaseUntil = leaseEnd(now, s.Lease)
@@ -156,7 +168,7 @@ func NextEntry(e turnframe.JournalEntry, s turnframe.Settlement, events []turnfr
 }
 
 var entryMoves = map[turnframe.JournalStatus][]turnframe.JournalStatus{
-	turnframe.JournalPending:           {turnframe.JournalExecuting},
+	turnframe.JournalPending:           {turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown},
 	turnframe.JournalExecuting:         {turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown},
 	turnframe.JournalOutcomeUnknown:    {turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending, turnframe.JournalNeedsIntervention},
 	turnframe.JournalNeedsIntervention: {turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending},
@@ -170,6 +182,8 @@ func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turn
 	switch {
 	case s.To == turnframe.JournalExecuting:
 		return checkTake(e, s, phase, now)
+	case e.Status == turnframe.JournalPending:
+		return checkLocal(e, s, phase)
 	case e.Status == turnframe.JournalExecuting && s.Attempt.IsZero():
 		// A reconciliation of an attempt that died: declared unknown once
 		// its lease ended, or settled once nothing will ever finish it.
@@ -196,6 +210,23 @@ func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turn
 		if s.To == turnframe.JournalPending && phase == turnframe.PhaseAbandoned {
 			return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run: a resend would never be sent", turnframe.ErrConflict, e.Key)
 		}
+	}
+	return nil
+}
+
+// checkLocal checks a local attempt's settlement of a Pending entry: a new
+// attempt id, a compare-and-set on the attempt the caller saw, and a turn
+// that still runs its commands.
+func checkLocal(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase) error {
+	switch {
+	case s.Attempt.IsZero():
+		return fmt.Errorf("%w: entry %q is pending: only a local attempt settles it without taking it, and a settlement without an attempt is a reconciliation", turnframe.ErrConflict, e.Key)
+	case phase == turnframe.PhaseAbandoned:
+		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run", turnframe.ErrConflict, e.Key)
+	case s.Attempt == e.Attempt:
+		return fmt.Errorf("%w: entry %q: attempt %v already ran; a new attempt needs a new id", turnframe.ErrConflict, e.Key, s.Attempt)
+	case s.Prior != e.Attempt:
+		return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the caller saw: another caller settled or put it back", turnframe.ErrConflict, e.Key, e.Attempt, s.Prior)
 	}
 	return nil
 }

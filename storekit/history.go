@@ -19,7 +19,11 @@ func EntryHistory(before, after turnframe.JournalEntry, actor turnframe.Actor, n
 	if before.Status != turnframe.JournalStatus(0) {
 		r.From = before.Status.String()
 	}
-	if !after.Attempt.IsZero() && (after.Status == turnframe.JournalExecuting || before.Status == turnframe.JournalExecuting) {
+	// An attempt moved it: a take or a renewal, the holder settling, or a
+	// local attempt settling it straight from Pending.
+	byAttempt := after.Status == turnframe.JournalExecuting || before.Status == turnframe.JournalExecuting ||
+		before.Status == turnframe.JournalPending
+	if !after.Attempt.IsZero() && byAttempt {
 		r.Attempt = after.Attempt.String()
 	}
 	return r

@@ -37,8 +37,9 @@ var allEntryStatuses = []turnframe.JournalStatus{
 // makes (by the app, which may intervene).
 func entryAllowed(from, to turnframe.JournalStatus) bool {
 	switch from {
-	case turnframe.JournalPending:
-		return to == turnframe.JournalExecuting
+	case turnframe.JournalPending: // taken, or settled by a local attempt
+		return to == turnframe.JournalExecuting || to == turnframe.JournalCommitted || to == turnframe.JournalRejected ||
+			to == turnframe.JournalOutcomeUnknown
 	case turnframe.JournalExecuting:
 		return to != turnframe.JournalPending && to != turnframe.JournalNeedsIntervention
 	case turnframe.JournalOutcomeUnknown:
@@ -78,13 +79,17 @@ func (e *env) entryIn(account turnframe.AccountID, status turnframe.JournalStatu
 
 // settlementTo returns a settlement of key, an entry in status from, to
 // status to with the fields that status uses: a move to Executing is
-// newAttempt taking the entry from running, a move out of OutcomeUnknown or
-// NeedsIntervention is a reconciliation (no attempt), any other is by
-// running.
+// newAttempt taking the entry from running, a move out of Pending is
+// newAttempt as a local attempt (seen under running), a move out of
+// OutcomeUnknown or NeedsIntervention is a reconciliation (no attempt),
+// any other is by running.
 func settlementTo(key turnframe.IdempotencyKey, from, to turnframe.JournalStatus, running, newAttempt turnframe.AttemptID) turnframe.Settlement {
 	s := turnframe.Settlement{Key: key, To: to, Attempt: running}
-	if from.IsUncertain() {
+	switch {
+	case from.IsUncertain():
 		s.Attempt = turnframe.AttemptID{}
+	case from == turnframe.JournalPending:
+		s.Attempt, s.Prior = newAttempt, running
 	}
 	switch to {
 	case turnframe.JournalExecuting:
@@ -157,23 +162,27 @@ func testEntryAllowed(t *testing.T, e *env) {
 				if to != turnframe.JournalExecuting {
 					is.True(stored.LeaseUntil.IsZero()) // a lease only while executing
 				}
-				switch to {
-				case turnframe.JournalExecuting:
+				switch {
+				case to == turnframe.JournalExecuting:
 					is.Equal(stored.Attempt, next)                   // the new attempt runs
 					is.Equal(stored.Attempts, before.Attempts+1)     // counted
 					is.True(stored.LeaseUntil.Equal(now.Add(lease))) // held until now + lease
+				case from == turnframe.JournalPending:
+					is.Equal(stored.Attempt, next)               // the local attempt that ran
+					is.Equal(stored.Attempts, before.Attempts+1) // counted as a take counts it
+				}
+				switch to {
 				case turnframe.JournalRejected:
-					is.Equal(stored.Code, "no_seats")          // code kept
-					is.Equal(stored.Attempts, before.Attempts) // not an attempt
+					is.Equal(stored.Code, "no_seats") // code kept
 				case turnframe.JournalOutcomeUnknown:
 					is.Equal(stored.RemoteRef, "ref-2")   // remote ref kept
 					is.Equal(stored.Code, "http.timeout") // code kept
-					is.Equal(stored.Attempt, running)     // the attempt that ran
 				case turnframe.JournalNeedsIntervention:
-					is.Equal(stored.Code, "policy.unsure")     // code kept
-					is.Equal(stored.RemoteRef, "ref-1")        // the remote's reference kept
-					is.Equal(stored.Attempts, before.Attempts) // not an attempt
-				case turnframe.JournalCommitted, turnframe.JournalPending:
+					is.Equal(stored.Code, "policy.unsure") // code kept
+					is.Equal(stored.RemoteRef, "ref-1")    // the remote's reference kept
+				}
+				if to != turnframe.JournalExecuting && from != turnframe.JournalPending {
+					is.Equal(stored.Attempt, before.Attempt)   // under the attempt that ran
 					is.Equal(stored.Attempts, before.Attempts) // not an attempt
 				}
 			})

@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) turnframe.Store) {
 	all = append(all, concurrencyTests()...)
 	all = append(all, journalTests()...)
 	all = append(all, takeTests()...)
+	all = append(all, localTests()...)
 	all = append(all, adoptionTests()...)
 	all = append(all, earlierTests()...)
 	all = append(all, advanceTests()...)
