@@ -152,8 +152,10 @@ type handlerEnd struct {
 // SignalCommandDuration for the call. It returns the handler's outcome, or
 // Unknown with the cause "timeout" (the handler answered after its
 // deadline, or not at all) or "panic"; or the caller's context error when
-// ctx itself ended first (then it emits nothing).
-func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (handlerEnd, error) {
+// ctx itself ended first (then it emits nothing). local says the call is a
+// local command's (WithLocalCommand), whose timeout or panic leaves its
+// entry pending rather than unknown: the log says which.
+func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call, local bool) (handlerEnd, error) {
 	late := func(b bounded[Outcome]) {
 		note := "the handler answered after its deadline: " + b.value.kind.String()
 		if b.end == callPanicked {
@@ -166,6 +168,10 @@ func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (handl
 	r := callWithin(ctx, rt.cfg.commandTimeout, func(hctx context.Context) Outcome { return h.Handle(hctx, call) }, late)
 	elapsed := rt.cfg.clock().Sub(start)
 	attrs := []slog.Attr{slog.String("key", string(call.Command.Key)), slog.String("attempt", call.Attempt.String())}
+	consequence := "its outcome is unknown"
+	if local {
+		consequence = "it is a local command: its entry stays pending, to run again"
+	}
 	timed := func(outcome string) {
 		rt.obs.timed(SignalCommandDuration, Labels{Command: call.Command.Name, Outcome: outcome}, elapsed)
 	}
@@ -175,12 +181,12 @@ func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call) (handl
 			return handlerEnd{}, err
 		}
 		timed("timeout")
-		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command did not answer within its timeout; its outcome is unknown",
+		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command did not answer within its timeout; "+consequence,
 			append(attrs, slog.Duration("timeout", rt.cfg.commandTimeout))...)
 		return handlerEnd{out: Unknown(""), cause: "timeout"}, nil
 	case callPanicked:
 		timed("panic")
-		rt.obs.logf(ctx, slog.LevelError, "turnframe: command handler panicked; its outcome is unknown",
+		rt.obs.logf(ctx, slog.LevelError, "turnframe: command handler panicked; "+consequence,
 			append(attrs, slog.Any("panic", r.panic), slog.String("stack", string(r.stack)))...)
 		return handlerEnd{out: Unknown(""), cause: "panic", panic: r.panic, stack: r.stack}, nil
 	}
@@ -320,6 +326,9 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 	if x.mustNotRerun(e) {
 		return x.declareUnknown(ctx, e)
 	}
+	if e.Status == JournalPending && x.rt.cfg.local[e.Name] {
+		return x.runLocal(ctx, e)
+	}
 	running, taken, res, err := x.take(ctx, e)
 	if !taken {
 		return res, err
@@ -341,11 +350,11 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 			Account: x.account, Turn: x.turn, Command: running.Command,
 			Attempt: running.Attempt, Attempts: running.Attempts, Revision: rev,
 		}
-		end, err := rt.callHandler(ctx, x.h, call)
+		end, err := rt.callHandler(ctx, x.h, call, false)
 		if err != nil {
 			return resultOf(running), err
 		}
-		w, err := x.settlement(ctx, running, rev, end.out)
+		w, err := x.settlement(ctx, running, Settlement{Key: running.Key, Attempt: running.Attempt}, rev, end.out)
 		if err != nil {
 			return resultOf(running), err
 		}
@@ -539,13 +548,14 @@ func (x *execution) unrecorded(ctx context.Context, e JournalEntry, end handlerE
 		slog.String("outcome", end.out.kind.String()), slog.String("cause", end.cause), slog.String("error", err.Error()))
 }
 
-// settlement builds the one Write that settles the running entry with out,
-// and, for the turn's last pending entry, advances the turn to
-// PhaseCommitted when nothing of it is left pending (Write.Advance: the
-// outcome lands whatever the turn's phase).
-func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevision, out Outcome) (Write, error) {
+// settlement builds the one Write that settles entry e with out, moving it
+// as s says (the attempt that ran; for a local one, the attempt it was
+// seen under too), and, for the turn's last pending entry, advances the
+// turn to PhaseCommitted when nothing of it is left pending, or else to
+// PhaseExecuting when no take did (a local command). Write.Advance: the
+// outcome lands whatever the turn's phase.
+func (x *execution) settlement(ctx context.Context, e JournalEntry, s Settlement, rev CaseRevision, out Outcome) (Write, error) {
 	w := Write{Account: x.account, Turn: x.turn, Now: x.rt.cfg.now()}
-	s := Settlement{Key: e.Key, Attempt: e.Attempt}
 	switch out.kind {
 	case OutcomeCommit:
 		if err := x.rt.cfg.limits.checkCommit(out.events, out.outbox); err != nil {
@@ -575,8 +585,11 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, rev CaseRevi
 		return Write{}, invalid("outcome", "the handler returned no outcome; build one with Commit, Reject or Unknown")
 	}
 	w.Settle = []Settlement{s}
-	if x.last && x.phase < PhaseCommitted {
+	switch {
+	case x.last && x.phase < PhaseCommitted:
 		w.Advance = PhaseCommitted
+	case x.phase < PhaseExecuting:
+		w.Advance = PhaseExecuting
 	}
 	return w, nil
 }

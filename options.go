@@ -21,6 +21,7 @@ type settings struct {
 	maxConflictRetries int
 	destinations       map[string]Remote                // WithDestination
 	commands           map[string]Remote                // WithCommand
+	local              map[string]bool                  // WithLocalCommand
 	limits             Limits                           // WithLimits; every field resolved
 	traceContext       func(ctx context.Context) string // WithTraceContext; nil: none
 }

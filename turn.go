@@ -174,6 +174,18 @@ func (p Plan) validate(l Limits) error {
 //     panicked, is OutcomeUnknown under its attempt id; the result carries
 //     a panic's value and stack, and SignalExternalOutcomeUnknown is
 //     emitted.
+//   - Pending, of a command declared local (WithLocalCommand): no take.
+//     h is called under a new attempt id with the case's current
+//     revision, and one Apply writes the outcome as above, settling the
+//     entry straight from Pending (a compare-and-set on the attempt
+//     Execute read) and moving the turn to PhaseExecuting, or to
+//     PhaseCommitted after its last pending entry. A handler that panicked
+//     or answered after its deadline leaves the entry Pending, nothing
+//     written: Execute stops there with an error (a timeout's wraps
+//     context.DeadlineExceeded; the result carries a panic's value and
+//     stack), and a later Execute runs it again. An outcome the store
+//     refused because another Execute settled the entry meanwhile is
+//     thrown away, and the entry reported as it is.
 //   - Executing under another attempt whose lease has not ended — by this
 //     runtime's clock, or by the store's when it refused the take (a lease
 //     ending just then, a store on the database's clock): another Execute
@@ -212,7 +224,9 @@ func (p Plan) validate(l Limits) error {
 // under the same key and a new attempt id (the remote recognises the key),
 // or declares it unknown, as above. A crash after the second write loses
 // nothing: the outcome, its events and its outbox rows were written
-// together. A delivered turn may still have a pending entry (a resend
+// together. A local command has only the second write: a crash before it
+// leaves the entry Pending, as if it never ran, and a later Execute runs
+// it. A delivered turn may still have a pending entry (a resend
 // settled after delivery); Execute runs it without touching the phase.
 func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, h Handler) (ExecuteReport, error) {
 	if err := CheckTurnRef(account, turn); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -76,69 +77,108 @@ func TestRuntimeResumesAfterACrashBetweenAnyTwoWrites(t *testing.T) {
 		rtCmd("k-notify", "flight/7", "notify"),
 		rtCmd("k-charge", "card/1", "charge"),
 	}
-	// The whole turn is nine Applies: receive, plan, then two per command
-	// (mark executing, settle), then deliver.
-	points := []struct {
-		name    string
-		applies int
+	for _, cfg := range []struct {
+		name  string
+		local []string // commands declared local (WithLocalCommand)
+		// points are where the first runtime dies: after how many Applies.
+		points []struct {
+			name    string
+			applies int
+		}
 	}{
-		{"after receive", 1},
-		{"after plan", 2},
-		{"after the first command is marked executing", 3},
-		{"after the first command commits", 4},
-		{"after the second command is marked executing", 5},
-		{"after the second command commits", 6},
-		{"after the third command is marked executing", 7},
-		{"before deliver", 8},
-	}
-	for _, p := range points {
-		t.Run(p.name, func(t *testing.T) {
-			eachStore(t, func(t *testing.T, store turnframe.Store) {
-				is := is.New(t)
-				ctx := context.Background()
-				before := rtNewHandler(rtScript)
-				turn, err := rtDrive(ctx, turnframe.New(&rtCrashingStore{Store: store, left: p.applies}), store, turnframe.TurnID{}, before, cmds)
-				is.True(errors.Is(err, rtErrCrash)) // the first runtime died
-				left, err := store.ForTurn(ctx, rtAccount, turn)
-				is.NoErr(err) // what the crash left
-
-				after := rtNewHandler(rtScript)
-				_, err = rtDrive(ctx, turnframe.New(store, rtAfterLeases()), store, turn, after, cmds)
-				is.NoErr(err) // a new runtime over the same store finishes the turn
-
-				is.Equal(rtPhase(t, store, turn), turnframe.PhaseDelivered) // delivered
-				status := make(map[turnframe.IdempotencyKey]turnframe.JournalStatus)
-				for _, e := range left {
-					status[e.Key] = e.Status
-				}
-				for _, c := range cmds {
-					switch st, admitted := status[c.Key]; {
-					case !admitted || st == turnframe.JournalPending:
-						is.Equal(before.callsOf(c.Key), 0) // never started
-						is.Equal(after.callsOf(c.Key), 1)  // runs once
-					case st == turnframe.JournalExecuting:
-						is.Equal(before.callsOf(c.Key), 1)    // the crashed attempt ran
-						is.Equal(after.callsOf(c.Key), 1)     // and runs again under its key
-						is.Equal(after.atts[c.Key], []int{2}) // as the second attempt
-					default:
-						is.Equal(before.callsOf(c.Key), 1) // ran once
-						is.Equal(after.callsOf(c.Key), 0)  // settled or unknown: never again
-					}
-				}
-				is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // unknown stays unknown
-				is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7", "card/1"),
-					map[turnframe.IdempotencyKey]int{"k-book": 1, "k-notify": 1}) // one commit per key
-				is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify~1", "k-notify~2"}) // one set of rows per committed key
-
-				// Once more, for good measure: nothing left to run.
-				again := rtNewHandler(rtScript)
-				report, err := turnframe.New(store, rtAfterLeases()).Execute(ctx, rtAccount, turn, again)
-				is.NoErr(err)
-				is.Equal(rtKinds(report), []turnframe.ResultKind{turnframe.ResultSkipped, turnframe.ResultSkipped, turnframe.ResultUnknown})
-				is.Equal(len(again.calls), 0) // nothing ran
-			})
+		// The whole turn is nine Applies: receive, plan, then two per
+		// command (mark executing, settle), then deliver.
+		{"every command taken", nil, []struct {
+			name    string
+			applies int
+		}{
+			{"after receive", 1},
+			{"after plan", 2},
+			{"after the first command is marked executing", 3},
+			{"after the first command commits", 4},
+			{"after the second command is marked executing", 5},
+			{"after the second command commits", 6},
+			{"after the third command is marked executing", 7},
+			{"before deliver", 8},
+		}},
+		// book and notify make no outside call: seven Applies, one per
+		// local command; charge calls out and is taken first.
+		{"two local commands", []string{"book", "notify"}, []struct {
+			name    string
+			applies int
+		}{
+			{"after receive", 1},
+			{"after plan, while the first command runs", 2},
+			{"after the first command commits, while the second runs", 3},
+			{"after the second command commits", 4},
+			{"after the third command is marked executing", 5},
+			{"before deliver", 6},
+		}},
+	} {
+		t.Run(cfg.name, func(t *testing.T) {
+			for _, p := range cfg.points {
+				t.Run(p.name, func(t *testing.T) {
+					eachStore(t, func(t *testing.T, store turnframe.Store) {
+						rtCrashAndResume(t, store, cmds, cfg.local, p.applies)
+					})
+				})
+			}
 		})
 	}
+}
+
+// rtCrashAndResume drives a turn of cmds through a runtime that dies after
+// its applies-th write, then through a new one over the same store, and
+// checks that every command took effect exactly once and the unknown one
+// stayed unknown. local names the commands both runtimes declare local.
+func rtCrashAndResume(t *testing.T, store turnframe.Store, cmds []turnframe.Command, local []string, applies int) {
+	is := is.New(t)
+	ctx := context.Background()
+	isLocal := func(name string) bool { return slices.Contains(local, name) }
+	before := rtNewHandler(rtScript)
+	turn, err := rtDrive(ctx, turnframe.New(&rtCrashingStore{Store: store, left: applies}, turnframe.WithLocalCommand(local...)), store, turnframe.TurnID{}, before, cmds)
+	is.True(errors.Is(err, rtErrCrash)) // the first runtime died
+	left, err := store.ForTurn(ctx, rtAccount, turn)
+	is.NoErr(err) // what the crash left
+
+	after := rtNewHandler(rtScript)
+	_, err = rtDrive(ctx, turnframe.New(store, rtAfterLeases(), turnframe.WithLocalCommand(local...)), store, turn, after, cmds)
+	is.NoErr(err) // a new runtime over the same store finishes the turn
+
+	is.Equal(rtPhase(t, store, turn), turnframe.PhaseDelivered) // delivered
+	status := make(map[turnframe.IdempotencyKey]turnframe.JournalStatus)
+	for _, e := range left {
+		status[e.Key] = e.Status
+	}
+	for _, c := range cmds {
+		switch st, admitted := status[c.Key]; {
+		case admitted && st == turnframe.JournalPending && isLocal(c.Name):
+			is.True(before.callsOf(c.Key) <= 1)   // it may have run, its commit lost with the crash
+			is.Equal(after.callsOf(c.Key), 1)     // runs once more
+			is.Equal(after.atts[c.Key], []int{1}) // as its first counted attempt
+		case !admitted || st == turnframe.JournalPending:
+			is.Equal(before.callsOf(c.Key), 0) // never started
+			is.Equal(after.callsOf(c.Key), 1)  // runs once
+		case st == turnframe.JournalExecuting:
+			is.Equal(before.callsOf(c.Key), 1)    // the crashed attempt ran
+			is.Equal(after.callsOf(c.Key), 1)     // and runs again under its key
+			is.Equal(after.atts[c.Key], []int{2}) // as the second attempt
+		default:
+			is.Equal(before.callsOf(c.Key), 1) // ran once
+			is.Equal(after.callsOf(c.Key), 0)  // settled or unknown: never again
+		}
+	}
+	is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // unknown stays unknown
+	is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7", "card/1"),
+		map[turnframe.IdempotencyKey]int{"k-book": 1, "k-notify": 1}) // one commit per key
+	is.Equal(rtOutboxKeys(t, store, rtAccount), []string{"k-book", "k-notify~1", "k-notify~2"}) // one set of rows per committed key
+
+	// Once more, for good measure: nothing left to run.
+	again := rtNewHandler(rtScript)
+	report, err := turnframe.New(store, rtAfterLeases(), turnframe.WithLocalCommand(local...)).Execute(ctx, rtAccount, turn, again)
+	is.NoErr(err)
+	is.Equal(rtKinds(report), []turnframe.ResultKind{turnframe.ResultSkipped, turnframe.ResultSkipped, turnframe.ResultUnknown})
+	is.Equal(len(again.calls), 0) // nothing ran
 }
 
 func TestRuntimeRecordsAHandlerPastItsTimeoutAsUnknown(t *testing.T) {

@@ -1,0 +1,148 @@
+package turnframe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// WithLocalCommand declares the commands named names local: their handler
+// makes no call outside the process, and every effect it has is in its
+// Outcome — the events, the outbox messages and the application's own
+// writes (Outcome.With) that Runtime.Execute writes in the commit's one
+// transaction. Execute then runs such a command without first moving its
+// journal entry to Executing: one write transaction per command instead of
+// two (DESIGN.md, "Local commands").
+//
+// What changes, and why it is safe:
+//
+//   - A crash while the handler runs leaves the entry Pending, as if it
+//     never started: nothing of it left the process, so running it again is
+//     what its key promises.
+//   - A handler that panics or outlives the command timeout leaves the
+//     entry Pending too, not OutcomeUnknown (nothing can be unknown about
+//     an effect that never left), and Execute stops there with an error: a
+//     later Execute runs it again. Its late answer is discarded, recorded
+//     as evidence.
+//   - No lease says the command is running, so two Executes of one turn at
+//     the same moment may both call the handler; the journal's
+//     compare-and-set lets only the first commit land, and the second's
+//     events, outbox rows and application writes roll back with it. The
+//     handler must therefore tolerate a call whose answer is thrown away —
+//     which a handler with no outside effect does.
+//   - An entry an earlier attempt left Executing (one that ran before the
+//     declaration, or from a process without it) is taken as any other.
+//
+// Declaring a command that does call out (a payment, an email) local
+// breaks I15: a crash mid-call would run it again blindly. Later
+// declarations add to earlier ones. New honours it.
+func WithLocalCommand(names ...string) Option {
+	return func(s *settings) {
+		if s.local == nil {
+			s.local = make(map[string]bool, len(names))
+		}
+		for _, n := range names {
+			s.local[n] = true
+		}
+	}
+}
+
+// runLocal runs a Pending entry of a local command: the handler, then one
+// Apply that settles the entry straight from Pending under a new attempt
+// (storekit.NextEntry's compare-and-set on e's attempt), re-running the
+// handler when the commit found its case moved. No lease is taken; see
+// WithLocalCommand.
+func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult, error) {
+	rt := x.rt
+	attempt := rt.cfg.ids.AttemptID(rt.cfg.now())
+	for reruns := 0; ; reruns++ {
+		rev, err := rt.store.CaseRevision(ctx, x.account, e.Case)
+		if err != nil {
+			return resultOf(e), fmt.Errorf("read revision of case %q: %w", e.Case, err)
+		}
+		call := Call{
+			Account: x.account, Turn: x.turn, Command: e.Command,
+			Attempt: attempt, Attempts: e.Attempts + 1, Revision: rev,
+		}
+		end, err := rt.callHandler(ctx, x.h, call, true)
+		if err != nil {
+			return resultOf(e), err
+		}
+		if end.cause != "handler" {
+			return x.localUnanswered(e, end)
+		}
+		w, err := x.settlement(ctx, e, Settlement{Key: e.Key, Attempt: attempt, Prior: e.Attempt}, rev, end.out)
+		if err != nil {
+			return resultOf(e), err
+		}
+		applied, err := rt.store.Apply(ctx, w)
+		if err == nil {
+			x.phase = applied.Phase
+			return x.settled(ctx, applied, end), nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			x.unrecorded(ctx, e, end, err)
+			return resultOf(e), fmt.Errorf("settle %v: %w", end.out.kind, err)
+		}
+		res, again, err := x.localRefused(ctx, e, rev, reruns, end.out.kind, err)
+		if !again {
+			res.Ran = true // its answer was thrown away, but it ran
+			return res, err
+		}
+	}
+}
+
+// localUnanswered reports a local command whose handler panicked or timed
+// out: nothing of it left the process, so its entry stays Pending, and
+// Execute stops with an error (a timeout's wraps
+// context.DeadlineExceeded).
+func (x *execution) localUnanswered(e JournalEntry, end handlerEnd) (CommandResult, error) {
+	r := resultOf(e)
+	r.Ran = true
+	r.Panic, r.Stack = end.panic, end.stack
+	if end.cause == "panic" {
+		return r, fmt.Errorf("local command's handler panicked: %v; its entry stays pending", end.panic)
+	}
+	return r, fmt.Errorf("local command's handler did not answer within %v: %w; its entry stays pending", x.rt.cfg.commandTimeout, context.DeadlineExceeded)
+}
+
+// localRefused decides, after the store refused a local settlement with
+// ErrConflict, what became of the entry: settled or declared elsewhere, it
+// is reported as it is and Execute goes on; pending under another attempt
+// (another caller runs it), ResultInFlight; still Pending under the attempt
+// this call saw, the refusal was the case moving (again reports that the
+// handler runs once more, at most WithMaxConflictRetries times) or the turn
+// being abandoned (an error: the command never ran, as on any abandoned
+// turn).
+func (x *execution) localRefused(ctx context.Context, e JournalEntry, rev CaseRevision, reruns int, kind OutcomeKind, refusal error) (res CommandResult, again bool, err error) {
+	rt := x.rt
+	seen, err := rt.store.ByKey(ctx, x.account, e.Key)
+	if err != nil {
+		return resultOf(e), false, fmt.Errorf("settle %v: %w (reading the entry again: %v)", kind, refusal, err)
+	}
+	switch {
+	case !seen.Status.IsPending():
+		return resultOf(seen), false, nil
+	case seen.Status != JournalPending || seen.Attempt != e.Attempt:
+		r := resultOf(seen)
+		r.Kind = ResultInFlight
+		return r, false, nil
+	case kind != OutcomeCommit:
+		return resultOf(e), false, fmt.Errorf("settle %v: %w", kind, refusal)
+	}
+	moved, err := rt.store.CaseRevision(ctx, x.account, e.Case)
+	switch {
+	case err != nil:
+		return resultOf(e), false, fmt.Errorf("settle commit: %w (reading the case's revision again: %v)", refusal, err)
+	case moved == rev:
+		return resultOf(e), false, fmt.Errorf("settle commit: %w", refusal)
+	case reruns >= rt.cfg.maxConflictRetries:
+		return resultOf(e), false, fmt.Errorf("case %q moved from revision %d to %d under its commit, after %d re-run(s): %w",
+			e.Case, rev, moved, reruns, refusal)
+	}
+	rt.obs.logf(ctx, slog.LevelDebug, "turnframe: case moved under a local command's commit; running it again",
+		slog.String("key", string(e.Key)), slog.String("case", string(e.Case)),
+		slog.Uint64("revision", uint64(rev)), slog.Uint64("now", uint64(moved)))
+	return CommandResult{}, true, nil
+}
