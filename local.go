@@ -82,7 +82,9 @@ func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult
 			return x.settled(ctx, applied, end), nil
 		}
 		if !errors.Is(err, ErrConflict) {
-			x.unrecorded(ctx, e, end, err)
+			ran := e
+			ran.Attempt = attempt
+			x.unrecorded(ctx, ran, end, err)
 			return resultOf(e), fmt.Errorf("settle %v: %w", end.out.kind, err)
 		}
 		res, again, err := x.localRefused(ctx, e, rev, reruns, end.out.kind, err)
@@ -128,7 +130,11 @@ func (x *execution) localRefused(ctx context.Context, e JournalEntry, rev CaseRe
 		r := resultOf(seen)
 		r.Kind = ResultInFlight
 		return r, false, nil
-	case kind != OutcomeCommit:
+	}
+	if m, err := rt.store.TurnPhase(ctx, x.account, x.turn); err == nil && m.Phase == PhaseAbandoned {
+		return resultOf(e), false, fmt.Errorf("settle %v: %w (the turn was abandoned while its local command ran: nothing of it was written, and it never runs)", kind, refusal)
+	}
+	if kind != OutcomeCommit {
 		return resultOf(e), false, fmt.Errorf("settle %v: %w", kind, refusal)
 	}
 	moved, err := rt.store.CaseRevision(ctx, x.account, e.Case)

@@ -208,7 +208,8 @@ func (p Plan) validate(l Limits) error {
 // moving, or for an attempt superseded while h ran; ErrAppWrite, wrapping
 // the app's own error, when a Commit's writes (Outcome.With) failed
 // (nothing of the outcome is written, and the entry stays Executing under
-// its attempt, as after a crash before the commit); ErrInvalid when h
+// its attempt, as after a crash before the commit — a local command's
+// stays Pending); ErrInvalid when h
 // commits events of a case other than its command's, commits more events
 // or outbox messages than Limits.Events or Limits.Messages, or an event's
 // data or a message's payload over Limits.EventData or Limits.Payload

@@ -231,6 +231,50 @@ func TestSkewedRuntimesTakeAnEntryOnlyOnceItsLeaseEnded(t *testing.T) {
 		is.NoErr(<-held)                                           // the host behind committed it
 	})
 
+	// A command whose Remote forbids a blind rerun: a host an hour ahead
+	// must not declare the holder's attempt dead while its lease runs on
+	// the database's clock, nor run the turn's next command ahead of it.
+	// (On the callers' clocks it would: the control of this was running
+	// this subtest with CallerClock, which fails on the entry's status.)
+	t.Run("NotDeclaredDeadWhileItsLeaseRuns", func(t *testing.T) {
+		is := is.New(t)
+		neither := turnframe.WithCommand("book", turnframe.Remote{})
+		slow := runtime(behind, turnframe.WithCommandTimeout(time.Minute), neither)
+		turn, err := slow.Receive(ctx, "acme", slow.NewConversationID(), "book, then mail")
+		is.NoErr(err) // receive
+		_, err = slow.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{
+			{Key: "k3", Case: "seat/3A", Name: "book"}, {Key: "k3-mail", Case: "mail/3", Name: "mail"}}})
+		is.NoErr(err) // plan
+		started, finish := make(chan struct{}), make(chan struct{})
+		held := make(chan error, 1)
+		go func() {
+			_, err := slow.Execute(ctx, "acme", turn, turnframe.HandlerFunc(func(ctx context.Context, c turnframe.Call) turnframe.Outcome {
+				if c.Command.Key == "k3" {
+					close(started)
+					<-finish
+				}
+				return turnframe.Commit(nil)
+			}))
+			held <- err
+		}()
+		<-started
+		var ranAhead []turnframe.IdempotencyKey
+		report, err := runtime(ahead, append(short, neither)...).Execute(ctx, "acme", turn,
+			turnframe.HandlerFunc(func(ctx context.Context, c turnframe.Call) turnframe.Outcome {
+				ranAhead = append(ranAhead, c.Command.Key)
+				return turnframe.Commit(nil)
+			}))
+		e, rerr := ahead.store.ByKey(ctx, "acme", "k3")
+		close(finish)
+		is.NoErr(err)                                              // the host ahead's Execute
+		is.NoErr(rerr)                                             // read back
+		is.Equal(e.Status, turnframe.JournalExecuting)             // not declared unknown
+		is.Equal(report.Results[0].Kind, turnframe.ResultInFlight) // in flight on the database's clock
+		is.Equal(report.Results[1].Kind, turnframe.ResultPending)  // the next command waits
+		is.Equal(len(ranAhead), 0)                                 // nothing ran on the host ahead
+		is.NoErr(<-held)                                           // the host behind ran both
+	})
+
 	t.Run("TakenOverOnceAnAbandonedLeaseEnded", func(t *testing.T) {
 		is := is.New(t)
 		dying := runtime(behind, short...)

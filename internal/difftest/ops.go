@@ -259,8 +259,13 @@ func (r *runner) opCommit() {
 		cs = e.Case
 	}
 	att, kind := r.attemptFor(acct, key, c)
-	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now,
-		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, Attempt: att}}}
+	st := turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: att}
+	if kind == "fresh" && c&1 == 1 {
+		// A local attempt (WithLocalCommand): a Pending entry settled
+		// without a take, naming the attempt it was seen under.
+		st.Prior, kind = r.current(acct, key), "fresh-local"
+	}
+	w := turnframe.Write{Account: acct, Turn: turn, Now: r.now, Settle: []turnframe.Settlement{st}}
 	for i := range int(r.b()) % 3 {
 		w.Events = append(w.Events, turnframe.Event{Case: cs, Type: fmt.Sprintf("ev%d", i), Data: []byte{byte(i)}})
 	}

@@ -27,12 +27,24 @@ const appErrorPercent = 10
 var errAppFault = errors.New("crashtest: the app's writes failed (fault)")
 
 // appFails reports whether the app's writes of call fail on purpose after
-// inserting their row: for a drawn share of the first attempts of local
-// commands, but the last of their turn (fault (a) fires on that one and
-// expects its settlement to land).
+// inserting their row: for a drawn share of local commands, but the last
+// of their turn (fault (a) fires on that one and expects its settlement to
+// land), once per command and process — a local command's failed run is
+// not counted as an attempt, so call.Attempts cannot tell the first run
+// from the next.
 func (c *child) appFails(call turnframe.Call) bool {
-	return c.faults && call.Attempts <= 1 && !isLast(call.Command.Key) &&
-		slices.Contains(localKinds, call.Command.Name) && draw(c.seed, "app_error", call.Command.Key) < appErrorPercent
+	if !c.faults || call.Attempts > 1 || isLast(call.Command.Key) ||
+		!slices.Contains(localKinds, call.Command.Name) || draw(c.seed, "app_error", call.Command.Key) >= appErrorPercent {
+		return false
+	}
+	k := entryKey{call.Account, call.Command.Key}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.appFaulted[k] {
+		return false
+	}
+	c.appFaulted[k] = true
+	return true
 }
 
 // withAppRow is c.handle, each of its commits also inserting the app's row

@@ -72,6 +72,9 @@ type figures struct {
 	overlapAfterSettle            int // begun under another attempt's lease once that attempt had settled the entry (Execute's deadline)
 	overlapPastLease              int
 	lateStarts, slowSends         int
+	localOverlaps                 int // local commands' calls begun while another call of the command ran (allowed: one commit lands)
+	localDiscarded                int // local commands left Pending on a turn abandoned while they ran (fault a): never run
+	discardedButWritten           int // of those, with a move or an event recorded: must be 0
 	expired, liveExpiries         int
 	counts, killsAfter, errorLogs map[string]int
 	integrity                     string
@@ -149,6 +152,7 @@ func (f figures) String() string {
   rows delivered more often than claimed: %d
   domain calls disagreeing with their journal entry: %d
   handler calls:                  %d; begun under another attempt's live lease: %d (and %d once it had settled the entry at its deadline); begun while another ran past its lease: %d; begun after their own lease ended: %d
+  local commands:                 calls begun while another call of the command ran: %d (one commit lands); left pending on a turn abandoned while they ran: %d (with anything written: %d)
   commands in flight elsewhere:   %d (ResultInFlight), turns deferred by a sweep: %d, attempts superseded: %d, policy writes that lost a race: %d
   kills right after a fault line: %d (drawn at once after abandon, resend_meanwhile, busy_lock, busy_settle, slow_send)
   fault (a) settlement vs phase:  abandoned while running %d (settled %d), resent meanwhile %d (settled %d); kills right after: %d, %d
@@ -169,6 +173,7 @@ func (f figures) String() string {
 		f.lost, f.extraRows, f.committedTwice, f.appliedTwice, f.keysAppliedTwice,
 		f.duplicates, f.explained, f.explainedAfterDeath, f.failedButApplied, f.overDelivered, f.commandMismatch,
 		f.spans, f.overlapLive, f.overlapAfterSettle, f.overlapPastLease, f.lateStarts,
+		f.localOverlaps, f.localDiscarded, f.discardedButWritten,
 		c("in_flight"), c("sweep_deferred"), c("superseded"), c("policy_conflict"), f.killsAfterFaults(),
 		c("abandon"), c("abandon_settled"), c("resend_meanwhile"), c("resend_meanwhile_settled"),
 		f.killsAfter["abandon"], f.killsAfter["resend_meanwhile"],
@@ -231,7 +236,8 @@ func (f figures) assert(t *testing.T) {
 	is.Equal(f.failedButApplied, 0)            // a failed row never reached the remote
 	is.Equal(f.overDelivered, 0)               // a row is sent only under a claim
 	is.Equal(f.duplicates, f.explained)        // every duplicate delivery has a resend or a take-over allowed by the declaration behind it
-	is.Equal(f.unsettled, 0)                   // every command settled, or escalated (or pending behind an escalation)
+	is.Equal(f.unsettled, 0)                   // every command settled, or escalated (or pending behind an escalation, or local and discarded with its abandoned turn)
+	is.Equal(f.discardedButWritten, 0)         // a local command discarded with its turn wrote nothing
 	is.Equal(f.hidden, 0)                      // no command left executing on an abandoned turn, where recovery never looks
 	is.Equal(f.unfinished, 0)                  // no turn left for recovery but those parked behind an escalation
 	is.Equal(f.notDelivered, 0)                // every turn answered, abandoned by the fault, or parked behind an escalation
@@ -302,6 +308,7 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 	}
 	h.mu.Unlock()
 	f.spans, f.overlapPastLease, f.lateStarts, f.slowSends = v.spans, v.overlapPastLease, v.lateStarts, v.slowSends
+	f.localOverlaps = v.localOverlaps
 	for _, o := range v.overlaps {
 		t.Logf("handler span: %s", o)
 	}
@@ -416,6 +423,33 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 		}
 	}
 	return f
+}
+
+// auditDiscarded audits a local command left Pending on an abandoned turn:
+// the turn was abandoned while its handler ran (fault a), so its commit was
+// refused whole and it never runs (turnframe.WithLocalCommand). Nothing of
+// it may have been written: no move past Pending in its trail, no event
+// under its key (its outbox rows and app row the audit counts as extra
+// already).
+func (f *figures) auditDiscarded(t *testing.T, store turnframe.Store, e turnframe.JournalEntry, hist []turnframe.HistoryRecord) {
+	t.Helper()
+	f.localDiscarded++
+	for _, h := range hist {
+		if !h.Evidence && h.To != turnframe.JournalPending.String() {
+			f.discardedButWritten++
+			t.Logf("command %s/%s, discarded on an abandoned turn, moved: %s", e.Account, e.Key, describeAll(hist))
+		}
+	}
+	evs, err := store.EventsSince(context.Background(), e.Account, e.Case, 0, turnframe.MaxLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Key == e.Key {
+			f.discardedButWritten++
+			t.Logf("command %s/%s, discarded on an abandoned turn, has event %v", e.Account, e.Key, ev.ID)
+		}
+	}
 }
 
 // history reads the whole audit trail of subject, oldest first.
@@ -765,6 +799,10 @@ func (f *figures) auditEntry(t *testing.T, store turnframe.Store, e turnframe.Jo
 			f.escalatedEntriesApplied++
 		}
 	case turnframe.JournalPending, turnframe.JournalExecuting:
+		if e.Status == turnframe.JournalPending && phase == turnframe.PhaseAbandoned && !callsRemote(e.Name) {
+			f.auditDiscarded(t, store, e, hist)
+			break
+		}
 		if parked && e.Status == turnframe.JournalPending {
 			f.parkedPending++
 			break

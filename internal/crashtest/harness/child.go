@@ -198,6 +198,10 @@ type child struct {
 	mu     sync.Mutex
 	fired  map[entryKey]firedFault      // faults fired in handlers, checked after Execute
 	called map[turnframe.AttemptID]bool // attempts whose handler made its domain call
+	// appFaulted holds the commands whose app writes this process failed
+	// on purpose already: a local command's failed runs are not counted
+	// as attempts (its entry stays Pending), so the next run must succeed.
+	appFaulted map[entryKey]bool
 }
 
 // progress writes one line the parent counts; it kills after a random
@@ -237,7 +241,7 @@ func runChild(role string, b Backend) error {
 		remote: os.Getenv(envRemote), kind: os.Getenv(envKind), faults: os.Getenv(envFaults) == "1",
 		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 		spans: &http.Client{Timeout: 10 * time.Second},
-		fired: map[entryKey]firedFault{}, called: map[turnframe.AttemptID]bool{},
+		fired: map[entryKey]firedFault{}, called: map[turnframe.AttemptID]bool{}, appFaulted: map[entryKey]bool{},
 	}
 	if c.kind == "" {
 		c.kind = remoteDedup
@@ -310,10 +314,10 @@ func runChild(role string, b Backend) error {
 
 // remoteOptions declares what the remote can do, as the run's kind says
 // (see remoteDedup), for the destination "remote" and every command that
-// calls it. The commands that call no remote are declared in every kind
-// with a Verifier that answers "not happened": their only effects are
-// written in the transaction that settles them, so an unknown one (its
-// handler timed out, or its attempt died) certainly did nothing.
+// calls it. The commands that call no remote are declared local, and in
+// every kind with a Verifier that answers "not happened": their only
+// effects are written in the transaction that settles them, so an unknown
+// one (a handler that said so) certainly did nothing.
 func (c *child) remoteOptions() ([]turnframe.Option, error) {
 	var r turnframe.Remote
 	switch c.kind {
@@ -334,6 +338,10 @@ func (c *child) remoteOptions() ([]turnframe.Option, error) {
 	for _, k := range localKinds {
 		opts = append(opts, turnframe.WithCommand(k, local))
 	}
+	// And Execute runs them without a take (WithLocalCommand): a kill
+	// while one runs leaves its entry Pending, run again by the next
+	// process, and two processes may both run it, one commit landing.
+	opts = append(opts, turnframe.WithLocalCommand(localKinds...))
 	return opts, nil
 }
 
@@ -450,10 +458,13 @@ func commandRemoteKey(account turnframe.AccountID, key turnframe.IdempotencyKey)
 // span tells the remote that a handler call begins or ends, so that it can
 // see one command running in two places at once. At the beginning the
 // handler reads its attempt's lease from the store (a read; a handler never
-// writes), which the remote compares with the other calls of the key.
+// writes), which the remote compares with the other calls of the key. A
+// local command's call holds no lease and says so (X-Local): two of them
+// may overlap, and the audit checks one commit landed.
 func (c *child) span(op string, call turnframe.Call) {
 	lease := int64(0)
-	if op == "begin" {
+	local := slices.Contains(localKinds, call.Command.Name)
+	if op == "begin" && !local {
 		if e, err := c.store.ByKey(c.ctx, call.Account, call.Command.Key); err == nil &&
 			e.Status == turnframe.JournalExecuting && e.Attempt == call.Attempt {
 			lease = e.LeaseUntil.UnixMicro()
@@ -467,6 +478,9 @@ func (c *child) span(op string, call turnframe.Call) {
 	req.Header.Set("X-Worker", c.worker)
 	req.Header.Set("X-Attempt", call.Attempt.String())
 	req.Header.Set("X-Lease", strconv.FormatInt(lease, 10))
+	if local {
+		req.Header.Set("X-Local", "1")
+	}
 	if resp, err := c.spans.Do(req); err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()

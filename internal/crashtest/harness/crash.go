@@ -79,6 +79,7 @@ func CrashRecovery(t *testing.T, b Backend, kills int) {
 		}
 	}
 	is.True(total["abandon_settled"] > 0) // fault (a) fired, and settlements landed on abandoned turns
+	is.True(total["local_refused"] > 0)   // and local commands' commits were refused whole on them
 	if runs[0].locker {
 		is.True(total["busy_settle"] > 0) // fault (b) fired: settlements were refused busy, and landed
 	}

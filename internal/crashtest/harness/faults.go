@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,11 @@ import (
 //	    refused, and the settlement must land all the same
 //	    ("abandon_settled", "resend_meanwhile_settled"); a settlement that
 //	    does not land stops the child with an error. The resent command runs
-//	    again under its key, in the same Execute loop or in recovery.
+//	    again under its key, in the same Execute loop or in recovery. A
+//	    local command (turnframe.WithLocalCommand) holds no attempt while it
+//	    runs: on a turn abandoned meanwhile its commit is refused whole
+//	    ("local_refused"), it stays Pending and never runs, and the audit
+//	    checks nothing of it was written.
 //	(b) A busy database during settlement. After a send answered, the
 //	    sender holds the database's writes up (Backend.Locker: SQLite's
 //	    write lock, PostgreSQL's outbox table) on a connection of its own for
@@ -49,15 +54,29 @@ import (
 //	    keep its rows: an expired row's settlement would be ErrClaimLost
 //	    ("claim_lost_settle", which also stops the child), and the parent
 //	    checks every expired row's worker was dead.
+//
+// abandonPercentOf is how often, in percent, fault (a) abandons the turn
+// while its last command, of kind, runs: more often for a command that
+// calls the remote, whose attempt holds a lease and must still settle
+// ("abandon_settled"), than for a local one, whose commit is refused
+// whole ("local_refused"), so that a run of a few kills meets both.
+func abandonPercentOf(kind string) int {
+	if callsRemote(kind) {
+		return abandonRemotePercent
+	}
+	return abandonPercent
+}
+
 const (
-	abandonPercent   = 10 // of last commands: abandon the turn while the handler runs
-	resendPercent    = 60 // of last commands: resend another unknown command of the turn
-	busyPercent      = 12 // of sends: hold the write lock while the row is settled
-	slowPercent      = 30 // of a working child's dispatch sweeps with two rows or more due: every send slow
-	busyHoldMin      = 150 * time.Millisecond
-	busyHoldSpread   = 150 * time.Millisecond
-	slowSend         = 650 * time.Millisecond // beyond the lease margin, within the send timeout; two outlast a lease
-	codeFaultAbandon = "fault.abandoned_while_running"
+	abandonPercent       = 10 // of local last commands: abandon the turn while the handler runs
+	abandonRemotePercent = 30 // of the others
+	resendPercent        = 60 // of last commands: resend another unknown command of the turn
+	busyPercent          = 12 // of sends: hold the write lock while the row is settled
+	slowPercent          = 30 // of a working child's dispatch sweeps with two rows or more due: every send slow
+	busyHoldMin          = 150 * time.Millisecond
+	busyHoldSpread       = 150 * time.Millisecond
+	slowSend             = 650 * time.Millisecond // beyond the lease margin, within the send timeout; two outlast a lease
+	codeFaultAbandon     = "fault.abandoned_while_running"
 )
 
 // killAfter are the fault lines after which the parent kills the child at
@@ -83,7 +102,7 @@ type firedFault struct {
 // it, so it acts while the handler's attempt holds the command.
 func (c *child) actMeanwhile(call turnframe.Call) {
 	switch {
-	case draw(c.seed, "abandon", call.Account, call.Command.Key) < abandonPercent:
+	case draw(c.seed, "abandon", call.Account, call.Command.Key) < abandonPercentOf(call.Command.Name):
 		done := make(chan error, 1)
 		go func() { done <- c.actor.Abandon(c.ctx, call.Account, call.Turn, codeFaultAbandon) }()
 		if err := <-done; err != nil {
@@ -159,6 +178,10 @@ func (c *child) checkFired(ctx context.Context, turn turnframe.TurnID, execErr e
 			return fmt.Errorf("read %s after %s: %w", k.key, f.name, err)
 		}
 		switch {
+		case e.Status == turnframe.JournalPending && slices.Contains(localKinds, e.Name):
+			// A local command's commit is refused on an abandoned turn
+			// (or lost to another process's run): nothing of it landed.
+			seen("local_refused", "%s attempt %v after %s", k.key, f.attempt, f.name)
 		case e.Attempt != f.attempt:
 			seen("superseded", "%s attempt %v by %v", k.key, f.attempt, e.Attempt)
 		case e.Status == turnframe.JournalExecuting && execErr != nil && strings.Contains(execErr.Error(), "moved from revision"):

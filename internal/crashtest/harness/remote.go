@@ -34,6 +34,7 @@ type span struct {
 	lease   time.Time // when that attempt's lease on the entry ended, as the handler read it
 	begin   time.Time
 	end     time.Time // zero while it runs (for ever, for a killed worker)
+	local   bool      // a local command's call: no lease, none taken (turnframe.WithLocalCommand)
 }
 
 // liveOverlap is a handler call that began under another attempt's lease
@@ -78,7 +79,11 @@ type remote struct {
 	liveOverlaps     []liveOverlap
 	overlapPastLease int
 	lateStarts       int // handler calls that began after their own attempt's lease ended
-	overlaps         []string
+	// localOverlaps counts local commands' calls that began while another
+	// call of the same command ran: allowed (no lease says a local command
+	// runs; one commit lands), and counted to show the race was met.
+	localOverlaps int
+	overlaps      []string
 }
 
 func newRemote(t *testing.T, seed uint64, flaky, dedup bool) *remote {
@@ -190,11 +195,20 @@ func (r *remote) span(w http.ResponseWriter, req *http.Request) {
 	key, op := q.Get("key"), q.Get("op")
 	worker, attempt := req.Header.Get("X-Worker"), req.Header.Get("X-Attempt")
 	leaseUs, _ := strconv.ParseInt(req.Header.Get("X-Lease"), 10, 64)
+	local := req.Header.Get("X-Local") == "1"
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch op {
-	case "begin":
+	switch {
+	case op == "begin" && local:
+		for _, s := range r.spans[key] {
+			if _, dead := r.died[s.worker]; s.end.IsZero() && s.local && !dead {
+				r.localOverlaps++
+				break
+			}
+		}
+		r.spans[key] = append(r.spans[key], &span{worker: worker, attempt: attempt, begin: now, local: true})
+	case op == "begin":
 		lease := time.Time{}
 		if leaseUs > 0 {
 			lease = time.UnixMicro(leaseUs)
@@ -205,7 +219,7 @@ func (r *remote) span(w http.ResponseWriter, req *http.Request) {
 				key, attempt, worker, now.Format(time.RFC3339Nano), lease.Format(time.RFC3339Nano)))
 		}
 		for _, s := range r.spans[key] {
-			if !s.end.IsZero() || s.attempt == attempt {
+			if !s.end.IsZero() || s.attempt == attempt || s.local {
 				continue
 			}
 			_, dead := r.died[s.worker]
@@ -221,7 +235,7 @@ func (r *remote) span(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 		r.spans[key] = append(r.spans[key], &span{worker: worker, attempt: attempt, lease: lease, begin: now})
-	case "end":
+	case op == "end":
 		for _, s := range r.spans[key] {
 			if s.attempt == attempt && s.worker == worker && s.end.IsZero() {
 				s.end = now
@@ -268,6 +282,7 @@ type ledgerView struct {
 	liveOverlaps     []liveOverlap
 	overlapPastLease int
 	lateStarts       int
+	localOverlaps    int
 	overlaps         []string
 }
 
@@ -277,7 +292,7 @@ func (r *remote) snapshot() ledgerView {
 	v := ledgerView{
 		applied: make(map[string]int, len(r.applied)), deliveries: make(map[string][]delivery, len(r.deliveries)),
 		slowSends: r.slowSends, liveOverlaps: slices.Clone(r.liveOverlaps), overlapPastLease: r.overlapPastLease,
-		lateStarts: r.lateStarts, overlaps: append([]string(nil), r.overlaps...),
+		lateStarts: r.lateStarts, localOverlaps: r.localOverlaps, overlaps: append([]string(nil), r.overlaps...),
 		died: maps.Clone(r.died),
 	}
 	for k, n := range r.applied {
