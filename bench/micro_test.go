@@ -172,6 +172,32 @@ func BenchmarkApplyCommitNoAdvance(b *testing.B) {
 	}
 }
 
+// BenchmarkTurn is one whole turn (bench.RunTurn: Receive, Plan one
+// command, Execute committing one event and one outbox row, Deliver), with
+// its command taken first (take) and declared local (local): five and four
+// write transactions.
+func BenchmarkTurn(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts []turnframe.Option
+	}{{"take", nil}, {"local", []turnframe.Option{turnframe.WithLocalCommand("book")}}} {
+		for _, s := range syncs {
+			b.Run(mode.name+"/"+string(s), func(b *testing.B) {
+				st, _ := openStore(b, s)
+				rt := turnframe.New(st, mode.opts...)
+				ctx := context.Background()
+				payload := bench.Payload()
+				defer timeCPU(b)()
+				for i := range b.N {
+					if err := bench.RunTurn(ctx, rt, i, payload); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkRawEnqueue is the raw two-INSERT transaction, for comparison
 // with BenchmarkApplyCommit.
 func BenchmarkRawEnqueue(b *testing.B) {
