@@ -37,3 +37,7 @@ func WriterConnections(s *Store) int { return s.write.Stats().OpenConnections }
 // UnpreparedStatements returns how many statements s's write transactions
 // ran from their text instead of a statement prepared at Open.
 func UnpreparedStatements(s *Store) int64 { return s.stmts.unprepared.Load() }
+
+// UnpreparedReads returns how many reads of s ran from their text instead
+// of a statement prepared at Open.
+func UnpreparedReads(s *Store) int64 { return s.reads.p.unprepared.Load() }

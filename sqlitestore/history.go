@@ -242,7 +242,7 @@ func (s *Store) History(ctx context.Context, subject turnframe.Subject, after in
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.read.QueryContext(ctx, historySQL, string(subject.Account), ref, subject.Kind.String(), after, limit)
+	rows, err := s.reads.QueryContext(ctx, historySQL, string(subject.Account), ref, subject.Kind.String(), after, limit)
 	if err != nil {
 		return nil, s.fail(ctx, "history", err)
 	}

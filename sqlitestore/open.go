@@ -80,13 +80,21 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 	}
-	stmts, err := prepare(ctx, write)
+	stmts, err := prepare(ctx, write, writeQueries())
 	if err != nil {
 		write.Close()
 		read.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 	}
-	return &Store{path: abs, write: write, read: read, stmts: stmts, ids: cfg.ids, busyTimeout: cfg.busyTimeout}, nil
+	reads, err := prepare(ctx, read, readQueries())
+	if err != nil {
+		stmts.close()
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
+	}
+	return &Store{path: abs, write: write, read: read, stmts: stmts, reads: reader{db: read, p: reads},
+		ids: cfg.ids, busyTimeout: cfg.busyTimeout}, nil
 }
 
 // createPrivate creates the database file, empty, with mode, when it does

@@ -204,7 +204,7 @@ func (s *Store) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe
 		return turnframe.OutboxRecord{}, err
 	}
 	defer done()
-	row, err := findOutbox(ctx, s.read, id)
+	row, err := findOutbox(ctx, s.reads, id)
 	if err != nil {
 		return turnframe.OutboxRecord{}, s.fail(ctx, "get outbox", err)
 	}
@@ -228,7 +228,7 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 	defer done()
 	query, args := `SELECT `+outboxCols+` FROM outbox WHERE 1`, []any{}
 	if !filter.After.IsZero() {
-		after, err := findOutbox(ctx, s.read, filter.After)
+		after, err := findOutbox(ctx, s.reads, filter.After)
 		if err == nil && filter.Account != "" && after.rec.Account != filter.Account {
 			err = fmt.Errorf("outbox row %v: %w", filter.After, turnframe.ErrNotFound)
 		}
@@ -248,7 +248,7 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 	}
 	query += ` ORDER BY seq LIMIT ?`
 	args = append(args, filter.Limit)
-	rows, err := scanOutboxRows(s.read.QueryContext(ctx, query, args...))
+	rows, err := scanOutboxRows(s.reads.QueryContext(ctx, query, args...))
 	if err != nil {
 		return nil, s.fail(ctx, "list outbox", err)
 	}

@@ -35,7 +35,7 @@ func (s *Store) LoadTurn(ctx context.Context, account turnframe.AccountID, turn 
 		return turnframe.StoredTurn{}, err
 	}
 	defer done()
-	t, err := findTurn(ctx, s.read, account, turn)
+	t, err := findTurn(ctx, s.reads, account, turn)
 	if err != nil {
 		return t, s.fail(ctx, "load turn", err)
 	}
@@ -114,7 +114,7 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 	}
 	query += ` ORDER BY t.id LIMIT ?`
 	args = append(args, limit)
-	rows, err := s.read.QueryContext(ctx, query, args...)
+	rows, err := s.reads.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.fail(ctx, "list unfinished turns", err)
 	}
@@ -151,8 +151,7 @@ func (s *Store) ForTurn(ctx context.Context, account turnframe.AccountID, turn t
 		return nil, err
 	}
 	defer done()
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT `+entryCols+` FROM journal WHERE turn = ? AND account = ? ORDER BY seq`, turn.String(), string(account))
+	rows, err := s.reads.QueryContext(ctx, forTurnSQL, turn.String(), string(account))
 	if err != nil {
 		return nil, s.fail(ctx, "for turn", err)
 	}
@@ -185,7 +184,7 @@ func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turn
 		return turnframe.JournalEntry{}, err
 	}
 	defer done()
-	e, err := findEntry(ctx, s.read, account, key)
+	e, err := findEntry(ctx, s.reads, account, key)
 	if err != nil {
 		return e, s.fail(ctx, "by key", err)
 	}
@@ -229,8 +228,7 @@ func (s *Store) EventsByID(ctx context.Context, account turnframe.AccountID, ids
 	if err != nil {
 		return nil, s.fail(ctx, "events by id", err)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+eventCols+` FROM events
-		WHERE id IN (SELECT value FROM json_each(?)) AND account = ? ORDER BY seq`, string(list), string(account))
+	rows, err := s.reads.QueryContext(ctx, eventsByIDSQL, string(list), string(account))
 	return s.scanEvents(ctx, "events by id", out, rows, err)
 }
 
@@ -255,9 +253,7 @@ func (s *Store) EventsSince(ctx context.Context, account turnframe.AccountID, c 
 	if since >= math.MaxInt64 {
 		return nil, nil // no stored revision is above it
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+eventCols+` FROM events
-		WHERE account = ? AND case_key = ? AND revision > ? ORDER BY revision LIMIT ?`,
-		string(account), string(c), int64(since), limit)
+	rows, err := s.reads.QueryContext(ctx, eventsSinceSQL, string(account), string(c), int64(since), limit)
 	return s.scanEvents(ctx, "events since", nil, rows, err)
 }
 
@@ -293,7 +289,7 @@ func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c
 		return 0, err
 	}
 	defer done()
-	rev, err := caseRevision(ctx, s.read, account, c)
+	rev, err := caseRevision(ctx, s.reads, account, c)
 	if err != nil {
 		return 0, s.fail(ctx, "case revision", err)
 	}
@@ -324,8 +320,7 @@ func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn tu
 	}
 	defer done()
 	var text sql.NullString
-	err = s.read.QueryRowContext(ctx,
-		`SELECT replay FROM turns WHERE id = ? AND account = ?`, turn.String(), string(account)).Scan(&text)
+	err = s.reads.QueryRowContext(ctx, replaySQL, turn.String(), string(account)).Scan(&text)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return r, fmt.Errorf("sqlitestore: replay: turn %v: %w", turn, turnframe.ErrNotFound)

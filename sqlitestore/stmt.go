@@ -51,10 +51,9 @@ type prepared struct {
 	unprepared atomic.Int64
 }
 
-// prepare prepares writeQueries on db. It must not run inside a
-// transaction of db.
-func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
-	queries := writeQueries()
+// prepare prepares queries on db. It must not run inside a transaction of
+// db.
+func prepare(ctx context.Context, db *sql.DB, queries []string) (*prepared, error) {
 	p := &prepared{index: make(map[string]int, len(queries)), stmts: make([]*sql.Stmt, 0, len(queries))}
 	for _, q := range queries {
 		if _, dup := p.index[q]; dup {

@@ -129,6 +129,55 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	is.Equal(sqlitestore.UnpreparedStatements(s), int64(0))
 }
 
+// Every read with a fixed text runs a statement prepared when the store
+// opened: the reads a turn makes (the turn, its entries, a case's revision,
+// the replay record), and the other point reads and histories. A listing
+// whose text depends on its filter runs from its text, and is counted.
+func TestReadPathRunsPreparedStatements(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := mustOpen(t)
+	prepare, commit := commitWrites("acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+	_, err := s.Apply(ctx, prepare)
+	is.NoErr(err) // prepare
+	applied, err := s.Apply(ctx, commit)
+	is.NoErr(err) // commit
+	turn, key := prepare.Turn, turnframe.IdempotencyKey("k1")
+	c := applied.Settled[0].Case
+	reads := []struct {
+		name string
+		read func() error
+	}{
+		{"load turn", func() error { _, err := s.LoadTurn(ctx, "acme", turn); return err }},
+		{"turn phase", func() error { _, err := s.TurnPhase(ctx, "acme", turn); return err }},
+		{"for turn", func() error { _, err := s.ForTurn(ctx, "acme", turn); return err }},
+		{"by key", func() error { _, err := s.ByKey(ctx, "acme", key); return err }},
+		{"case revision", func() error { _, err := s.CaseRevision(ctx, "acme", c); return err }},
+		{"events since", func() error { _, err := s.EventsSince(ctx, "acme", c, 0, 10); return err }},
+		{"events by id", func() error { _, err := s.EventsByID(ctx, "acme", applied.Settled[0].EventIDs); return err }},
+		{"history", func() error {
+			_, err := s.History(ctx, turnframe.JournalSubject("acme", key), 0, 10)
+			return err
+		}},
+		{"outbox row", func() error { _, err := s.GetOutbox(ctx, applied.Outbox[0].ID); return err }},
+		{"replay (none yet)", func() error {
+			if _, err := s.Replay(ctx, "acme", turn); !errors.Is(err, turnframe.ErrNotFound) {
+				return err
+			}
+			return nil
+		}},
+	}
+	for _, r := range reads {
+		if err := r.read(); err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+	}
+	is.Equal(sqlitestore.UnpreparedReads(s), int64(0)) // every fixed read ran prepared
+	_, err = s.ListOutbox(ctx, turnframe.OutboxFilter{Account: "acme", Limit: 10})
+	is.NoErr(err)
+	is.Equal(sqlitestore.UnpreparedReads(s), int64(1)) // a listing runs from its text, and the count sees it
+}
+
 // ApplyTx was documented to take a transaction of this Store, but never
 // checked it. A transaction of another store still takes the Write, as it
 // did before the statements were prepared.

@@ -41,6 +41,7 @@ type Store struct {
 	write       *sql.DB   // one connection, BEGIN IMMEDIATE
 	read        *sql.DB   // query_only
 	stmts       *prepared // the write path's statements, on write (stmt.go)
+	reads       reader    // read, with the read path's statements prepared (reader.go)
 	ids         *turnframe.IDGenerator
 	busyTimeout time.Duration
 
@@ -88,7 +89,7 @@ func (s *Store) Close() error {
 	// database/sql's Close fails the calls queued for a connection and
 	// closes a connection in use once it is put back: nothing here waits
 	// for a transaction.
-	err := errors.Join(s.stmts.close(), s.write.Close(), s.read.Close())
+	err := errors.Join(s.stmts.close(), s.reads.p.close(), s.write.Close(), s.read.Close())
 	s.calls.Wait()
 	return err
 }
