@@ -218,17 +218,10 @@ func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turn
 // attempt id, a compare-and-set on the attempt the caller saw, and a turn
 // that still runs its commands.
 func checkLocal(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase) error {
-	switch {
-	case s.Attempt.IsZero():
+	if s.Attempt.IsZero() {
 		return fmt.Errorf("%w: entry %q is pending: only a local attempt settles it without taking it, and a settlement without an attempt is a reconciliation", turnframe.ErrConflict, e.Key)
-	case phase == turnframe.PhaseAbandoned:
-		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run", turnframe.ErrConflict, e.Key)
-	case s.Attempt == e.Attempt:
-		return fmt.Errorf("%w: entry %q: attempt %v already ran; a new attempt needs a new id", turnframe.ErrConflict, e.Key, s.Attempt)
-	case s.Prior != e.Attempt:
-		return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the caller saw: another caller settled or put it back", turnframe.ErrConflict, e.Key, e.Attempt, s.Prior)
 	}
-	return nil
+	return checkNewAttempt(e, s, phase, "settled or put it back")
 }
 
 // checkTake checks a move to Executing: the holder renewing its lease, or a
@@ -237,15 +230,27 @@ func checkTake(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe
 	if e.Status == turnframe.JournalExecuting && s.Attempt == e.Attempt {
 		return nil // the holder renews its lease
 	}
+	if err := checkNewAttempt(e, s, phase, "took it"); err != nil {
+		return err
+	}
+	if e.Status == turnframe.JournalExecuting && e.LeaseUntil.After(now) {
+		return fmt.Errorf("%w: entry %q is held by attempt %v until %s", turnframe.ErrConflict, e.Key, e.Attempt, e.LeaseUntil.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// checkNewAttempt checks what a take and a local attempt share: a turn that
+// still runs its commands, an attempt id the entry never ran under, and
+// the compare-and-set on the attempt the caller saw (moved says what
+// another caller did to it otherwise).
+func checkNewAttempt(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase, moved string) error {
 	switch {
 	case phase == turnframe.PhaseAbandoned:
 		return fmt.Errorf("%w: entry %q belongs to an abandoned turn, whose commands never run", turnframe.ErrConflict, e.Key)
 	case s.Attempt == e.Attempt:
 		return fmt.Errorf("%w: entry %q: attempt %v already ran; a new attempt needs a new id", turnframe.ErrConflict, e.Key, s.Attempt)
 	case s.Prior != e.Attempt:
-		return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the caller saw: another caller took it", turnframe.ErrConflict, e.Key, e.Attempt, s.Prior)
-	case e.Status == turnframe.JournalExecuting && e.LeaseUntil.After(now):
-		return fmt.Errorf("%w: entry %q is held by attempt %v until %s", turnframe.ErrConflict, e.Key, e.Attempt, e.LeaseUntil.Format(time.RFC3339Nano))
+		return fmt.Errorf("%w: entry %q is under attempt %v, not %v as the caller saw: another caller %s", turnframe.ErrConflict, e.Key, e.Attempt, s.Prior, moved)
 	}
 	return nil
 }

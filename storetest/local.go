@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -112,28 +110,9 @@ func testLocalConcurrent(t *testing.T, e *env) {
 		turn, key, _ := e.entryIn(acme, turnframe.JournalPending, now)
 		c := e.entry(acme, key).Case
 		attempts := [2]turnframe.AttemptID{e.ids.AttemptID(now), e.ids.AttemptID(now)}
-		var errs [2]error
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range attempts {
-			wg.Go(func() {
-				<-start
-				_, errs[i] = e.s.Apply(e.ctx, localCommit(acme, turn, key, c, attempts[i], turnframe.AttemptID{}, now))
-			})
-		}
-		close(start)
-		wg.Wait()
-		won := -1
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				is.Equal(won, -1) // only one local attempt lands
-				won = i
-			case !errors.Is(err, turnframe.ErrConflict):
-				t.Fatalf("round %d: attempt %d: got error %v, want nil or ErrConflict", round, i, err)
-			}
-		}
-		is.True(won >= 0) // one lands
+		won := e.oneOfTwo(round, func(i int) turnframe.Write {
+			return localCommit(acme, turn, key, c, attempts[i], turnframe.AttemptID{}, now)
+		})
 		got := e.entry(acme, key)
 		is.Equal(got.Attempt, attempts[won]) // under the winner's attempt
 		is.Equal(got.Attempts, 1)            // counted once

@@ -31,6 +31,40 @@ func takeTests() []test {
 	}
 }
 
+// oneOfTwo applies the Writes write(0) and write(1) from two goroutines at
+// once and returns which one landed: exactly one must, and the other must
+// be refused with ErrConflict.
+func (e *env) oneOfTwo(round int, write func(i int) turnframe.Write) int {
+	e.t.Helper()
+	var errs [2]error
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range errs {
+		w := write(i)
+		wg.Go(func() {
+			<-start
+			_, errs[i] = e.s.Apply(e.ctx, w)
+		})
+	}
+	close(start)
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			e.t.Fatalf("round %d: both writes landed", round)
+		case err == nil:
+			won = i
+		case !errors.Is(err, turnframe.ErrConflict):
+			e.t.Fatalf("round %d: write %d: got error %v, want nil or ErrConflict", round, i, err)
+		}
+	}
+	if won < 0 {
+		e.t.Fatalf("round %d: neither write landed: %v", round, errors.Join(errs[:]...))
+	}
+	return won
+}
+
 // takeWrite returns the Write in which attempt takes the entry under key
 // from prior at now.
 func takeWrite(account turnframe.AccountID, turn turnframe.TurnID, key turnframe.IdempotencyKey, attempt, prior turnframe.AttemptID, now time.Time) turnframe.Write {
@@ -206,28 +240,9 @@ func testTakeConcurrent(t *testing.T, e *env) {
 		now := at(time.Duration(round) * time.Second)
 		turn, key, _ := e.entryIn(acme, turnframe.JournalPending, now)
 		attempts := [2]turnframe.AttemptID{e.ids.AttemptID(now), e.ids.AttemptID(now)}
-		var errs [2]error
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range attempts {
-			wg.Go(func() {
-				<-start
-				_, errs[i] = e.s.Apply(e.ctx, takeWrite(acme, turn, key, attempts[i], turnframe.AttemptID{}, now))
-			})
-		}
-		close(start)
-		wg.Wait()
-		won := -1
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				is.Equal(won, -1) // only one caller takes the entry
-				won = i
-			case !errors.Is(err, turnframe.ErrConflict):
-				t.Fatalf("round %d: caller %d: got error %v, want nil or ErrConflict", round, i, err)
-			}
-		}
-		is.True(won >= 0) // one caller takes the entry
+		won := e.oneOfTwo(round, func(i int) turnframe.Write {
+			return takeWrite(acme, turn, key, attempts[i], turnframe.AttemptID{}, now)
+		})
 		got := e.entry(acme, key)
 		is.Equal(got.Attempt, attempts[won]) // under the winner's attempt
 		is.Equal(got.Attempts, 1)            // taken once
