@@ -45,9 +45,23 @@ func remote(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
 // runWorkload runs one turn over a fresh memstore with obs installed: an
 // "order" command enqueueing a row to each destination in dests
 // ("all" for the four) and a "refuse" command; then one dispatcher sweep.
-func runWorkload(ctx context.Context, obs turnframe.Observer, dests string) error {
+// When lateAnswer is not nil, it waits for a receive from it before it
+// closes the store: the slow send's late answer is recorded on the send's
+// own goroutine after the sweep returned, and a store closed first would
+// refuse it (the outcome "unrecorded", a race the test must not lose).
+func runWorkload(ctx context.Context, obs turnframe.Observer, dests string, lateAnswer <-chan struct{}) (err error) {
 	store := memstore.New()
 	defer store.Close()
+	defer func() {
+		if err != nil || lateAnswer == nil {
+			return
+		}
+		select {
+		case <-lateAnswer: // the slow send's answer, after its deadline
+		case <-time.After(10 * time.Second): // a safety net, not a wait
+			err = fmt.Errorf("the slow send's late answer was never observed")
+		}
+	}()
 	rt := turnframe.New(store, turnframe.WithObserver(obs))
 	const account = turnframe.AccountID("acme")
 	turn, err := rt.Receive(ctx, account, rt.NewConversationID(), "order it")
