@@ -342,15 +342,7 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 				return resultOf(running), err
 			}
 		}
-		rev, err := rt.store.CaseRevision(ctx, x.account, running.Case)
-		if err != nil {
-			return resultOf(running), fmt.Errorf("read revision of case %q: %w", running.Case, err)
-		}
-		call := Call{
-			Account: x.account, Turn: x.turn, Command: running.Command,
-			Attempt: running.Attempt, Attempts: running.Attempts, Revision: rev,
-		}
-		end, err := rt.callHandler(ctx, x.h, call, false)
+		rev, end, err := x.call(ctx, running.Command, running.Attempt, running.Attempts, false)
 		if err != nil {
 			return resultOf(running), err
 		}
@@ -376,6 +368,21 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		}
 		running = again
 	}
+}
+
+// call reads the revision of cmd's case and calls the handler for it under
+// attempt, the attempts-th of the command, against that revision. local
+// says it is a local command's call (callHandler). The error is the read's,
+// or the caller's context's.
+func (x *execution) call(ctx context.Context, cmd Command, attempt AttemptID, attempts int, local bool) (CaseRevision, handlerEnd, error) {
+	rev, err := x.rt.store.CaseRevision(ctx, x.account, cmd.Case)
+	if err != nil {
+		return 0, handlerEnd{}, fmt.Errorf("read revision of case %q: %w", cmd.Case, err)
+	}
+	end, err := x.rt.callHandler(ctx, x.h, Call{
+		Account: x.account, Turn: x.turn, Command: cmd, Attempt: attempt, Attempts: attempts, Revision: rev,
+	}, local)
+	return rev, end, err
 }
 
 // mustNotRerun reports whether e is an attempt that died (Executing, its

@@ -57,15 +57,7 @@ func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult
 	rt := x.rt
 	attempt := rt.cfg.ids.AttemptID(rt.cfg.now())
 	for reruns := 0; ; reruns++ {
-		rev, err := rt.store.CaseRevision(ctx, x.account, e.Case)
-		if err != nil {
-			return resultOf(e), fmt.Errorf("read revision of case %q: %w", e.Case, err)
-		}
-		call := Call{
-			Account: x.account, Turn: x.turn, Command: e.Command,
-			Attempt: attempt, Attempts: e.Attempts + 1, Revision: rev,
-		}
-		end, err := rt.callHandler(ctx, x.h, call, true)
+		rev, end, err := x.call(ctx, e.Command, attempt, e.Attempts+1, true)
 		if err != nil {
 			return resultOf(e), err
 		}
