@@ -230,3 +230,34 @@ func TestALocalCommandLeftExecutingIsTakenOver(t *testing.T) {
 		is.Equal(rtEntry(t, store, "k-book").Attempts, 2)           // the second attempt
 	})
 }
+
+// A local command whose commit the store refuses half-way — the
+// application's own writes fail inside the transaction — writes nothing:
+// the entry stays Pending (not Executing: no take was made), Execute
+// returns ErrAppWrite and runs nothing after it, and a later Execute runs
+// the command again and commits it once.
+func TestALocalCommandWhoseAppWritesFailStaysPending(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		errSoldOut := errors.New("seat sold out")
+		rt := turnframe.New(store, turnframe.WithLocalCommand("book", "bump"), turnframe.WithLogger(slog.New(slog.DiscardHandler)))
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book"), rtCmd("k-bump", "flight/8", "bump"))
+		failing := turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+			return rtScript(ctx, call, 1).With(func(context.Context, turnframe.Tx) error { return errSoldOut })
+		})
+		report, err := rt.Execute(context.Background(), rtAccount, turn, failing)
+		is.True(errors.Is(err, turnframe.ErrAppWrite))                               // the refused write is reported
+		is.True(errors.Is(err, errSoldOut))                                          // with the app's own error
+		is.Equal(report.Results[0].Kind, turnframe.ResultPending)                    // left to run again
+		is.Equal(report.Results[1].Kind, turnframe.ResultPending)                    // and the next one waits
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalPending)       // not taken, not unknown
+		is.Equal(rtEntry(t, store, "k-book").Attempts, 0)                            // nothing counted
+		is.Equal(len(rtEventsByKey(t, store, rtAccount, "flight/7", "flight/8")), 0) // no event
+		is.Equal(len(rtOutboxKeys(t, store, rtAccount)), 0)                          // no row
+
+		report, err = rt.Execute(context.Background(), rtAccount, turn, rtNewHandler(rtScript))
+		is.NoErr(err)                                                         // a later Execute
+		is.Equal(report.Results[0].Kind, turnframe.ResultCommitted)           // commits it
+		is.Equal(rtEventsByKey(t, store, rtAccount, "flight/7")["k-book"], 1) // once
+	})
+}
