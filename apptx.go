@@ -38,7 +38,8 @@ type AppWrites func(ctx context.Context, tx Tx) error
 // the app's rows commit with the command's Committed entry, its events and
 // its outbox rows, or none of them does. An error from f, like a commit the
 // store refuses, writes nothing and leaves the entry Executing under its
-// attempt, as a crash before the commit does (Runtime.Execute). Calling With
+// attempt (a local command's Pending), as a crash before the commit does
+// (Runtime.Execute). Calling With
 // again adds writes that run after the earlier ones; a nil f adds nothing.
 //
 // With panics if o is not a Commit: a Reject or an Unknown took no effect

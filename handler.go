@@ -54,11 +54,14 @@ type Call struct {
 	Turn    TurnID // the turn that admitted the command
 	Command Command
 	// Attempt is the attempt this call belongs to; the journal entry is
-	// Executing under it. A re-run after a revision conflict keeps it.
+	// Executing under it (a local command's stays Pending until its
+	// settlement names it). A re-run after a revision conflict keeps it.
 	Attempt AttemptID
 	// Attempts counts the attempts started for this command, this one
 	// included: more than 1 means an earlier attempt was cut short (a
-	// crash, a cancelled context) and may have reached the remote.
+	// crash, a cancelled context) and may have reached the remote. A local
+	// command's runs that left nothing (a crash, a panic, a timeout: its
+	// entry stayed Pending) are not counted.
 	Attempts int
 	// Revision is the revision of Command.Case when the handler was called.
 	// A Commit is written only if the case is still at this revision.
@@ -257,7 +260,10 @@ const (
 	ResultSkipped
 	// ResultPending: the command is still pending, because Execute stopped
 	// with an error at it or before it, or before an entry in flight
-	// elsewhere. A later Execute runs it.
+	// elsewhere, or because another caller put it back to Pending while
+	// this Execute was at it (a reconciliation's resend): Execute stops
+	// there too, so no later command runs ahead of it. A later Execute runs
+	// it.
 	ResultPending
 	// ResultInFlight: another attempt — another Execute, in this process or
 	// another — holds the command under a lease that has not ended, so this
@@ -400,8 +406,8 @@ func (x *execution) mustNotRerun(e JournalEntry) bool {
 // (Recovery.Recover) to resolve. Another caller that moved the entry first
 // wins; the entry is then reported as it is — ResultInFlight while it is
 // still Executing, under a new attempt or under the one whose lease the
-// store (on its own clock) judged still running, so that Execute stops
-// there as for any command in flight.
+// store (on its own clock) judged still running, and ResultPending when a
+// reconciliation put it back to Pending; Execute stops at either.
 func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (CommandResult, error) {
 	rt := x.rt
 	applied, err := rt.store.Apply(ctx, Write{

@@ -73,7 +73,9 @@ func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult
 			x.phase = applied.Phase
 			return x.settled(ctx, applied, end), nil
 		}
-		if !errors.Is(err, ErrConflict) {
+		// ErrNotFound: the entry is no longer this turn's (abandoned while
+		// the handler ran, and adopted by a new turn's plan).
+		if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
 			ran := e
 			ran.Attempt = attempt
 			x.unrecorded(ctx, ran, end, err)
@@ -102,13 +104,15 @@ func (x *execution) localUnanswered(e JournalEntry, end handlerEnd) (CommandResu
 }
 
 // localRefused decides, after the store refused a local settlement with
-// ErrConflict, what became of the entry: settled or declared elsewhere, it
-// is reported as it is and Execute goes on; pending under another attempt
-// (another caller runs it), ResultInFlight; still Pending under the attempt
-// this call saw, the refusal was the case moving (again reports that the
-// handler runs once more, at most WithMaxConflictRetries times) or the turn
-// being abandoned (an error: the command never ran, as on any abandoned
-// turn).
+// ErrConflict or ErrNotFound, what became of the entry: adopted by another
+// turn (this one was abandoned), an ErrConflict; settled or declared
+// elsewhere, it is reported as it is and Execute goes on; Executing (a
+// runtime without the declaration took it), ResultInFlight; Pending under
+// another attempt (settled and put back meanwhile), ResultPending, and
+// Execute stops; still Pending under the attempt this call saw, the
+// refusal was the case moving (again reports that the handler runs once
+// more, at most WithMaxConflictRetries times) or the turn being abandoned
+// (an error: the command never ran, as on any abandoned turn).
 func (x *execution) localRefused(ctx context.Context, e JournalEntry, rev CaseRevision, reruns int, kind OutcomeKind, refusal error) (res CommandResult, again bool, err error) {
 	rt := x.rt
 	seen, err := rt.store.ByKey(ctx, x.account, e.Key)
@@ -116,12 +120,16 @@ func (x *execution) localRefused(ctx context.Context, e JournalEntry, rev CaseRe
 		return resultOf(e), false, fmt.Errorf("settle %v: %w (reading the entry again: %v)", kind, refusal, err)
 	}
 	switch {
+	case seen.Turn != x.turn:
+		return resultOf(e), false, fmt.Errorf("settle %v: %w: the turn was abandoned while its local command ran, and turn %v adopted the command; nothing of this run was written", kind, ErrConflict, seen.Turn)
 	case !seen.Status.IsPending():
 		return resultOf(seen), false, nil
-	case seen.Status != JournalPending || seen.Attempt != e.Attempt:
-		r := resultOf(seen)
+	case seen.Status == JournalExecuting:
+		r := resultOf(seen) // a runtime that does not declare it local took it
 		r.Kind = ResultInFlight
 		return r, false, nil
+	case seen.Attempt != e.Attempt:
+		return resultOf(seen), false, nil // settled and put back to Pending meanwhile: ResultPending, and Execute stops
 	}
 	if m, err := rt.store.TurnPhase(ctx, x.account, x.turn); err == nil && m.Phase == PhaseAbandoned {
 		return resultOf(e), false, fmt.Errorf("settle %v: %w (the turn was abandoned while its local command ran: nothing of it was written, and it never runs)", kind, refusal)

@@ -32,9 +32,12 @@ type Write struct {
 	// Advance is a phase the turn moves to after everything else of the
 	// Write, if NextPhase allows the move then; a move it refuses is
 	// skipped and the rest of the Write still lands (Applied.Phase says
-	// where the turn is). A settlement carries its turn's move to
-	// PhaseCommitted this way, so that the settlement lands even when the
-	// turn was abandoned, or another entry went back to pending, meanwhile.
+	// where the turn is), except that a turn before PhaseExecuting that
+	// pending entries keep from a later phase still moves to
+	// PhaseExecuting (storekit.AdvancePhase). A settlement carries its
+	// turn's move to PhaseCommitted this way, so that the settlement lands
+	// even when the turn was abandoned, or another entry went back to
+	// pending, meanwhile.
 	// Setting both Phase and Advance is ErrInvalid.
 	Advance TurnPhase
 	// Replay, when not nil, replaces the turn's replay record.

@@ -217,8 +217,9 @@ func (p Plan) validate(l Limits) error {
 // of that outcome is written, the entry stays pending). When ctx itself is
 // cancelled while h runs, Execute returns ctx's error at once and leaves
 // the entry Executing under its lease, to be taken over by a later Execute
-// once the lease ended; h keeps running until it honours its (cancelled)
-// context, and an answer it gives after that is discarded.
+// once the lease ended (a local command's stays Pending, with no lease: a
+// later Execute runs it at once); h keeps running until it honours its
+// (cancelled) context, and an answer it gives after that is discarded.
 //
 // A crash between the two writes leaves the entry Executing, possibly after
 // h reached its remote: once its lease ended, a later Execute runs it again
@@ -264,8 +265,8 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 		if err != nil {
 			return report, fmt.Errorf("execute turn %v: command %q: %w", turn, e.Key, err)
 		}
-		if res.Kind == ResultInFlight {
-			break
+		if res.Kind == ResultInFlight || res.Kind == ResultPending {
+			break // the turn's commands run in admission order
 		}
 	}
 	return report, nil

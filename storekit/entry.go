@@ -256,10 +256,20 @@ func checkNewAttempt(e turnframe.JournalEntry, s turnframe.Settlement, phase tur
 }
 
 // AdvancePhase returns where Write.Advance leaves a turn in phase from: to,
-// when NextPhase allows the move with pending entries left, else from.
+// when NextPhase allows the move with pending entries left; else, for a move
+// past PhaseExecuting refused by pending entries, PhaseExecuting when the
+// turn is before it (a settlement of one of its commands means its commands
+// run: a local command's, which no take moved the turn for, must not leave
+// it Planned and open to a second plan); else from.
 func AdvancePhase(from, to turnframe.TurnPhase, pending int) turnframe.TurnPhase {
-	if to == turnframe.PhaseUnset || turnframe.NextPhase(from, to, pending) != nil {
+	switch {
+	case to == turnframe.PhaseUnset:
 		return from
+	case turnframe.NextPhase(from, to, pending) == nil:
+		return to
+	case to > turnframe.PhaseExecuting && from < turnframe.PhaseExecuting &&
+		turnframe.NextPhase(from, turnframe.PhaseExecuting, pending) == nil:
+		return turnframe.PhaseExecuting
 	}
-	return to
+	return from
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func advanceTests() []test {
 		{"AdvanceMovesTheTurnToCommittedWhenNothingIsLeftPending", testAdvanceMoves},
 		{"AdvanceLandsTheSettlementAndKeepsThePhaseWhenTheTurnWasAbandonedMeanwhile", testAdvanceAbandoned},
 		{"AdvanceLandsTheSettlementAndKeepsThePhaseWhileAnotherEntryIsPending", testAdvancePending},
+		{"AdvanceMovesAPlannedTurnToExecutingWhenPendingEntriesKeepItFromCommitted", testAdvanceFromPlanned},
 	}
 }
 
@@ -79,4 +81,25 @@ func testAdvancePending(t *testing.T, e *env) {
 	is.Equal(e.phase(acme, turn), turnframe.PhaseExecuting)             // as stored
 	is.Equal(e.entry(acme, running).Status, turnframe.JournalCommitted) // the settlement landed
 	is.Equal(e.entry(acme, unknown).Status, turnframe.JournalPending)   // the other entry is left to run
+}
+
+// testAdvanceFromPlanned: a local command's settlement straight from
+// Pending is the first write of its turn's commands, and asks for
+// Committed; another entry of the turn is pending (approved while the
+// handler ran), so the turn cannot be Committed, and it moves to Executing
+// rather than staying Planned — a Planned turn would admit a second plan
+// after one of its commands committed.
+func testAdvanceFromPlanned(t *testing.T, e *env) {
+	is := is.New(t)
+	turn := e.turnIn(acme, turnframe.PhasePlanned, at(0))
+	other, local := e.freshKey(), e.freshKey()
+	e.admit(acme, turn, at(0), command(other, "booking/1"), command(local, "booking/2"))
+	w := localCommit(acme, turn, local, "booking/2", e.ids.AttemptID(at(time.Second)), turnframe.AttemptID{}, at(time.Second))
+	w.Advance = turnframe.PhaseCommitted
+	a := e.apply(w)
+	is.Equal(a.Settled[0].Status, turnframe.JournalCommitted) // the local settlement landed
+	is.Equal(a.Phase, turnframe.PhaseExecuting)               // not Committed: another entry is pending; not Planned either
+	is.Equal(e.phase(acme, turn), turnframe.PhaseExecuting)   // as stored
+	_, err := e.s.Apply(e.ctx, turnframe.Write{Account: acme, Turn: turn, Now: at(2 * time.Second), Phase: turnframe.PhasePlanned})
+	is.True(errors.Is(err, turnframe.ErrConflict)) // the turn cannot go back to Planned
 }
