@@ -267,3 +267,72 @@ func BenchmarkRawClaimSettle16(b *testing.B) {
 		})
 	}
 }
+
+// drainAblations are the schema's parts that a drain pays for beyond the
+// raw ceiling's table, each removed from a copy of the schema by SQL after
+// the store opened, to measure what it costs: the audit trail's records
+// (a trigger drops every history insert, so the statement still runs but
+// writes no row and no index entry), the lease index ExpireClaims reads and
+// the finished index Prune reads. None of them is ever removed in the
+// library; BenchmarkDrainAblation exists to say, with a figure, what
+// bounds the drain (bench/RESULTS.md).
+var drainAblations = []struct {
+	name string
+	sql  []string
+}{
+	{"schema", nil},
+	{"no-history", []string{noHistorySQL}},
+	{"no-lease-index", []string{`DROP INDEX outbox_leases`}},
+	{"no-finished-index", []string{`DROP INDEX outbox_finished`}},
+	{"none-of-them", []string{noHistorySQL, `DROP INDEX outbox_leases`, `DROP INDEX outbox_finished`}},
+}
+
+const noHistorySQL = `CREATE TRIGGER bench_no_history BEFORE INSERT ON history BEGIN SELECT RAISE(IGNORE); END`
+
+// BenchmarkDrainAblation is a drain's unit of work through the store, as
+// RunOnce at Concurrency 8 groups it: ClaimDue of 16 rows and one Settle
+// completing all 16, two transactions, on the shipped schema and on copies
+// without one part each (drainAblations). Compare with
+// BenchmarkRawClaimSettle16, the ceiling's unit.
+func BenchmarkDrainAblation(b *testing.B) {
+	for _, s := range syncs {
+		for _, a := range drainAblations {
+			b.Run(string(s)+"/"+a.name, func(b *testing.B) {
+				st, path := openStore(b, s)
+				seedDue(b, path, 16*b.N+16)
+				ablate(b, path, a.sql)
+				ctx := context.Background()
+				batch := make([]turnframe.OutboxSettlement, 16)
+				defer timeCPU(b)()
+				for range b.N {
+					now := time.Now()
+					c, err := st.ClaimDue(ctx, now, 16, "micro", bench.ClaimLease)
+					if err != nil || len(c) != 16 {
+						b.Fatalf("claim: %d rows, %v", len(c), err)
+					}
+					for j := range batch {
+						batch[j] = turnframe.OutboxSettlement{Claim: c[j], To: turnframe.OutboxCompleted, Now: now}
+					}
+					if _, err := st.Settle(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// ablate runs stmts on the file at path through a connection of its own.
+func ablate(b *testing.B, path string, stmts []string) {
+	b.Helper()
+	db, err := bench.OpenDB(context.Background(), path, bench.SyncNormal, true, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
+}
