@@ -83,7 +83,9 @@ const (
 //   - DispatchCompleted → Completed, with the remote's reference;
 //   - DispatchRetryable → Pending, due at now + the larger of BackoffFor(the
 //     attempts of its current budget) and the sender's RetryAfter, capped
-//     at MaxBackoff; or Failed with CodeAttemptsExhausted when the row
+//     at MaxBackoff (a RetryAfter that decides the wait counts from the
+//     answer: the send's whole seconds by the dispatcher's clock are
+//     added); or Failed with CodeAttemptsExhausted when the row
 //     has had MaxAttempts attempts since it was enqueued or last requeued;
 //   - DispatchPermanent → Failed, with the sender's code;
 //   - DispatchUnknown, a send that answered after SendTimeout (or not at
@@ -217,11 +219,13 @@ func (d *Dispatcher) recordLate(ctx context.Context, c Claim, remoteRef, note st
 	}
 }
 
-// settlementFor turns a send's outcome into the settlement of its row. A code
-// or reference no store would keep is replaced or dropped (and logged), so
-// the row still settles as the sender classified it: a refused settlement
-// would leave the row to be released and sent again.
-func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched, now time.Time) (OutboxSettlement, rowFate) {
+// settlementFor turns a send's outcome into the settlement of its row, at
+// now, the claim's time; answered is when the answer came, by the sweep's
+// clock (retryAt). A code or reference no
+// store would keep is replaced or dropped (and logged), so the row still
+// settles as the sender classified it: a refused settlement would leave the
+// row to be released and sent again.
+func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched, now, answered time.Time) (OutboxSettlement, rowFate) {
 	code, ref := out.Code, out.RemoteRef
 	if CheckCode("code", code) != nil {
 		d.obs.logf(ctx, slog.LevelWarn, "turnframe: sender code replaced: it is not a code a store keeps",
@@ -246,7 +250,7 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 			s.To, s.Code = OutboxFailed, CodeAttemptsExhausted
 			return s, fateFailed
 		}
-		s.To, s.RetryAt = OutboxPending, now.Add(min(max(d.cfg.BackoffFor(spent), out.RetryAfter), d.cfg.MaxBackoff))
+		s.To, s.RetryAt = OutboxPending, retryAt(now, answered, d.cfg.BackoffFor(spent), out.RetryAfter, d.cfg.MaxBackoff)
 		return s, fateRetried
 	case DispatchPermanent:
 		s.To = OutboxFailed
@@ -255,4 +259,20 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 		s.To, s.RemoteRef = OutboxOutcomeUnknown, ref
 		return s, fateUnknown
 	}
+}
+
+// retryAt returns when a row the remote answered retryable is due again:
+// after the larger of backoff and the remote's retryAfter, at most
+// maxBackoff. The backoff is counted from now, the claim's time. A
+// retryAfter that decides the wait is counted from the answer, which came
+// answered − now later, cut to whole seconds (Retry-After's own unit): the
+// remote asked to be left alone from its answer on, and a slow answer must
+// not shorten that, while a send's usual milliseconds leave the due time
+// exactly where now puts it.
+func retryAt(now, answered time.Time, backoff, retryAfter, maxBackoff time.Duration) time.Time {
+	wait := min(max(backoff, retryAfter), maxBackoff)
+	if retryAfter > backoff && answered.After(now) {
+		now = now.Add(answered.Sub(now).Truncate(time.Second))
+	}
+	return now.Add(wait)
 }

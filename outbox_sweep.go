@@ -120,7 +120,7 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	}
 	out := d.send(sw.ctx, c)
 	d.limits.release(c.Destination)
-	s, fate := d.settlementFor(sw.ctx, c, out, sw.now)
+	s, fate := d.settlementFor(sw.ctx, c, out, sw.now, sw.clock())
 	return queuedSettlement{idx: idx, settlement: s, fate: fate, out: out}
 }
 

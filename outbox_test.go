@@ -876,3 +876,28 @@ func TestSettleChecksItsInputFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestARetryWaitCountsFromTheAnswer: a remote's Retry-After is counted from
+// its answer, not from the claim: a send that took 30 s to answer "503,
+// Retry-After: 10 s" is due 10 s after the answer, never before it came.
+func TestARetryWaitCountsFromTheAnswer(t *testing.T) {
+	for _, took := range []time.Duration{0, 30 * time.Second} {
+		t.Run(took.String(), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				row := dispEnqueue(t, store, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})[0]
+				clock := newStepClock(dispNow)
+				sender := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+					clock.set(dispNow.Add(took)) // the remote answers after took
+					return turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "http.503", RetryAfter: 10 * time.Second}
+				})
+				d := turnframe.NewDispatcher(store, sender, turnframe.DispatchConfig{WorkerID: "w1", SendTimeout: time.Hour}, turnframe.WithClock(clock.read))
+				_, err := d.RunOnce(context.Background(), dispNow)
+				is.NoErr(err)
+				got := dispGet(t, store, row.ID)
+				is.Equal(got.Status, turnframe.OutboxPending)
+				is.Equal(got.DueAt, dispNow.Add(took+10*time.Second)) // 10 s after the answer
+			})
+		})
+	}
+}

@@ -73,7 +73,10 @@ type Dispatched struct {
 	// RetryAfter is, for DispatchRetryable only, the least the remote asked
 	// to be left alone for (HTTPSender reads it from Retry-After). The row
 	// is then due after max(the dispatcher's backoff, RetryAfter), capped by
-	// the backoff cap, DispatchConfig.MaxBackoff. Zero or negative leaves the
+	// the backoff cap, DispatchConfig.MaxBackoff; when RetryAfter decides
+	// the wait it counts from the answer (to the whole second, by the
+	// dispatcher's clock), so a slow answer does not shorten the wait the
+	// remote asked for. Zero or negative leaves the
 	// backoff alone; it is ignored for every other kind.
 	RetryAfter time.Duration
 }
