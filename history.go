@@ -176,10 +176,23 @@ func (r HistoryRecord) Validate() error {
 
 // NewEvidence returns a record of something learnt about subject that moves
 // nothing: status is its status now (From and To), and note says what was
-// learnt. Store.RecordEvidence writes it.
+// learnt. Store.RecordEvidence writes it. remoteRef and note often come from
+// application code (a late answer, a Verifier's words): they are made
+// keepable — invalid UTF-8 and NUL bytes replaced by U+FFFD, cut to their
+// limits — so that what was learnt is recorded rather than refused.
 func NewEvidence(subject Subject, status string, actor Actor, code, remoteRef, note string, at time.Time) HistoryRecord {
 	return HistoryRecord{Subject: subject, From: status, To: status, Evidence: true,
-		Actor: actor, Code: code, RemoteRef: clip(remoteRef, MaxRemoteRefLen), Note: clip(note, MaxNoteLen), At: at}
+		Actor: actor, Code: code, RemoteRef: keepable(remoteRef, MaxRemoteRefLen), Note: keepable(note, MaxNoteLen), At: at}
+}
+
+// keepable returns s as a store keeps text, for words that come from
+// application code and must not refuse the record they belong to (a
+// Verifier's note, a late answer's reference): invalid UTF-8 and NUL bytes
+// become U+FFFD, and the result is clipped to n bytes.
+func keepable(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	return clip(s, n)
 }
 
 // clip cuts s to at most n bytes, on a UTF-8 boundary.

@@ -1,6 +1,7 @@
 package turnframe
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -60,19 +61,25 @@ type step struct {
 
 // trail is what the audit trail says about one uncertain outcome.
 type trail struct {
-	tries   int       // lookups that could not tell since it last became unknown
+	tries   int       // lookups that could not tell since it last became unknown, about the attempt it became unknown at
 	lastTry time.Time // when the last of them was recorded
 	resends int       // resends the policy made of it, ever
 }
 
-// trailOf reads a subject's history, oldest first.
+// trailOf reads a subject's history, oldest first. A lookup counts only
+// for the attempt it was about (its record's Attempt, the attempt whose
+// outcome it looked up): a slow lookup of an earlier attempt, recorded after
+// the subject was sent again and became unknown again, is not held against
+// the new attempt.
 func trailOf(history []HistoryRecord) trail {
 	var t trail
+	var about string // the attempt the subject last became unknown at
 	for _, h := range history {
 		switch {
 		case !h.Evidence && h.To == JournalOutcomeUnknown.String():
 			t.tries, t.lastTry = 0, time.Time{} // became unknown (again): lookups start over
-		case h.Evidence && h.Actor == ActorPolicy && h.Code == CodeVerifyUnsure:
+			about = h.Attempt
+		case h.Evidence && h.Actor == ActorPolicy && h.Code == CodeVerifyUnsure && h.Attempt == about:
 			t.tries++
 			t.lastTry = h.At
 		case !h.Evidence && h.Actor == ActorPolicy && h.To == JournalPending.String():
@@ -80,6 +87,20 @@ func trailOf(history []HistoryRecord) trail {
 		}
 	}
 	return t
+}
+
+// resendsOf returns how many of u's automatic resends are spent. For an
+// outbox row it is the policy's resends (t.resends): its other attempts are
+// sends the remote answered retryable, not resends of an unknown. For a
+// command every attempt after the first counts, since each re-ran an
+// effect that may have happened — Execute taking over an attempt that died
+// as much as the policy's resend (or a person's) — so that Remote.Resends
+// bounds them all together, as Execute's own check does (rerunForbidden).
+func resendsOf(u Uncertain, t trail) int {
+	if u.Subject.Kind == SubjectJournal {
+		return max(t.resends, u.Attempts-1)
+	}
+	return t.resends
 }
 
 // verifyBackoff is the wait after the tries-th lookup that could not tell:
@@ -111,7 +132,7 @@ func nextStep(r Remote, declared bool, u Uncertain, t trail, now time.Time) step
 		return verifyStep(r, u, t, now)
 	case RemoteDeduplicates:
 		switch {
-		case t.resends >= r.Resends:
+		case resendsOf(u, t) >= r.Resends:
 			return step{kind: stepEscalate, code: CodeResendsExhausted, note: "the remote deduplicates, but the resends allowed are spent"}
 		case !now.Before(u.Created.Add(r.Deduplicates)):
 			return step{kind: stepEscalate, code: CodeKeyForgotten, note: "the remote deduplicates, but no longer remembers the key"}
@@ -141,6 +162,19 @@ func UncertainEntry(e JournalEntry) Uncertain {
 		Payload: e.Payload, Attempts: e.Attempts, Attempt: e.Attempt, Status: e.Status.String(), Code: e.Code, RemoteRef: e.RemoteRef,
 		Created: e.AdmittedAt, Since: e.UpdatedAt,
 	}
+}
+
+// attemptName is the attempt u's outcome is unknown at, as the audit trail
+// names it (HistoryRecord.Attempt): a command's attempt id, a row's attempt
+// number.
+func (u Uncertain) attemptName() string {
+	switch {
+	case u.Subject.Kind == SubjectOutbox && u.Attempts > 0:
+		return strconv.Itoa(u.Attempts)
+	case u.Subject.Kind == SubjectJournal && !u.Attempt.IsZero():
+		return u.Attempt.String()
+	}
+	return ""
 }
 
 // UncertainRow returns the Uncertain view of an outbox row.

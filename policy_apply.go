@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 )
 
 // applyPolicy carries out the policy's next step for one OutcomeUnknown
@@ -76,7 +77,9 @@ func (r *Recovery) verify(ctx context.Context, res PolicyResult, remote Remote, 
 		return r.policySettle(ctx, res, Decision{Verdict: VerdictResend, Code: CodeVerifiedNotHappened, Note: found.Note}, PolicyResent)
 	}
 	now := r.cfg.now()
-	if err := r.store.RecordEvidence(ctx, NewEvidence(u.Subject, "", ActorPolicy, CodeVerifyUnsure, "", why, now)); err != nil {
+	unsure := NewEvidence(u.Subject, "", ActorPolicy, CodeVerifyUnsure, "", why, now)
+	unsure.Attempt = u.attemptName() // the lookup was about this attempt: a later one's trail does not count it
+	if err := r.store.RecordEvidence(ctx, unsure); err != nil {
 		res.Err = fmt.Errorf("record an unsure lookup: %w", err)
 		return res // not counted: the next Recover asks again, within the bound of what was recorded
 	}
@@ -91,8 +94,10 @@ func (r *Recovery) verify(ctx context.Context, res PolicyResult, remote Remote, 
 
 // lookup calls the Verifier through callWithin. A hang, a panic or an
 // answer out of range is FoundUnsure, and why says which; a late answer is
-// recorded as evidence, never acted on. A reference or code no store would
-// keep is dropped.
+// recorded as evidence, never acted on. A reference no store would keep is
+// dropped; the Verifier's code goes at the head of its note, and the note is
+// made keepable (invalid UTF-8 and NUL bytes replaced, cut to MaxNoteLen),
+// so that no answer's words can refuse the record that counts the lookup.
 func (r *Recovery) lookup(ctx context.Context, remote Remote, u Uncertain) (Verification, string) {
 	late := func(b bounded[Verification]) { r.lateLookup(ctx, u, b) }
 	call := callWithin(ctx, remote.VerifyTimeout, func(vctx context.Context) Verification {
@@ -115,7 +120,10 @@ func (r *Recovery) lookup(ctx context.Context, remote Remote, u Uncertain) (Veri
 	if checkString("remote_ref", v.RemoteRef, 0, MaxRemoteRefLen) != nil {
 		v.RemoteRef = ""
 	}
-	v.Note = clip(v.Note, MaxNoteLen)
+	if v.Code != "" {
+		v.Note = strings.TrimSuffix("("+v.Code+") "+v.Note, " ")
+	}
+	v.Note = keepable(v.Note, MaxNoteLen)
 	if v.Found == FoundUnsure {
 		why := "the remote could not tell"
 		if v.Note != "" {

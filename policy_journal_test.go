@@ -255,3 +255,123 @@ func TestAStaleFindingNeverSettlesALaterSend(t *testing.T) {
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown)
 	})
 }
+
+// TestACommandsResendsCountEveryRerun: Remote.Resends bounds every rerun of
+// a command together. Here Execute's take-over of an attempt that died is
+// the one resend Resends: 1 allows; the policy used to count only its own
+// resends and sent the command a third time.
+func TestACommandsResendsCountEveryRerun(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		clock := newStepClock(dispNow)
+		opts := []turnframe.Option{
+			turnframe.WithClock(clock.read),
+			turnframe.WithCommand("pay", turnframe.Remote{Deduplicates: 24 * time.Hour, Resends: 1}),
+		}
+		rt := turnframe.New(store, opts...)
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-pay", "booking/1", "pay"))
+
+		var mu sync.Mutex
+		calls := 0
+		count := func() {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+		}
+		never := make(chan struct{})
+		t.Cleanup(func() { close(never) })
+		dies := func() { // a run whose process dies mid-call: Execute returns, the entry stays Executing
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+				count()
+				cancel()
+				<-never
+				return turnframe.Reject("unreachable")
+			}))
+			is.True(errors.Is(err, context.Canceled))
+		}
+		dies()
+		clock.set(dispNow.Add(time.Hour))
+		dies() // taken over (attempts 1 ≤ Resends 1): the one resend allowed
+		clock.set(dispNow.Add(2 * time.Hour))
+
+		unknown := turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+			count()
+			return turnframe.Unknown("")
+		})
+		_, err := rt.Execute(context.Background(), rtAccount, turn, unknown)
+		is.NoErr(err)
+		is.Equal(rtEntry(t, store, "k-pay").Status, turnframe.JournalOutcomeUnknown) // declared, not run a third time
+
+		report, err := turnframe.NewRecovery(store, opts...).Recover(context.Background(), turnframe.RecoveryScope{}, &polTurns{rt: rt, h: unknown})
+		is.NoErr(err)
+		is.Equal(len(report.Policy), 1)
+		is.Equal(report.Policy[0].Outcome, turnframe.PolicyEscalated)
+		is.Equal(report.Policy[0].Code, turnframe.CodeResendsExhausted)
+		is.Equal(rtEntry(t, store, "k-pay").Status, turnframe.JournalNeedsIntervention)
+		_, err = rt.Execute(context.Background(), rtAccount, turn, unknown)
+		is.NoErr(err)
+		mu.Lock()
+		defer mu.Unlock()
+		is.Equal(calls, 2) // run once, resent once, never a third time
+	})
+}
+
+// TestAStaleLookupDoesNotCountAgainstTheNextAttempt: a slow lookup of a
+// row's first unknown send answers "cannot tell" only after the row was
+// sent again and became unknown again. Its record names the attempt it was
+// about, so the second attempt's lookups start from zero: with VerifyTries
+// 1, the second attempt is looked up before it is escalated, never
+// escalated unasked.
+func TestAStaleLookupDoesNotCountAgainstTheNextAttempt(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		row := polUnknownRow(t, store, "k1", "payments") // attempt 1 unknown
+		subject := turnframe.OutboxSubject(rtAccount, row.ID)
+
+		var mu sync.Mutex
+		var asked []int // the attempt each lookup was about
+		entered, release := make(chan struct{}), make(chan struct{})
+		remote := turnframe.Remote{VerifyTries: 1, VerifyTimeout: time.Hour, Verifier: turnframe.VerifierFunc(func(_ context.Context, u turnframe.Uncertain) turnframe.Verification {
+			mu.Lock()
+			asked = append(asked, u.Attempts)
+			first := len(asked) == 1
+			mu.Unlock()
+			if first {
+				close(entered)
+				<-release // a slow lookup of attempt 1
+			}
+			return turnframe.Verification{Found: turnframe.FoundUnsure, Note: "lookup lags"}
+		})}
+		clock := newPolClock(dispNow.Add(time.Minute))
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now), turnframe.WithDestination("payments", remote))
+
+		done := make(chan turnframe.RecoverReport)
+		go func() {
+			report, _ := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
+			done <- report
+		}()
+		<-entered
+		is.NoErr(rec.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictResend, Actor: "operator:alice"}))
+		d := turnframe.NewDispatcher(store, turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+			return turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: "net.reset"}
+		}), turnframe.DispatchConfig{WorkerID: "w2"})
+		rep, err := d.RunOnce(ctx, clock.Now())
+		is.NoErr(err)
+		is.Equal(len(rep.Unknown), 1)
+		is.Equal(dispGet(t, store, row.ID).Attempts, 2) // attempt 2 unknown
+		close(release)                                  // the lookup of attempt 1 now says it cannot tell
+		<-done
+
+		clock.Add(time.Hour)
+		report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
+		is.NoErr(err)
+		is.Equal(len(report.Policy), 1)
+		is.Equal(report.Policy[0].Outcome, turnframe.PolicyEscalated) // its one try spent on attempt 2 itself
+		mu.Lock()
+		defer mu.Unlock()
+		is.Equal(asked, []int{1, 2}) // attempt 2 was looked up before it was escalated
+	})
+}

@@ -33,7 +33,12 @@ type Remote struct {
 	// was, and not done again. Zero: it does not deduplicate.
 	Deduplicates time.Duration
 	// Resends bounds the automatic resends of one effect to a remote that
-	// deduplicates. Zero or negative: DefaultResends.
+	// deduplicates. For a command every attempt after its first counts —
+	// Execute taking over an attempt that died, the policy's resend, a
+	// person's — so a command runs at most 1 + Resends times before the
+	// policy escalates; for an outbox row, the policy's resends count (a
+	// send the remote answered retryable is no resend of an unknown). Zero
+	// or negative: DefaultResends.
 	Resends int
 	// Verifier, if not nil, looks an effect up by key.
 	Verifier Verifier
@@ -123,8 +128,8 @@ func (f Finding) String() string { return enumName(findingNames[:], int(f), "fin
 type Verification struct {
 	Found     Finding
 	RemoteRef string // FoundHappened: the remote's reference, if any (at most 1024 bytes)
-	Code      string // a short stable reason, kept in the audit trail (at most 200 bytes)
-	Note      string // free text for the audit trail (at most 1024 bytes)
+	Code      string // a short stable reason, kept in the audit trail at the head of the record's note, in parentheses
+	Note      string // free text for the audit trail; invalid UTF-8 and NUL bytes are replaced, and code and note are cut to 1024 bytes
 }
 
 // Uncertain is one effect whose outcome is unknown, as a Verifier and the

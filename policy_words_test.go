@@ -1,0 +1,60 @@
+package turnframe_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// A Verifier's words — its note and its code — are application text. None
+// of them may refuse the record that settles the effect or counts the
+// lookup: an answer whose note was not valid UTF-8, or held a NUL byte, used
+// to be looked up again on every Recover, never settled and never escalated.
+func TestAVerifiersWordsNeverStopThePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		found turnframe.Finding
+		note  string
+		want  turnframe.OutboxStatus // after at most VerifyTries (2) Recovers
+	}{
+		{"HappenedWithANoteNotUTF8", turnframe.FoundHappened, "ok \xff\xfe", turnframe.OutboxCompleted},
+		{"HappenedWithANUL", turnframe.FoundHappened, "ok\x00", turnframe.OutboxCompleted},
+		{"NotHappenedWithANoteNotUTF8", turnframe.FoundNotHappened, "gone \xff", turnframe.OutboxPending},
+		{"UnsureWithANUL", turnframe.FoundUnsure, "busy\x00", turnframe.OutboxNeedsIntervention},
+		{"UnsureWithANoteNotUTF8", turnframe.FoundUnsure, "busy \xc3", turnframe.OutboxNeedsIntervention},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				row := polUnknownRow(t, store, "k1", "payments")
+				asked := 0
+				remote := turnframe.Remote{VerifyTries: 2, VerifyBackoff: time.Second, Verifier: turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
+					asked++
+					return turnframe.Verification{Found: tc.found, RemoteRef: "ch_1", Code: "remote.42", Note: tc.note}
+				})}
+				clock := newPolClock(dispNow.Add(time.Minute))
+				rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now), turnframe.WithDestination("payments", remote))
+				for range 2 {
+					report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
+					is.NoErr(err)
+					for _, p := range report.Policy {
+						is.NoErr(p.Err) // the policy's write landed
+					}
+					clock.Add(time.Hour)
+				}
+				is.Equal(dispGet(t, store, row.ID).Status, tc.want) // settled, resent or escalated
+				is.True(asked <= 2)                                 // within VerifyTries
+				var kept bool
+				for _, h := range histOf(t, store, turnframe.OutboxSubject(rtAccount, row.ID)) {
+					kept = kept || strings.HasPrefix(h.Note, "(remote.42) ") || strings.Contains(h.Note, ": (remote.42) ")
+				}
+				is.True(kept) // the verifier's code is in the trail, at the head of its note
+			})
+		})
+	}
+}
