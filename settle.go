@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 )
@@ -150,6 +151,13 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 		Account: subject.Account, Turn: e.Turn, Settle: []Settlement{s},
 		Actor: d.Actor, Note: d.Note, Now: r.cfg.now(),
 	})
+	if errors.Is(err, ErrNotFound) {
+		// The entry was there when read: a new turn's plan adopted it from
+		// its abandoned turn meanwhile. It is no longer what was settled.
+		if now, rerr := r.store.ByKey(ctx, subject.Account, key); rerr == nil && now.Turn != e.Turn {
+			err = fmt.Errorf("%w: turn %v adopted the entry while it was being settled: read it again", ErrConflict, now.Turn)
+		}
+	}
 	return e.Name, err
 }
 

@@ -593,3 +593,56 @@ func TestADeclarationRefusedWhileTheLeaseRunsIsInFlight(t *testing.T) {
 		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // its outcome landed
 	})
 }
+
+// rtAdoptOnSettle is a store that, when a reconciliation settles key,
+// first lets a new turn's plan adopt the entry from its abandoned turn:
+// the race between an operator's settle and the user's next message.
+type rtAdoptOnSettle struct {
+	turnframe.Store
+	t   *testing.T
+	key turnframe.IdempotencyKey
+	cmd turnframe.Command
+}
+
+func (s *rtAdoptOnSettle) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if len(w.Settle) == 1 && w.Settle[0].Key == s.key && w.Settle[0].Attempt.IsZero() {
+		rtPlanned(s.t, turnframe.New(s.Store, rtAfterLeases()), w.Account, s.cmd) // adopts it, its lease having ended
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// A stranded entry that a new turn adopts while an operator settles it:
+// the settle is refused as the conflict it is, not reported ErrNotFound
+// for an entry that exists, and nothing is written.
+func TestSettlingAnEntryANewTurnAdoptsMeanwhileIsAConflict(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx, crash := context.WithCancel(context.Background())
+		defer crash()
+		cmd := rtCmd("k-charge", "card/1", "charge")
+		rt := turnframe.New(store)
+		turn := rtPlanned(t, rt, rtAccount, cmd)
+		started := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
+				close(started)
+				<-hctx.Done()
+				return turnframe.Unknown("")
+			}))
+			done <- err
+		}()
+		<-started
+		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left"))
+		crash()
+		is.True(errors.Is(<-done, context.Canceled)) // stranded: Executing on an abandoned turn
+
+		racing := &rtAdoptOnSettle{Store: store, t: t, key: "k-charge", cmd: cmd}
+		err := turnframe.NewRecovery(racing, rtAfterLeases()).Settle(context.Background(), turnframe.JournalSubject(rtAccount, "k-charge"),
+			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:alice"})
+		is.True(errors.Is(err, turnframe.ErrConflict))                             // the entry moved under the settle
+		is.True(!errors.Is(err, turnframe.ErrNotFound))                            // it exists
+		is.True(rtEntry(t, store, "k-charge").Turn != turn)                        // adopted
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalExecuting) // and not settled by the refused write
+	})
+}
