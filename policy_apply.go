@@ -74,6 +74,10 @@ func (r *Recovery) verify(ctx context.Context, res PolicyResult, remote Remote, 
 			return r.policySettle(ctx, res, Decision{Verdict: VerdictFailed, Code: CodeVerifiedNotHappened,
 				Note: "the remote never received it, and its turn was abandoned"}, PolicyRejected)
 		}
+		if resendsOf(u, t) >= remote.Resends {
+			return r.policySettle(ctx, res, Decision{Verdict: VerdictEscalate, Code: CodeResendsExhausted,
+				Note: "the remote never received it, but the resends allowed are spent: every send went unanswered"}, PolicyEscalated)
+		}
 		return r.policySettle(ctx, res, Decision{Verdict: VerdictResend, Code: CodeVerifiedNotHappened, Note: found.Note}, PolicyResent)
 	}
 	now := r.cfg.now()

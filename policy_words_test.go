@@ -58,3 +58,41 @@ func TestAVerifiersWordsNeverStopThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestAVerifiedResendIsBoundedToo: a remote that can be asked, that never
+// answers a send and always says it never received one, is sent to at most
+// 1 + Resends times, then escalated — not sent to for ever.
+func TestAVerifiedResendIsBoundedToo(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		row := polUnknownRow(t, store, "k1", "payments") // the first send: no answer
+		remote := turnframe.Remote{Resends: 2, Verifier: turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
+			return turnframe.Verification{Found: turnframe.FoundNotHappened}
+		})}
+		clock := newPolClock(dispNow.Add(time.Minute))
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now), turnframe.WithDestination("payments", remote))
+		sends := 1
+		d := turnframe.NewDispatcher(store, turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+			sends++
+			return turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: "net.reset"}
+		}), turnframe.DispatchConfig{WorkerID: "w2"}, turnframe.WithClock(clock.Now))
+		var outcomes []turnframe.PolicyOutcome
+		for range 5 {
+			report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
+			is.NoErr(err)
+			for _, p := range report.Policy {
+				is.NoErr(p.Err)
+				outcomes = append(outcomes, p.Outcome)
+			}
+			_, err = d.RunOnce(ctx, clock.Now())
+			is.NoErr(err)
+			clock.Add(time.Hour)
+		}
+		is.Equal(outcomes, []turnframe.PolicyOutcome{turnframe.PolicyResent, turnframe.PolicyResent, turnframe.PolicyEscalated})
+		is.Equal(sends, 3) // the first send and two resends
+		got := dispGet(t, store, row.ID)
+		is.Equal(got.Status, turnframe.OutboxNeedsIntervention)
+		is.Equal(got.LastCode, turnframe.CodeResendsExhausted)
+	})
+}

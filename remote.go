@@ -19,8 +19,8 @@ import (
 //
 //  1. Verifier set: ask it, after SettleDelay, at most VerifyTries times
 //     with VerifyBackoff between tries. Happened settles the effect done,
-//     NotHappened resends it (or, for a command of an abandoned turn,
-//     rejects it); an answer that cannot tell, a panic, a hang past
+//     NotHappened resends it, at most Resends times, then escalates (a
+//     command of an abandoned turn: rejects it); an answer that cannot tell, a panic, a hang past
 //     VerifyTimeout or an answer out of range is one more try. After the
 //     last try it escalates. A verifier is never followed by a blind resend.
 //  2. Deduplicates set: resend under the same key while the remote still
@@ -32,8 +32,10 @@ type Remote struct {
 	// a request repeated under a key it remembers is answered as the first
 	// was, and not done again. Zero: it does not deduplicate.
 	Deduplicates time.Duration
-	// Resends bounds the automatic resends of one effect to a remote that
-	// deduplicates. For a command every attempt after its first counts —
+	// Resends bounds the automatic resends of one effect: to a remote that
+	// deduplicates, and to one that can be asked once a lookup found the
+	// effect never arrived (a remote that never answers a send would
+	// otherwise be sent to for ever). For a command every attempt after its first counts —
 	// Execute taking over an attempt that died, the policy's resend, a
 	// person's — so a command runs at most 1 + Resends times before the
 	// policy escalates; for an outbox row, the policy's resends count (a
