@@ -21,7 +21,10 @@ many count against its current budget, once requeued), its last code and, while
 it is dispatching, when its claim's lease ends; or else the turn with this id:
 its text and answer, its journal entries (with when the lease of an executing
 one ends), the events they committed, the outbox rows they enqueued, and what
-recovery would decide for it. Either ends with its history, oldest first, as
+recovery would decide for it — as an application that declares no Remote
+would: a command whose Remote forbids re-running a dead attempt shows
+resume_commands where the application's recovery declares it unknown. Either ends
+with its history, oldest first, as
 'turnframe history' prints it. An id that is neither is an error (exit 2).
 A value holding a control character prints as a quoted Go string.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
