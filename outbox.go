@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"time"
 )
 
@@ -188,6 +189,11 @@ func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 	r := callWithin(ctx, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) }, late)
 	elapsed := d.clock.clock().Sub(start)
 	out := r.value
+	if r.end == callAnswered && strings.HasPrefix(out.Code, libraryCodePrefix) {
+		d.obs.logf(ctx, slog.LevelWarn, "turnframe: sender code replaced: codes beginning \"turnframe.\" are the library's",
+			append(rowAttrs(c), slog.String("code", out.Code), slog.String("replacement", CodeInvalidCode))...)
+		out.Code = CodeInvalidCode
+	}
 	switch r.end {
 	case callTimedOut:
 		out = Dispatched{Kind: DispatchUnknown, Code: CodeSendTimeout}

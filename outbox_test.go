@@ -901,3 +901,37 @@ func TestARetryWaitCountsFromTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestASendersCodeCannotPassForTheLibrarys: a Sender that answers
+// DispatchUnknown with a code of the library's own — here CodeLeaseEnded,
+// which the policy reads as "the claim expired: sent again under its key,
+// at least once" for an undeclared destination — must not get its unknown
+// outcome resent. Codes beginning "turnframe." are the library's; a
+// Sender's is replaced by CodeInvalidCode, and the unknown waits for Settle.
+func TestASendersCodeCannotPassForTheLibrarys(t *testing.T) {
+	for _, code := range []string{turnframe.CodeLeaseEnded, turnframe.CodeSendTimeout, "turnframe.anything"} {
+		t.Run(code, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown, Code: code}}
+				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"))
+				_, err := d.RunOnce(ctx, dispNow)
+				is.NoErr(err)
+				got := dispGet(t, store, rows[0].ID)
+				is.Equal(got.Status, turnframe.OutboxOutcomeUnknown) // the sender said: it may have left
+				is.Equal(got.LastCode, turnframe.CodeInvalidCode)    // not the library's code
+
+				later := dispNow.Add(time.Minute)
+				_, err = turnframe.NewRecovery(store, turnframe.WithClock(func() time.Time { return later })).
+					Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+				is.NoErr(err)
+				_, err = d.RunOnce(ctx, later.Add(time.Minute))
+				is.NoErr(err)
+				is.Equal(sender.count(rows[0].ID), 1)                                          // never sent again blindly (I15)
+				is.Equal(dispGet(t, store, rows[0].ID).Status, turnframe.OutboxOutcomeUnknown) // it waits for Settle
+			})
+		})
+	}
+}

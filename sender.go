@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// libraryCodePrefix begins every code the library writes; a Sender's code
+// may not (Dispatched.Code).
+const libraryCodePrefix = "turnframe."
+
 // Codes the dispatcher records or reports on its own. Every other code is
 // the one a Sender chose.
 const (
@@ -21,7 +25,8 @@ const (
 	// the panic may have come after the bytes left.
 	CodeSenderPanic = "turnframe.dispatch.sender_panic"
 	// CodeInvalidCode replaces a code a Sender returned that no store keeps
-	// (over 200 bytes, or not UTF-8), so the row still settles as classified.
+	// (over 200 bytes, or not UTF-8), or that is the library's (it begins
+	// "turnframe."), so the row still settles as classified.
 	CodeInvalidCode = "turnframe.dispatch.invalid_code"
 )
 
@@ -65,7 +70,10 @@ type Dispatched struct {
 	Kind DispatchKind
 	// Code is a stable, short reason ("http.503"), never free text, at
 	// most 200 bytes of UTF-8. It is stored as the row's last code, whatever
-	// the kind, and logged.
+	// the kind, and logged. Codes beginning "turnframe." are the library's
+	// (the policy reads some of them, e.g. CodeLeaseEnded): a Sender's is
+	// replaced by CodeInvalidCode, so no answer can pass for the library's
+	// own finding.
 	Code string
 	// RemoteRef is the remote's reference for Completed and Unknown, if it
 	// gave one (at most 1024 bytes of UTF-8; a longer one is dropped).
