@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -40,6 +41,8 @@ func ApprovalSettlement(key IdempotencyKey, approve bool) Settlement {
 // entry that is not awaiting approval (approved or denied already, or it
 // never needed it), or whose turn was abandoned (deny it instead). Nothing
 // is written on any error; a crash leaves the entry awaiting or approved.
+// An entry a new turn's plan adopts from its abandoned turn while it is
+// being approved is approved on that turn (it is the same command).
 func (rt *Runtime) Approve(ctx context.Context, account AccountID, key IdempotencyKey, actor Actor, note string) (JournalEntry, error) {
 	e, err := rt.decideApproval(ctx, account, key, actor, note, true)
 	if err != nil {
@@ -63,7 +66,10 @@ func (rt *Runtime) Deny(ctx context.Context, account AccountID, key IdempotencyK
 
 // decideApproval checks the input, reads the entry for its turn and applies
 // ApprovalSettlement; the store's storekit.NextEntry refuses an entry that is not
-// awaiting approval any more.
+// awaiting approval any more. An entry a new turn's plan adopted from its
+// abandoned turn between the read and the write (the store then finds no
+// entry of the key in the turn read) is read again and decided on its new
+// turn: it is the same command, still awaiting.
 func (rt *Runtime) decideApproval(ctx context.Context, account AccountID, key IdempotencyKey, actor Actor, note string, approve bool) (JournalEntry, error) {
 	if err := checkApprovalInput(account, key, actor, note); err != nil {
 		return JournalEntry{}, err
@@ -72,18 +78,31 @@ func (rt *Runtime) decideApproval(ctx context.Context, account AccountID, key Id
 	if err != nil {
 		return JournalEntry{}, err
 	}
-	if e.Status != JournalAwaitingApproval {
-		return e, fmt.Errorf("%w: entry is %v, not awaiting approval", ErrConflict, e.Status)
+	for try := 1; ; try++ {
+		if e.Status != JournalAwaitingApproval {
+			return e, fmt.Errorf("%w: entry is %v, not awaiting approval", ErrConflict, e.Status)
+		}
+		applied, err := rt.store.Apply(ctx, Write{
+			Account: account, Turn: e.Turn, Actor: actor, Note: note, Now: rt.cfg.now(),
+			Settle: []Settlement{ApprovalSettlement(key, approve)},
+		})
+		if err == nil {
+			return applied.Settled[0], nil
+		}
+		if !errors.Is(err, ErrNotFound) || try == approvalTries {
+			return e, err
+		}
+		again, rerr := rt.store.ByKey(ctx, account, key)
+		if rerr != nil || again.Turn == e.Turn {
+			return e, err
+		}
+		e = again // adopted by a new turn meanwhile: decide it there
 	}
-	applied, err := rt.store.Apply(ctx, Write{
-		Account: account, Turn: e.Turn, Actor: actor, Note: note, Now: rt.cfg.now(),
-		Settle: []Settlement{ApprovalSettlement(key, approve)},
-	})
-	if err != nil {
-		return e, err
-	}
-	return applied.Settled[0], nil
 }
+
+// approvalTries bounds how often a decision follows an entry adopted by a
+// new turn while it was being decided.
+const approvalTries = 3
 
 func checkApprovalInput(account AccountID, key IdempotencyKey, actor Actor, note string) error {
 	if err := account.Validate(); err != nil {

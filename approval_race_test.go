@@ -70,3 +70,55 @@ func TestOneApprovalDecisionLandsOfManyAtOnce(t *testing.T) {
 		is.Equal(decisions, 1) // one decision in the trail
 	})
 }
+
+// apAdoptOnDecision is a store that, when an approval or a denial of key is
+// written, first lets a new turn's plan adopt the awaiting entry from its
+// abandoned turn: the user's next message racing an operator's click.
+type apAdoptOnDecision struct {
+	turnframe.Store
+	t    *testing.T
+	key  turnframe.IdempotencyKey
+	cmd  turnframe.Command
+	once bool
+}
+
+func (s *apAdoptOnDecision) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if !s.once && len(w.Settle) == 1 && w.Settle[0].Key == s.key &&
+		(w.Settle[0].Code == turnframe.CodeApproved || w.Settle[0].Code == turnframe.CodeDenied) {
+		s.once = true
+		rtPlanned(s.t, turnframe.New(s.Store), w.Account, s.cmd) // adopts the awaiting entry
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// An awaiting entry of an abandoned turn that a new turn adopts while a
+// person decides it: it is the same command, still awaiting, so the
+// decision lands on it in its new turn — never ErrNotFound for an entry
+// that exists.
+func TestADecisionFollowsAnEntryAdoptedWhileItWasMade(t *testing.T) {
+	for _, approve := range []bool{true, false} {
+		t.Run(map[bool]string{true: "approve", false: "deny"}[approve], func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				cmd := apPay("k-pay")
+				rt := turnframe.New(store)
+				turn := rtPlanned(t, rt, rtAccount, cmd)
+				is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
+
+				racing := turnframe.New(&apAdoptOnDecision{Store: store, t: t, key: "k-pay", cmd: cmd})
+				decide := racing.Deny
+				want := turnframe.JournalRejected
+				if approve {
+					decide, want = racing.Approve, turnframe.JournalPending
+				}
+				got, err := decide(ctx, rtAccount, "k-pay", "operator:alice", "")
+				is.NoErr(err) // decided, not ErrNotFound
+				e := rtEntry(t, store, "k-pay")
+				is.True(e.Turn != turn)    // on the turn that adopted it
+				is.Equal(e.Status, want)   // as decided
+				is.Equal(got.Status, want) // and reported so
+			})
+		})
+	}
+}
