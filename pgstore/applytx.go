@@ -74,28 +74,38 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 	return f.appliedOut(applied), nil
 }
 
-// applySavepoint writes w in tx under a savepoint (a pgx nested
-// transaction), rolled back on an error, even if ctx ended, so the caller's
-// own rows stay.
+// applySavepoint writes w in tx under a savepoint of its own name, rolled
+// back on an error, even if ctx ended, so the caller's own rows stay. The
+// savepoint is named, not a pgx nested transaction: a release that a context
+// ending just then kept from the server (pgx sends nothing, yet counts a
+// nested transaction closed) must still be undone, or the caller's commit
+// would commit a Write it was told failed.
 func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write, callerNow time.Time) (turnframe.Applied, error) {
-	sp, err := tx.Begin(ctx)
-	if err != nil {
+	if _, err := tx.Exec(ctx, "SAVEPOINT "+savepointName); err != nil {
 		return turnframe.Applied{}, fmt.Errorf("savepoint: %w", err)
 	}
-	wt := &wtx{q: sp, app: sp, callerNow: callerNow}
+	wt := &wtx{q: tx, app: tx, callerNow: callerNow}
 	applied, err := s.applyAndNotify(ctx, wt, w)
 	if err == nil {
 		err = wt.flush(ctx)
 	}
-	if err != nil {
-		err = wt.flushFirst(ctx, err)
-		if rerr := sp.Rollback(context.WithoutCancel(ctx)); rerr != nil {
-			return turnframe.Applied{}, fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr)
+	if err == nil {
+		if _, err = tx.Exec(ctx, "RELEASE SAVEPOINT "+savepointName); err == nil {
+			return wt.frame.appliedOut(applied), nil
 		}
-		return turnframe.Applied{}, err
+		err = wt.appAborted(fmt.Errorf("release savepoint: %w", err))
+	} else {
+		err = wt.appAborted(wt.flushFirst(ctx, err))
 	}
-	if err := sp.Commit(ctx); err != nil {
-		return turnframe.Applied{}, fmt.Errorf("release savepoint: %w", err)
+	undo := context.WithoutCancel(ctx)
+	if _, rerr := tx.Exec(undo, "ROLLBACK TO SAVEPOINT "+savepointName); rerr != nil {
+		return turnframe.Applied{}, fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr)
 	}
-	return wt.frame.appliedOut(applied), nil
+	if _, rerr := tx.Exec(undo, "RELEASE SAVEPOINT "+savepointName); rerr != nil {
+		return turnframe.Applied{}, fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr)
+	}
+	return turnframe.Applied{}, err
 }
+
+// savepointName is the name of the savepoint ApplyTx writes under.
+const savepointName = "turnframe_apply"

@@ -27,7 +27,10 @@ func (appTx) Backend() string { return "postgres" }
 // cases and order keys), and a call that needs one of them waits for a
 // commit that cannot come. Do not Commit or Rollback it: Apply does. An
 // error of the app's SQL aborts the transaction; return it, and Apply rolls
-// everything back. The app's own tables are its business (schema,
+// everything back. An app that ignores such an error (treating a unique
+// violation as "already there", say) loses the whole Write on PostgreSQL,
+// where SQLite would go on: Apply then reports ErrAppWrite. Guard such a
+// statement with ON CONFLICT, or a savepoint of its own, instead. The app's own tables are its business (schema,
 // migrations); they must not be turnframe's.
 func PgxTx(tx turnframe.Tx) (pgx.Tx, bool) {
 	a, ok := tx.(appTx)

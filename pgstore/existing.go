@@ -46,18 +46,20 @@ func (e *SchemaError) Unwrap() error {
 }
 
 // DatabaseVersion returns the turnframe schema version of the database q
-// connects to (the first schema of its search_path), reading only: 0 when
-// it holds no turnframe schema.
+// connects to (the first schema of its search_path, current_schema(),
+// where Migrate creates the tables), reading only: 0 when it holds no
+// turnframe schema — also when a later schema of the search_path holds
+// one, which Open would not use.
 func DatabaseVersion(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	var table *string
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1)::text`, VersionTable).Scan(&table); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.' || quote_ident($1))::text`, VersionTable).Scan(&table); err != nil {
 		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
 	if table == nil {
 		return 0, nil
 	}
 	var v int64
-	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+VersionTable).Scan(&v); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+*table).Scan(&v); err != nil {
 		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
 	return v, nil

@@ -28,7 +28,7 @@ func (s *Store) TurnPhase(ctx context.Context, account turnframe.AccountID, turn
 
 // dbTurnPhase is TurnPhase on times in the store's frame (frame.go).
 func (s *Store) dbTurnPhase(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.TurnPhaseMarker, error) {
-	t, err := s.LoadTurn(ctx, account, turn)
+	t, err := s.dbLoadTurn(ctx, account, turn) // in the store's frame: TurnPhase moves it out, once
 	if err != nil {
 		return turnframe.TurnPhaseMarker{}, err
 	}

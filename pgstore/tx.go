@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -100,18 +102,34 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 		}
 	}()
 	if err := f(tx); err != nil {
-		return tx, tx.flushFirst(ctx, err)
+		return tx, tx.appAborted(tx.flushFirst(ctx, err))
 	}
 	if err := tx.flushHistory(ctx); err != nil {
-		return tx, err
+		return tx, tx.appAborted(err)
 	}
 	tag, err := tx.Exec(ctx, "commit")
 	if err != nil {
-		return tx, err
+		return tx, tx.appAborted(err)
 	}
 	if tag.String() == "ROLLBACK" {
-		return tx, pgx.ErrTxCommitRollback
+		return tx, tx.appAborted(pgx.ErrTxCommitRollback)
 	}
 	committed = true
 	return tx, nil
+}
+
+// appAborted returns err as ErrAppWrite when it says the transaction was
+// aborted after the App ran (a statement of the app's failed, and the app
+// returned nil, or its error was not what ended it): PostgreSQL refuses
+// every later statement of an aborted transaction, and its COMMIT rolls
+// back. The app's failure, not the store's.
+func (tx *wtx) appAborted(err error) error {
+	if err == nil || !tx.appRan || errors.Is(err, turnframe.ErrAppWrite) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrTxCommitRollback) || (errors.As(err, &pgErr) && pgErr.Code == "25P02") {
+		return fmt.Errorf("%w: a statement of the app's failed and aborted the transaction (its function returned nil): %w", turnframe.ErrAppWrite, err)
+	}
+	return err
 }
