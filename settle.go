@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 )
 
 // Decision is how a person, the application or the policy settles an
@@ -17,6 +18,14 @@ type Decision struct {
 	RemoteRef string
 	Actor     Actor
 	Note      string
+	// Attempt, when not empty, is the attempt the decision was made about,
+	// as the audit trail names it (HistoryRecord.Attempt): a journal
+	// entry's attempt id, an outbox row's attempt number. Settle then
+	// refuses (ErrConflict) a subject at another attempt: one sent again
+	// since the person looked, whose new outcome nobody has seen. An
+	// operator's page or tool should always set it. Empty settles whatever
+	// attempt the subject is at.
+	Attempt string
 }
 
 // Settle is the one way to resolve an uncertain outcome, of either kind:
@@ -43,14 +52,38 @@ type Decision struct {
 // audit trail with d's actor, code and note.
 //
 // For the other verdicts — errors: ErrInvalid for a bad subject, verdict,
-// code, actor or note;
+// code, actor, note or attempt;
 // ErrNotFound for a subject that does not exist for its account;
 // ErrConflict for one whose outcome is not unknown (a concurrent settle won,
-// or it never was), for a resend of a command of an abandoned turn (it
-// would never run), and for a NeedsIntervention one and an actor that may
-// not intervene. Nothing is written on any error.
+// or it never was), for one at another attempt than d.Attempt, for a
+// resend of a command of an abandoned turn (it would never run), and for a
+// NeedsIntervention one and an actor that may not intervene. Nothing is
+// written on any error.
 func (r *Recovery) Settle(ctx context.Context, subject Subject, d Decision) error {
-	return r.settle(ctx, subject, d, fence{})
+	f, err := fenceFrom(subject, d.Attempt)
+	if err != nil {
+		return err
+	}
+	return r.settle(ctx, subject, d, f)
+}
+
+// fenceFrom returns the fence a Decision's Attempt names for subject.
+func fenceFrom(subject Subject, attempt string) (fence, error) {
+	if attempt == "" {
+		return fence{}, nil
+	}
+	if subject.Kind == SubjectJournal {
+		id, err := ParseAttemptID(attempt)
+		if err != nil {
+			return fence{}, invalid("attempt", "%q is not an attempt id", attempt)
+		}
+		return fence{attempt: id}, nil
+	}
+	n, err := strconv.Atoi(attempt)
+	if err != nil || n < 1 {
+		return fence{}, invalid("attempt", "%q is not an attempt number", attempt)
+	}
+	return fence{attempts: n}, nil
 }
 
 // fence is what a settlement of an uncertain outcome expects to find: the

@@ -37,7 +37,10 @@ them), and a command left executing on an abandoned turn once its attempt's
 lease ended (completed or failed), through Recovery.Settle, the one settle
 path: the move and its audit record ('turnframe history') are one immediate
 transaction, which waits up to --busy-timeout for the application's writes.
-Only a person or the application may settle what needs intervention, so
+With --attempt (the row's attempt number, the entry's attempt id, as 'turnframe
+show' prints them), it settles only what you looked at: a row or entry sent
+again since then, at another attempt, is refused (exit 2), its new outcome
+unseen. Only a person or the application may settle what needs intervention, so
 --actor may not be "recovery", "policy" or "worker:…". Anything else — a row
 or entry in another status, a resend of a command whose turn was abandoned —
 is refused (exit 2), unchanged.`,
@@ -48,8 +51,9 @@ is refused (exit 2), unchanged.`,
 			ref := fs.String("ref", "", "the remote system's `reference` for the effect, if it gave one")
 			note := fs.String("note", "", "why, in a few words, for the audit trail (at most 1024 bytes)")
 			actor := fs.String("actor", string(turnframe.ActorOperator), "who decides, as the audit trail records it (like operator:alice)")
+			attempt := fs.String("attempt", "", "settle only if the row or entry is still at this `attempt` (a row's number, an entry's id)")
 			return func(ctx context.Context, e *env, args []string) error {
-				req, err := parseSettle(args, settleFlags{account: *account, code: *code, ref: *ref, note: *note, actor: *actor})
+				req, err := parseSettle(args, settleFlags{account: *account, code: *code, ref: *ref, note: *note, actor: *actor, attempt: *attempt})
 				if err != nil {
 					return err
 				}
@@ -70,7 +74,7 @@ is refused (exit 2), unchanged.`,
 
 // settleFlags are settle's flags as given.
 type settleFlags struct {
-	account, code, ref, note, actor string
+	account, code, ref, note, actor, attempt string
 }
 
 // settleRequest is a settle command line, checked.
@@ -135,7 +139,7 @@ func parseSettle(args []string, f settleFlags) (settleRequest, error) {
 	if len(f.note) > turnframe.MaxNoteLen {
 		return req, usagef("--note is %d bytes; at most %d", len(f.note), turnframe.MaxNoteLen)
 	}
-	req.decision = turnframe.Decision{Verdict: v, Code: code, RemoteRef: f.ref, Actor: actor, Note: f.note}
+	req.decision = turnframe.Decision{Verdict: v, Code: code, RemoteRef: f.ref, Actor: actor, Note: f.note, Attempt: f.attempt}
 	return req, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,6 +66,26 @@ func TestSettle(t *testing.T) {
 		last := lastRecord(t, store, turnframe.OutboxSubject(fixtureAccount, f.unknown))
 		is.Equal(last.Actor, turnframe.ActorOperator) // the audit trail names who settled it
 		is.Equal(last.To, "completed")
+	})
+	t.Run("WithAnAttemptOnlyThatAttemptIsSettled", func(t *testing.T) {
+		is := is.New(t)
+		f := mustFixture(t)
+		rec, err := openFixture(t, f).GetOutbox(context.Background(), f.unknown)
+		is.NoErr(err)
+		seen := strconv.Itoa(rec.Attempts)
+		code, _, stderr := cli(t, "settle", "--db", f.path, f.unknown.String(), "resend", "--attempt", strconv.Itoa(rec.Attempts+1))
+		is.Equal(code, exitUsage) // sent again since: refused
+		is.True(strings.Contains(stderr, "refused, nothing changed"))
+		code, _, _ = cli(t, "settle", "--db", f.path, f.unknown.String(), "resend", "--attempt", "one")
+		is.Equal(code, exitUsage) // not an attempt number
+		rec, err = openFixture(t, f).GetOutbox(context.Background(), f.unknown)
+		is.NoErr(err)
+		is.Equal(rec.Status, turnframe.OutboxOutcomeUnknown) // unchanged
+		code, _, stderr = cli(t, "settle", "--db", f.path, f.unknown.String(), "resend", "--attempt", seen)
+		is.Equal(stderr, "")
+		is.Equal(code, exitOK) // the attempt looked at
+		code, _, _ = cli(t, "settle", "--db", f.path, "--account", "acme", "key-ask-remote", "completed", "--attempt", "01J9Z3K8Q5R6S7T8V9W0X1Y2Z3")
+		is.Equal(code, exitUsage) // an entry at another attempt
 	})
 	t.Run("ARowThatIsNotUnknownExits2Unchanged", func(t *testing.T) {
 		is := is.New(t)

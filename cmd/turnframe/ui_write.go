@@ -25,7 +25,9 @@ func (s *uiServer) commandEnv(out *bytes.Buffer) *env {
 // (kind=entry, account, key) with verdict and note, as 'turnframe settle'
 // does.
 func (s *uiServer) settle(r *http.Request) (string, error) {
-	f := settleFlags{note: r.PostFormValue("note"), actor: string(s.opts.actor)}
+	// attempt is the one the page showed: a row or entry sent again since
+	// it was drawn is refused (409), its new outcome unseen.
+	f := settleFlags{note: r.PostFormValue("note"), actor: string(s.opts.actor), attempt: r.PostFormValue("attempt")}
 	var args []string
 	switch r.PostFormValue("kind") {
 	case "row":
