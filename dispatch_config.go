@@ -75,8 +75,11 @@ type DispatchConfig struct {
 	// RunOnce, of concurrent RunOnce calls, of Run). A destination absent,
 	// or with a limit of 0 or less, is capped by Concurrency only. A
 	// claimed row waits for its destination's turn, its lease kept alive;
-	// if the sweep's context ends first it is not sent (CodeNotSent). The
-	// Dispatcher keeps its own copy of the map.
+	// if the sweep's context ends first it is not sent (CodeNotSent). A
+	// send gives its place back when it ends or when SendTimeout passes,
+	// whichever is first: a Sender that ignores its context and runs on
+	// past its deadline no longer counts. The Dispatcher keeps its own copy
+	// of the map.
 	DestinationLimits map[string]int
 }
 

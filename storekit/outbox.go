@@ -143,7 +143,10 @@ func ExpireRow(r turnframe.OutboxRecord, now time.Time) (turnframe.OutboxRecord,
 // RequeueRow moves a Failed row back to Pending, due at at, with a fresh
 // attempt budget: AttemptBase becomes its attempts so far, so the dispatcher
 // grants it MaxAttempts more, while attempt numbers keep rising (the claim's
-// fence never repeats). ErrConflict for a row in another status.
+// fence never repeats). ErrConflict for a row in another status. The rows
+// of its order key after it went out when it failed; it goes out after
+// them, even while one of them is in flight (the ordering rule looks only
+// at earlier rows).
 func RequeueRow(r turnframe.OutboxRecord, at time.Time) (turnframe.OutboxRecord, error) {
 	if r.Status != turnframe.OutboxFailed {
 		return turnframe.OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only a failed row is requeued", turnframe.ErrConflict, r.ID, r.Status)

@@ -217,7 +217,9 @@ it again under the same idempotency key: for a row the remote refused that
 you have since fixed (or that ran out of attempts). It gets a fresh attempt
 budget: the dispatcher allows it as many attempts again as a new row, while
 its attempt count keeps rising (its attempt base becomes its attempts so
-far). A row in any other status is refused (exit 2), unchanged.`,
+far). A row in any other status is refused (exit 2), unchanged. A row with an
+order key goes out at once, after the later rows of its key that went out
+when it failed, even while one of them is still being sent.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			return func(ctx context.Context, e *env, args []string) error {
