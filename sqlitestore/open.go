@@ -25,12 +25,13 @@ import (
 const readPoolSize = 4
 
 // migrateAttempts bounds how often Open runs the migrations. goose takes no
-// lock on SQLite: when two processes open one new file at once, the loser
-// of a migration fails it ("table already exists") once the winner has
-// committed it, and Open runs Up again, which finds it applied. One retry
-// per migration another opener may be applying is enough; three attempts
-// leave room for a second migration file.
-const migrateAttempts = 3
+// lock on SQLite: when two processes open one file at once, both may list a
+// migration as pending, and the loser runs it once the winner has committed
+// it. Every migration fails when run a second time ("table already exists",
+// "duplicate column name": 00004 has a guard for it), so the loser's
+// fails, rolls back whole, and Open runs Up again, which finds it applied.
+// One retry per migration another opener may be applying is enough.
+const migrateAttempts = int(schema.Version) + 1
 
 // sqliteHeader is how every SQLite database file begins.
 var sqliteHeader = []byte("SQLite format 3\x00")

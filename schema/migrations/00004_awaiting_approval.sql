@@ -14,6 +14,16 @@
 
 -- +goose Up
 
+-- A guard: this migration must fail on a file that already has it. goose
+-- takes no lock on SQLite, so two processes opening an old file at once can
+-- both list it as pending, and the second runs it after the first
+-- committed it; every statement below would then succeed again and reset
+-- needs_approval to 0 on every row. On the first run this column is added
+-- to the old table and dropped with it; on a second run it exists, the
+-- migration fails and rolls back, and Open runs Up again, which finds it
+-- applied (sqlitestore's migrateAttempts).
+ALTER TABLE journal ADD COLUMN needs_approval INTEGER NOT NULL DEFAULT 0;
+
 CREATE TABLE journal_new (
     seq            INTEGER PRIMARY KEY,
     account        TEXT    NOT NULL,
