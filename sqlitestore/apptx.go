@@ -23,9 +23,15 @@ func (appTx) Backend() string { return "sqlite" }
 // them all back. false for a Tx of another store.
 //
 // Use it only during the App call, and never call the Store from it: the
-// transaction holds the store's one writer connection. Do not Commit or
-// Rollback it: Apply does. The app's own tables are its business (schema,
-// migrations); they must not be turnframe's.
+// transaction holds the store's one writer connection, and a Store call
+// from it waits for its own context to end (a write) — nothing detects it.
+// Do not Commit or Rollback it: Apply does. The app's own tables are its
+// business (schema, migrations); they must not be turnframe's. turnframe
+// records its schema version in goose's default table, goose_db_version
+// (schema.VersionTable): an app that migrates its own tables with goose in
+// the same file must give goose a table of its own (goose.WithTableName),
+// or the two version lists mix — Open then refuses the file as written by
+// a newer turnframe, or goose skips the app's migration 1 as applied.
 func SQLTx(tx turnframe.Tx) (*sql.Tx, bool) {
 	a, ok := tx.(appTx)
 	return a.tx, ok && a.tx != nil
