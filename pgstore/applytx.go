@@ -85,6 +85,20 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 		return turnframe.Applied{}, fmt.Errorf("savepoint: %w", err)
 	}
 	wt := &wtx{q: tx, app: tx, callerNow: callerNow}
+	undo := func() error {
+		uctx := context.WithoutCancel(ctx)
+		if _, err := tx.Exec(uctx, "ROLLBACK TO SAVEPOINT "+savepointName); err != nil {
+			return err
+		}
+		_, err := tx.Exec(uctx, "RELEASE SAVEPOINT "+savepointName)
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			undo() // a panic of w.App: a caller that recovers it and commits commits nothing of w
+			panic(p)
+		}
+	}()
 	applied, err := s.applyAndNotify(ctx, wt, w)
 	if err == nil {
 		err = wt.flush(ctx)
@@ -97,11 +111,7 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	} else {
 		err = wt.appAborted(wt.flushFirst(ctx, err))
 	}
-	undo := context.WithoutCancel(ctx)
-	if _, rerr := tx.Exec(undo, "ROLLBACK TO SAVEPOINT "+savepointName); rerr != nil {
-		return turnframe.Applied{}, fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr)
-	}
-	if _, rerr := tx.Exec(undo, "RELEASE SAVEPOINT "+savepointName); rerr != nil {
+	if rerr := undo(); rerr != nil {
 		return turnframe.Applied{}, fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr)
 	}
 	return turnframe.Applied{}, err

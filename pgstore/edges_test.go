@@ -162,3 +162,23 @@ func TestTurnPhaseMovesItsTimeIntoTheCallersFrameOnce(t *testing.T) {
 	d := marker.UpdatedAt.Sub(loaded.UpdatedAt)
 	is.True(d < time.Second && d > -time.Second) // TurnPhase and LoadTurn agree on the update time
 }
+
+// An App that panics under ApplyTx: a caller that recovers the panic and
+// commits its transaction commits nothing of the Write.
+func TestApplyTxWhoseAppPanicsLeavesNothingOfTheWrite(t *testing.T) {
+	is := is.New(t)
+	s := mustOpen(t, pgstore.WithClock(pgstore.CallerClock))
+	ids := turnframe.NewIDGenerator()
+	turn := ids.TurnID(base)
+	tx, err := s.BeginTx(context.Background())
+	is.NoErr(err)
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = s.ApplyTx(context.Background(), tx, turnframe.Write{Account: "acme", Turn: turn, Now: base,
+			Begin: &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(base), Text: "hi"},
+			App:   func(context.Context, turnframe.Tx) error { panic("app bug") }})
+	}()
+	is.NoErr(tx.Commit(context.Background())) // the caller commits
+	_, err = s.LoadTurn(context.Background(), "acme", turn)
+	is.True(errors.Is(err, turnframe.ErrNotFound)) // nothing of the Write whose App panicked
+}

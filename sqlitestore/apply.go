@@ -110,21 +110,37 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 	if _, err := t.ExecContext(ctx, savepointSQL); err != nil {
 		return turnframe.Applied{}, s.fail(ctx, "apply: savepoint", err)
 	}
-	applied, err := s.apply(ctx, t, w)
-	if err != nil {
-		// Undo w alone, even if ctx ended: the caller's own rows stay.
-		undo := context.WithoutCancel(ctx)
-		if _, rerr := t.ExecContext(undo, rollbackToSavepointSQL); rerr != nil {
-			return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr))
+	// Undo w alone, even if ctx ended, on an error and on a panic of w.App:
+	// the caller's own rows stay, and a caller that recovers the panic and
+	// commits commits nothing of w.
+	undo := func() error {
+		uctx := context.WithoutCancel(ctx)
+		if _, err := t.ExecContext(uctx, rollbackToSavepointSQL); err != nil {
+			return err
 		}
-		t.ExecContext(undo, releaseSavepointSQL)
-		return turnframe.Applied{}, s.fail(ctx, "apply", err)
+		_, err := t.ExecContext(uctx, releaseSavepointSQL)
+		return err
 	}
-	if _, err := t.ExecContext(ctx, releaseSavepointSQL); err != nil {
-		return turnframe.Applied{}, s.fail(ctx, "apply: release savepoint", err)
+	defer func() {
+		if p := recover(); p != nil {
+			undo()
+			panic(p)
+		}
+	}()
+	applied, err := s.apply(ctx, t, w)
+	if err == nil {
+		// A release a done ctx kept from SQLite leaves the savepoint open
+		// with w in it: undone below like any error.
+		if _, err = t.ExecContext(ctx, releaseSavepointSQL); err == nil {
+			s.notifyEnqueued(applied) // before the caller's commit: see Enqueued
+			return applied, nil
+		}
+		err = fmt.Errorf("release savepoint: %w", err)
 	}
-	s.notifyEnqueued(applied) // before the caller's commit: see Enqueued
-	return applied, nil
+	if rerr := undo(); rerr != nil {
+		return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr))
+	}
+	return turnframe.Applied{}, s.fail(ctx, "apply", err)
 }
 
 // The statements of Apply, prepared when the store opens (stmt.go).

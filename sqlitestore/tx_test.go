@@ -181,3 +181,42 @@ func TestBeginExistingTurnIsConflict(t *testing.T) {
 	_, err = s.Apply(ctx, w)
 	is.True(errors.Is(err, turnframe.ErrConflict)) // turn ids are unique across accounts
 }
+
+// TestApplyTxLeavesNothingOfAWriteThatDidNotReturnCleanly: ApplyTx's Write
+// is undone, and the caller's own row kept, when its App panics (a caller
+// that recovers the panic and commits), and when the caller's context ends
+// after the Write's statements ran but before the savepoint's release (the
+// release never reaches SQLite). Found by outside attacks (the second on
+// pgstore first): in both the caller's commit used to commit the Write.
+func TestApplyTxLeavesNothingOfAWriteThatDidNotReturnCleanly(t *testing.T) {
+	tests := []struct {
+		name string
+		app  func(cancel context.CancelFunc) turnframe.AppWrites
+	}{
+		{"AppPanics", func(context.CancelFunc) turnframe.AppWrites {
+			return func(context.Context, turnframe.Tx) error { panic("app bug") }
+		}},
+		{"ContextEndsBeforeTheRelease", func(cancel context.CancelFunc) turnframe.AppWrites {
+			return func(context.Context, turnframe.Tx) error { cancel(); return nil }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			s, tx, commit := appTxWithItsOwnRow(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			commit.App = tt.app(cancel)
+			var err error
+			func() {
+				defer func() { _ = recover() }()
+				_, err = s.ApplyTx(ctx, tx, commit)
+			}()
+			is.True(err != nil || tt.name == "AppPanics") // reported as failed (or it panicked)
+			is.NoErr(tx.Commit())                         // the caller commits its own row
+			is.Equal(count(t, s, "bookings"), 1)          // the caller's row
+			is.Equal(count(t, s, "outbox"), 0)            // and nothing of the Write
+			is.Equal(count(t, s, "events"), 0)
+		})
+	}
+}
