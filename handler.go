@@ -117,8 +117,13 @@ func Commit(events []Event, msgs ...OutboxMessage) Outcome {
 
 // Reject is the outcome of a command the domain refused: it took no effect.
 // code (at most 200 bytes of UTF-8; may be empty) says why and is kept on
-// the journal entry.
+// the journal entry; a code no store keeps is replaced by
+// CodeInvalidRejectCode (and logged), so the rejection is still recorded.
 func Reject(code string) Outcome { return Outcome{kind: OutcomeReject, code: code} }
+
+// CodeInvalidRejectCode replaces the code of a handler's Reject that no
+// store keeps (over 200 bytes, not UTF-8, a NUL byte).
+const CodeInvalidRejectCode = "turnframe.handler.invalid_code"
 
 // Unknown is the outcome of a command that reached a remote system and got no
 // answer: it may or may not have taken effect. remoteRef (at most 1024 bytes;
@@ -585,6 +590,13 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, s Settlement
 		w.Expect = map[CaseKey]CaseRevision{e.Case: rev}
 	case OutcomeReject:
 		s.To, s.Code = JournalRejected, out.code
+		if err := CheckCode("code", out.code); err != nil {
+			// The rejection must be recorded whatever its code: refused,
+			// the entry would stay executing and run again.
+			x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a rejection's code replaced: it is not a code a store keeps",
+				slog.String("key", string(e.Key)), slog.String("error", err.Error()), slog.String("replacement", CodeInvalidRejectCode))
+			s.Code = CodeInvalidRejectCode
+		}
 	case OutcomeUnknown:
 		s.To, s.RemoteRef = JournalOutcomeUnknown, out.remoteRef
 		if err := checkString("remote_ref", out.remoteRef, 0, MaxRemoteRefLen); err != nil {

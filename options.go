@@ -54,8 +54,18 @@ func newSettings(opts []Option) settings {
 func (s settings) observe() observer { return observer{obs: s.observer, log: s.logger} }
 
 // commandLease is how long an attempt holds its journal entry at a time: the
-// command timeout and the lease margin.
-func (s settings) commandLease() time.Duration { return s.commandTimeout + s.leaseMargin }
+// command timeout and the lease margin, at most maxLease (a timeout of
+// math.MaxInt64, "no timeout", must not overflow into a negative lease).
+func (s settings) commandLease() time.Duration {
+	if s.commandTimeout > maxLease-s.leaseMargin {
+		return maxLease
+	}
+	return min(s.commandTimeout+s.leaseMargin, maxLease)
+}
+
+// maxLease bounds a command's lease: a hundred years, far past any
+// deadline, and far from overflowing a time.Time's arithmetic.
+const maxLease = 100 * 365 * 24 * time.Hour
 
 // now returns the clock's time in UTC, truncated to the microsecond the
 // stores keep, so what a caller holds equals what it reads back.

@@ -115,9 +115,11 @@ func (r RecoverReport) Count(o PolicyOutcome) int {
 // holds anyway: ResultInFlight). The scope narrows the turns only; claims
 // and rows are judged by their leases and statuses.
 //
-// One item's failure (a refused write, a handler's error) is recorded in
-// the report and does not stop the others. The error is for a listing or
-// an expiry the store refused, with the report so far.
+// One item's failure (a refused write, a handler's error or panic, its
+// value and stack in the error) is recorded in the report and does not stop
+// the others. The error is for a listing or an expiry the store refused, or
+// ctx's once it ended (the pass stops there: the turns it has not reached
+// are neither tried nor reported), with the report so far.
 func (r *Recovery) Recover(ctx context.Context, scope RecoveryScope, h RecoveryHandler) (RecoverReport, error) {
 	if h == nil {
 		return RecoverReport{}, invalid("handler", "nil")
@@ -182,6 +184,9 @@ func (r *Recovery) sweep(ctx context.Context, scope RecoveryScope, h RecoveryHan
 			return err
 		}
 		for _, m := range markers {
+			if err := ctx.Err(); err != nil {
+				return err // cut short: the turns left are not tried, nor warned about
+			}
 			r.recoverTurn(ctx, h, m, report)
 		}
 		if len(markers) < recoverPage {

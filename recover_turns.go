@@ -2,6 +2,8 @@ package turnframe
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 )
 
 // RecoveryHandler acts on recovery's decisions about turns, one method per
@@ -39,8 +41,15 @@ type SweepFailure struct {
 
 // dispatchAction hands a decision to the handler method of its kind;
 // ActionNothing and ActionReconcileExternal (what the policy left) call
-// nothing.
-func dispatchAction(ctx context.Context, h RecoveryHandler, m TurnPhaseMarker, a RecoveryAction) error {
+// nothing. A panic of the handler is recovered and returned as the turn's
+// error (with its value and stack): one bad turn must not
+// end the recovery pass, or the process, at every start-up.
+func dispatchAction(ctx context.Context, h RecoveryHandler, m TurnPhaseMarker, a RecoveryAction) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("recovery handler %v panicked: %v\n%s", a.Kind, p, debug.Stack())
+		}
+	}()
 	switch a.Kind {
 	case ActionRestartInterpretation:
 		return h.RestartInterpretation(ctx, m, a)

@@ -39,6 +39,18 @@ func WithTraceContext(f func(ctx context.Context) string) Option {
 // message that has none, a copy when it changes any: the Outcome's own
 // slice is left as the handler built it.
 func (rt *Runtime) withTraceContext(ctx context.Context, msgs []OutboxMessage) []OutboxMessage {
+	if i := slices.IndexFunc(msgs, func(m OutboxMessage) bool { return CheckTraceContext(m.TraceContext) != nil }); i >= 0 {
+		// A trace context the handler set that no store keeps is dropped,
+		// not allowed to refuse the commit: tracing is never worth an
+		// effect (the command would stay executing and run again).
+		msgs = slices.Clone(msgs)
+		for i := range msgs {
+			if err := CheckTraceContext(msgs[i].TraceContext); err != nil {
+				rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a message's trace context dropped", slog.String("error", err.Error()))
+				msgs[i].TraceContext = ""
+			}
+		}
+	}
 	f := rt.cfg.traceContext
 	if f == nil || !slices.ContainsFunc(msgs, func(m OutboxMessage) bool { return m.TraceContext == "" }) {
 		return msgs
