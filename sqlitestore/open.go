@@ -103,11 +103,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 // under the usual umask); SQLite then creates -wal and -shm with the same
 // mode. An existing file is left as it is, mode included. Two openers
 // racing on a new file are fine: O_EXCL lets one create it, and the other
-// finds it.
+// finds it. A path that is a symbolic link to a file not there yet (a data
+// volume linked into place) is one O_EXCL refuses to follow: the file is
+// then created through the link, with mode, where SQLite would create it
+// with its default.
 func createPrivate(path string, mode fs.FileMode) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		if _, serr := os.Stat(path); !errors.Is(serr, fs.ErrNotExist) {
+			return nil // the file exists (or cannot be looked at: SQLite will say)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode) // a dangling link: create its target
 	}
 	if err != nil {
 		return err
