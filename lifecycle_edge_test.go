@@ -3,6 +3,8 @@ package turnframe_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"runtime"
@@ -169,4 +171,62 @@ func (l *rtLockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// A plan's replay record is bounded like every other input: its loaded
+// cases and its questions by Limits.Cases and Limits.Questions at the
+// Runtime (100 each by default), and by MaxPlanCases and MaxPlanQuestions
+// in every store. A plan of 100,000 of each (19 MB, model output) used to
+// be stored in one transaction, and every regeneration built 10^10 case
+// keys of answer tasks from it.
+func TestAPlansReplayRecordIsBounded(t *testing.T) {
+	many := func(n int) ([]turnframe.CaseKey, []turnframe.UnderstoodQuestion) {
+		cases := make([]turnframe.CaseKey, n)
+		for i := range cases {
+			cases[i] = turnframe.CaseKey(fmt.Sprint("case/", i))
+		}
+		return cases, make([]turnframe.UnderstoodQuestion, n)
+	}
+	tests := []struct {
+		name      string
+		cases     int
+		questions int
+		field     string
+	}{
+		{"CasesOverTheLimit", 101, 1, "loaded_cases"},
+		{"QuestionsOverTheLimit", 1, 101, "understanding.questions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				rt := turnframe.New(store)
+				turn, err := rt.Receive(context.Background(), rtAccount, rt.NewConversationID(), "q")
+				is.NoErr(err)
+				cases, _ := many(tt.cases)
+				_, questions := many(tt.questions)
+				_, err = rt.Plan(context.Background(), rtAccount, turn, turnframe.Plan{
+					LoadedCases: cases, Understanding: &turnframe.Understanding{Questions: questions}})
+				is.True(errors.Is(err, turnframe.ErrInvalid)) // over the Runtime's limit
+				is.True(strings.Contains(err.Error(), tt.field))
+				rt100 := turnframe.New(store, turnframe.WithLimits(turnframe.Limits{Cases: 1000, Questions: 1000}))
+				_, err = rt100.Plan(context.Background(), rtAccount, turn, turnframe.Plan{
+					LoadedCases: cases, Understanding: &turnframe.Understanding{Questions: questions}})
+				is.NoErr(err) // a raised limit takes it
+			})
+		})
+	}
+	t.Run("EveryStoreKeepsTheCeilings", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			rt := turnframe.New(store)
+			turn, err := rt.Receive(context.Background(), rtAccount, rt.NewConversationID(), "q")
+			is.NoErr(err)
+			cases, questions := many(turnframe.MaxPlanCases + 1)
+			_, err = store.Apply(context.Background(), turnframe.Write{Account: rtAccount, Turn: turn, Now: dispNow,
+				Replay: &turnframe.ReplayRecord{LoadedCases: cases, Understanding: &turnframe.Understanding{Questions: questions}}})
+			is.True(errors.Is(err, turnframe.ErrInvalid)) // whoever wrote the Write
+			is.True(strings.Contains(err.Error(), "ceiling"))
+		})
+	})
 }

@@ -12,6 +12,8 @@ const (
 	MaxPlanCommands    = 1000     // commands one Plan (one Write) admits
 	MaxOutcomeEvents   = 1000     // events one command's outcome (one Write) appends
 	MaxOutcomeMessages = 1000     // outbox messages one command's outcome (one Write) enqueues
+	MaxPlanCases       = 1000     // cases one Plan's replay record names as loaded
+	MaxPlanQuestions   = 1000     // questions one Plan's understanding holds
 )
 
 // Limits bounds what an application hands a Runtime: each field is the most
@@ -44,13 +46,22 @@ type Limits struct {
 	// Messages bounds the outbox messages one command's Commit enqueues.
 	// Default 100, for the same reason. Ceiling MaxOutcomeMessages, 1000.
 	Messages int
+	// Cases bounds the cases one Plan names as loaded (Plan.LoadedCases),
+	// and Questions the questions of its understanding: both go into the
+	// turn's replay record, in the Plan's one transaction, and each
+	// question's answer task names every loaded case. Default 100 each;
+	// ceilings MaxPlanCases and MaxPlanQuestions, 1000.
+	Cases     int
+	Questions int
 }
 
 // DefaultLimits returns the limits a Runtime keeps without WithLimits:
-// 64 KiB of text, 1 MiB payloads and event data, 100 commands per plan,
-// 100 events and 100 outbox messages per command outcome.
+// 64 KiB of text, 1 MiB payloads and event data, 100 commands, 100 loaded
+// cases and 100 questions per plan, 100 events and 100 outbox messages per
+// command outcome.
 func DefaultLimits() Limits {
-	return Limits{Text: 64 << 10, Payload: 1 << 20, EventData: 1 << 20, Commands: 100, Events: 100, Messages: 100}
+	return Limits{Text: 64 << 10, Payload: 1 << 20, EventData: 1 << 20, Commands: 100, Events: 100, Messages: 100,
+		Cases: 100, Questions: 100}
 }
 
 // limitField is one field of Limits: its name, its value, its default and
@@ -70,6 +81,8 @@ func (l *Limits) fields(d Limits) []limitField {
 		{"Commands", &l.Commands, d.Commands, MaxPlanCommands, "MaxPlanCommands"},
 		{"Events", &l.Events, d.Events, MaxOutcomeEvents, "MaxOutcomeEvents"},
 		{"Messages", &l.Messages, d.Messages, MaxOutcomeMessages, "MaxOutcomeMessages"},
+		{"Cases", &l.Cases, d.Cases, MaxPlanCases, "MaxPlanCases"},
+		{"Questions", &l.Questions, d.Questions, MaxPlanQuestions, "MaxPlanQuestions"},
 	}
 }
 
@@ -105,9 +118,18 @@ func (l Limits) checkText(field, text string) error {
 	return checkString(field, text, 0, MaxTextLen)
 }
 
-// checkPlan checks the size of a plan's commands against l: their number,
-// then each payload.
-func (l Limits) checkPlan(cmds []Command) error {
+// checkPlan checks the size of a plan against l: its loaded cases and
+// questions, its commands' number, then each payload.
+func (l Limits) checkPlan(p Plan) error {
+	if err := checkSize("loaded_cases", len(p.LoadedCases), l.Cases, "Limits.Cases", "cases"); err != nil {
+		return err
+	}
+	if p.Understanding != nil {
+		if err := checkSize("understanding.questions", len(p.Understanding.Questions), l.Questions, "Limits.Questions", "questions"); err != nil {
+			return err
+		}
+	}
+	cmds := p.Commands
 	if err := checkSize("commands", len(cmds), l.Commands, "Limits.Commands", "commands"); err != nil {
 		return err
 	}

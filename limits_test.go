@@ -303,7 +303,8 @@ func TestWithLimits(t *testing.T) {
 	t.Run("EveryFieldMayBeRaisedToItsCeiling", func(t *testing.T) {
 		is := is.New(t)
 		top := turnframe.Limits{Text: turnframe.MaxTextLen, Payload: turnframe.MaxPayloadLen, EventData: turnframe.MaxEventDataLen,
-			Commands: turnframe.MaxPlanCommands, Events: turnframe.MaxOutcomeEvents, Messages: turnframe.MaxOutcomeMessages}
+			Commands: turnframe.MaxPlanCommands, Events: turnframe.MaxOutcomeEvents, Messages: turnframe.MaxOutcomeMessages,
+			Cases: turnframe.MaxPlanCases, Questions: turnframe.MaxPlanQuestions}
 		is.Equal(turnframe.New(memstoreForLimits(t), turnframe.WithLimits(top)).Limits(), top) // kept as given
 	})
 	panics := []struct {
@@ -319,6 +320,8 @@ func TestWithLimits(t *testing.T) {
 		{"EventsOverTheirCeiling", turnframe.Limits{Events: turnframe.MaxOutcomeEvents + 1}, "over its ceiling MaxOutcomeEvents"},
 		{"NegativeMessages", turnframe.Limits{Messages: -5}, "Limits.Messages is -5"},
 		{"MessagesOverTheirCeiling", turnframe.Limits{Messages: turnframe.MaxOutcomeMessages + 1}, "over its ceiling MaxOutcomeMessages"},
+		{"CasesOverTheirCeiling", turnframe.Limits{Cases: turnframe.MaxPlanCases + 1}, "over its ceiling MaxPlanCases"},
+		{"QuestionsOverTheirCeiling", turnframe.Limits{Questions: turnframe.MaxPlanQuestions + 1}, "over its ceiling MaxPlanQuestions"},
 	}
 	for _, tc := range panics {
 		t.Run(tc.name+"Panics", func(t *testing.T) {

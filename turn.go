@@ -119,7 +119,7 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 }
 
 func (p Plan) validate(l Limits) error {
-	if err := l.checkPlan(p.Commands); err != nil {
+	if err := l.checkPlan(p); err != nil {
 		return err
 	}
 	for i, c := range p.LoadedCases {

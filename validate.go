@@ -279,7 +279,13 @@ func (m OutboxMessage) Validate() error {
 // abandon code within their bounds. Bad input is ErrInvalid naming the
 // field. A store that kept a basis it cannot read back would wedge the turn.
 func (r ReplayRecord) Validate() error {
+	if err := checkCeiling("loaded_cases", len(r.LoadedCases), MaxPlanCases, "MaxPlanCases", "cases"); err != nil {
+		return err
+	}
 	if r.Understanding != nil {
+		if err := checkCeiling("understanding.questions", len(r.Understanding.Questions), MaxPlanQuestions, "MaxPlanQuestions", "questions"); err != nil {
+			return err
+		}
 		for i, q := range r.Understanding.Questions {
 			if q.Basis > BasisGeneralDomainKnowledge {
 				return invalid(fmt.Sprintf("understanding.questions[%d].basis", i), "%v is not an answer basis", q.Basis)
