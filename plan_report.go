@@ -21,7 +21,11 @@ const (
 	// status, and Execute of this turn never runs it: answer from Entry
 	// ("done at Entry.UpdatedAt" when Committed, Entry.Code when Rejected,
 	// "being verified" when OutcomeUnknown or NeedsIntervention, "in
-	// progress" when Pending or Executing).
+	// progress" when Pending or Executing). Should that turn be abandoned
+	// before its entry ran, nothing runs it and recovery does not list it:
+	// the next plan of the command adopts it (AdoptedFromAbandoned). An
+	// application that abandons turns should plan again what it told the
+	// user was in progress.
 	AdmittedByAnotherTurn
 	// AdoptedFromAbandoned: a turn that was abandoned (Admission.From)
 	// admitted the key and the command never settled there (Pending, or

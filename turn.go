@@ -288,6 +288,12 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 // A crash before the write leaves the turn as it was, which recovery sees as
 // a turn to answer again; the user may then get the answer twice, never the
 // effect.
+//
+// The replay record is read, then written whole: a Plan of the same turn
+// that lands in between loses what it stored (its commands stay admitted).
+// A turn's calls run in order in its own flow; from a recovery loop, scope
+// the pass (RecoveryScope.UpdatedBefore) so it never re-plans a turn still
+// being answered.
 func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, response string) error {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return err
@@ -310,8 +316,11 @@ func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, 
 // Abandon gives a turn up: it moves to PhaseAbandoned, terminal, with code
 // (at most 200 bytes; may be empty) kept in its replay record as the reason.
 // Its pending entries stay as they are and are never run: Execute refuses an
-// abandoned turn. Its uncertain entries are still resolved by Recover or
-// Settle.
+// abandoned turn — also one another turn was told it holds
+// (AdmittedByAnotherTurn, "in progress"): it runs only once a later plan of
+// the same command adopts it. Its uncertain entries are still resolved by
+// Recover or Settle. Like Deliver, it writes the replay record whole: a Plan
+// of the same turn landing in between loses what it stored.
 //
 // Errors: ErrInvalid for bad input; ErrNotFound for a turn that does not
 // exist for account; ErrConflict for a turn already delivered or abandoned.
