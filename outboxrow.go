@@ -20,7 +20,9 @@ type OutboxMessage struct {
 	// W3C traceparent, optionally followed by ";" and a tracestate. It is
 	// opaque here: stored and handed back to the Sender as it was given,
 	// never parsed. At most MaxTraceContextLen bytes of UTF-8 without NUL;
-	// WithTraceContext fills it from the caller's context when empty.
+	// WithTraceContext fills it from the caller's context when empty. In a
+	// handler's Commit, a value that breaks the rule is dropped, with a
+	// warning: tracing never costs the commit.
 	TraceContext string
 }
 

@@ -2,7 +2,7 @@ package turnframe_test
 
 import (
 	"context"
-	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -85,9 +85,11 @@ func TestWithTraceContext(t *testing.T) {
 	}
 }
 
-// A handler that sets a trace context the rule refuses fails its commit
-// like any other bad message: ErrInvalid.
-func TestAHandlersOversizeTraceContextIsInvalid(t *testing.T) {
+// A handler that sets a trace context the rule refuses loses the trace
+// context, not the commit: refused, the entry would stay Executing and the
+// handler run again (an outside attack found the jam; the commit used to be
+// ErrInvalid).
+func TestAHandlersOversizeTraceContextIsDropped(t *testing.T) {
 	is := is.New(t)
 	store := memstore.New()
 	t.Cleanup(func() { store.Close() })
@@ -98,8 +100,11 @@ func TestAHandlersOversizeTraceContextIsInvalid(t *testing.T) {
 	_, err = rt.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{{Key: "k", Case: "order/7", Name: "pay"}}})
 	is.NoErr(err)
 	bad := turnframe.OutboxMessage{Destination: "payments", TraceContext: strings.Repeat("x", turnframe.MaxTraceContextLen+1)}
-	_, err = rt.Execute(ctx, "acme", turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
-		return turnframe.Commit(nil, bad)
-	}))
-	is.True(errors.Is(err, turnframe.ErrInvalid)) // the commit is refused
+	report, err := turnframe.New(store, turnframe.WithLogger(slog.New(slog.DiscardHandler))).Execute(ctx, "acme", turn,
+		turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome { return turnframe.Commit(nil, bad) }))
+	is.NoErr(err)                                               // the commit lands
+	is.Equal(report.Results[0].Kind, turnframe.ResultCommitted) // committed
+	row, err := store.GetOutbox(ctx, report.Results[0].OutboxIDs[0])
+	is.NoErr(err)
+	is.Equal(row.TraceContext, "") // without the value the rule refuses
 }
