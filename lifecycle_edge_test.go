@@ -24,17 +24,19 @@ import (
 // must not overflow the command's lease into a negative one: every take
 // used to be refused, and no command could run.
 func TestAHugeCommandTimeoutStillRunsCommands(t *testing.T) {
-	for _, opt := range []turnframe.Option{
-		turnframe.WithCommandTimeout(time.Duration(math.MaxInt64)),
-		turnframe.WithLeaseMargin(time.Duration(math.MaxInt64)),
+	for name, opt := range map[string]turnframe.Option{
+		"CommandTimeout": turnframe.WithCommandTimeout(time.Duration(math.MaxInt64)),
+		"LeaseMargin":    turnframe.WithLeaseMargin(time.Duration(math.MaxInt64)),
 	} {
-		eachStore(t, func(t *testing.T, store turnframe.Store) {
-			is := is.New(t)
-			rt := turnframe.New(store, opt)
-			turn := rtPlanned(t, rt, rtAccount, rtCmd("k1", "flight/7", "bump"))
-			report, err := rt.Execute(context.Background(), rtAccount, turn, rtNewHandler(rtScript))
-			is.NoErr(err) // a huge timeout runs the command
-			is.Equal(report.Results[0].Kind, turnframe.ResultCommitted)
+		t.Run(name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				rt := turnframe.New(store, opt)
+				turn := rtPlanned(t, rt, rtAccount, rtCmd("k1", "flight/7", "bump"))
+				report, err := rt.Execute(context.Background(), rtAccount, turn, rtNewHandler(rtScript))
+				is.NoErr(err) // a huge timeout runs the command
+				is.Equal(report.Results[0].Kind, turnframe.ResultCommitted)
+			})
 		})
 	}
 }

@@ -187,8 +187,8 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 	if errors.Is(err, ErrNotFound) {
 		// The entry was there when read: a new turn's plan adopted it from
 		// its abandoned turn meanwhile. It is no longer what was settled.
-		if now, rerr := r.store.ByKey(ctx, subject.Account, key); rerr == nil && now.Turn != e.Turn {
-			err = fmt.Errorf("%w: turn %v adopted the entry while it was being settled: read it again", ErrConflict, now.Turn)
+		if moved, rerr := r.store.ByKey(ctx, subject.Account, key); rerr == nil && moved.Turn != e.Turn {
+			err = fmt.Errorf("%w: turn %v adopted the entry while it was being settled: read it again", ErrConflict, moved.Turn)
 		}
 	}
 	return e.Name, err
