@@ -571,6 +571,13 @@ func (c *child) finish(ctx context.Context, account turnframe.AccountID, turn tu
 				seen("app_error", "%v", turn)
 				return true, nil // its attempt's lease ends, and a later sweep resumes it
 			}
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				// A local command's handler outlived the command timeout (a
+				// loaded machine, the race detector): its entry stays
+				// Pending, nothing of it written, and a later sweep runs it.
+				seen("local_timeout", "%v", turn)
+				return true, nil
+			}
 			if !errors.Is(err, turnframe.ErrConflict) {
 				return false, fmt.Errorf("execute %v: %w", turn, err)
 			}
