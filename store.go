@@ -8,8 +8,9 @@ import (
 // Write is one step of one turn, applied entirely or not at all by
 // Store.Apply: the only way a turn changes.
 //
-// The parts are applied in this order inside one transaction: Begin, Admit,
-// Settle, Expect, Events, Outbox, Phase or Advance, Replay, and last App. Events and
+// The parts are applied in this order inside one transaction: Begin,
+// ExpectPhase, Admit, Settle, Expect, Events, Outbox, Phase or Advance,
+// Replay, and last App. Events and
 // Outbox rows belong to the one Settlement of the Write that moves an entry
 // to JournalCommitted; a Write that carries events or outbox rows without
 // exactly one such settlement is ErrInvalid.
@@ -40,6 +41,13 @@ type Write struct {
 	// pending, meanwhile.
 	// Setting both Phase and Advance is ErrInvalid.
 	Advance TurnPhase
+	// ExpectPhase is an optimistic check on the turn: a turn whose phase,
+	// as stored before this Write, is not ExpectPhase is ErrConflict
+	// (storekit.CheckExpectedPhase) and nothing is written. PhaseUnset
+	// checks nothing; with Begin it is ErrInvalid. Deliver and Abandon
+	// write the replay record they read under the phase they read it in,
+	// so a Plan landing in between is refused, not overwritten.
+	ExpectPhase TurnPhase
 	// Replay, when not nil, replaces the turn's replay record.
 	Replay *ReplayRecord
 	// Admit admits commands Pending (AwaitingApproval for a command that

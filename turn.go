@@ -289,11 +289,10 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 // a turn to answer again; the user may then get the answer twice, never the
 // effect.
 //
-// The replay record is read, then written whole: a Plan of the same turn
-// that lands in between loses what it stored (its commands stay admitted).
-// A turn's calls run in order in its own flow; from a recovery loop, scope
-// the pass (RecoveryScope.UpdatedBefore) so it never re-plans a turn still
-// being answered.
+// The replay record is read, then written whole, under the phase it was
+// read in (Write.ExpectPhase): a Plan of the same turn that lands in between
+// makes Deliver read it again, so what the Plan stored is kept — and if the
+// Plan admitted commands, Deliver is the ErrConflict above.
 func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, response string) error {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return err
@@ -301,12 +300,7 @@ func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, 
 	if err := rt.cfg.limits.checkText("response", response); err != nil {
 		return err
 	}
-	rec, err := rt.replayOf(ctx, account, turn)
-	if err != nil {
-		return fmt.Errorf("deliver turn %v: %w", turn, err)
-	}
-	rec.Response = response
-	_, err = rt.store.Apply(ctx, Write{Account: account, Turn: turn, Phase: PhaseDelivered, Replay: &rec, Now: rt.cfg.now()})
+	err := rt.finish(ctx, account, turn, PhaseDelivered, func(r *ReplayRecord) { r.Response = response })
 	if err != nil {
 		return fmt.Errorf("deliver turn %v: %w", turn, err)
 	}
@@ -319,8 +313,8 @@ func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, 
 // abandoned turn — also one another turn was told it holds
 // (AdmittedByAnotherTurn, "in progress"): it runs only once a later plan of
 // the same command adopts it. Its uncertain entries are still resolved by
-// Recover or Settle. Like Deliver, it writes the replay record whole: a Plan
-// of the same turn landing in between loses what it stored.
+// Recover or Settle. Like Deliver, it keeps what a Plan landing between its
+// read of the replay record and its write stored.
 //
 // Errors: ErrInvalid for bad input; ErrNotFound for a turn that does not
 // exist for account; ErrConflict for a turn already delivered or abandoned.
@@ -332,16 +326,41 @@ func (rt *Runtime) Abandon(ctx context.Context, account AccountID, turn TurnID, 
 	if err := CheckCode("code", code); err != nil {
 		return err
 	}
-	rec, err := rt.replayOf(ctx, account, turn)
-	if err != nil {
-		return fmt.Errorf("abandon turn %v: %w", turn, err)
-	}
-	rec.AbandonCode = code
-	_, err = rt.store.Apply(ctx, Write{Account: account, Turn: turn, Phase: PhaseAbandoned, Replay: &rec, Now: rt.cfg.now()})
+	err := rt.finish(ctx, account, turn, PhaseAbandoned, func(r *ReplayRecord) { r.AbandonCode = code })
 	if err != nil {
 		return fmt.Errorf("abandon turn %v: %w", turn, err)
 	}
 	return nil
+}
+
+// finish moves the turn to the terminal phase to, with its replay record as
+// edit leaves it. The record is read after the phase, and the Write expects
+// that phase (Write.ExpectPhase): a Plan — the one write that changes the
+// record before a turn ends — landing between the read and the write moves
+// the phase, the store refuses the Write, and finish reads both again. A
+// phase never goes back, so the reads are repeated at most once per phase;
+// a refusal under a phase that did not move is the caller's error.
+func (rt *Runtime) finish(ctx context.Context, account AccountID, turn TurnID, to TurnPhase, edit func(*ReplayRecord)) error {
+	marker, err := rt.store.TurnPhase(ctx, account, turn)
+	if err != nil {
+		return err
+	}
+	for tries := 1; ; tries++ {
+		rec, err := rt.replayOf(ctx, account, turn)
+		if err != nil {
+			return err
+		}
+		edit(&rec)
+		w := Write{Account: account, Turn: turn, Phase: to, ExpectPhase: marker.Phase, Replay: &rec, Now: rt.cfg.now()}
+		if _, err = rt.store.Apply(ctx, w); !errors.Is(err, ErrConflict) || tries >= int(PhaseAbandoned) {
+			return err
+		}
+		again, rerr := rt.store.TurnPhase(ctx, account, turn)
+		if rerr != nil || again.Phase == marker.Phase {
+			return err
+		}
+		marker = again
+	}
 }
 
 // replayOf returns the turn's replay record, or an empty one for a turn that

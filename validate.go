@@ -340,6 +340,12 @@ func (w Write) validate() error {
 	if w.Advance > PhaseAbandoned {
 		return invalid("advance", "%v is not a phase", w.Advance)
 	}
+	if w.ExpectPhase > PhaseAbandoned {
+		return invalid("expect_phase", "%v is not a phase", w.ExpectPhase)
+	}
+	if w.ExpectPhase != PhaseUnset && w.Begin != nil {
+		return invalid("expect_phase", "a write that begins its turn expects no phase (%v)", w.ExpectPhase)
+	}
 	if w.Phase != PhaseUnset && w.Advance != PhaseUnset {
 		return invalid("advance", "a write moves the phase (%v) or advances it if it may (%v), not both", w.Phase, w.Advance)
 	}

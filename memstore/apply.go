@@ -103,6 +103,9 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 			return nil, applied, err
 		}
 		c.turn = t.turn
+		if err := storekit.CheckExpectedPhase(c.turn.Phase, w.ExpectPhase); err != nil {
+			return nil, applied, err
+		}
 	}
 	c.turn.UpdatedAt = w.Now
 

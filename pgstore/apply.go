@@ -159,6 +159,9 @@ func (s *Store) apply(ctx context.Context, tx *wtx, w turnframe.Write) (turnfram
 	// stored is the turn's phase before this Write moves it: the phase the
 	// journal rules (Readmit, NextEntry) read.
 	stored := turn.Phase
+	if err := storekit.CheckExpectedPhase(stored, w.ExpectPhase); err != nil {
+		return applied, err
+	}
 
 	if len(w.Admit) > 0 {
 		if err := storekit.CheckAdmit(turn.Phase); err != nil {

@@ -33,6 +33,17 @@ func CheckAdmit(phase turnframe.TurnPhase) error {
 	return nil
 }
 
+// CheckExpectedPhase checks a Write's ExpectPhase against the turn's phase
+// as stored before the Write: ErrConflict when they differ, nil when they
+// agree or want is PhaseUnset. A store calls it as it loads the turn,
+// before it writes anything of the Write.
+func CheckExpectedPhase(stored, want turnframe.TurnPhase) error {
+	if want == turnframe.PhaseUnset || want == stored {
+		return nil
+	}
+	return fmt.Errorf("%w: turn is %v, the write expected %v: it moved since it was read", turnframe.ErrConflict, stored, want)
+}
+
 // Readmit decides what admitting cmd into turn does when its key already
 // admitted existing, an entry of a turn in existingPhase:
 //

@@ -22,6 +22,7 @@ func turnTests() []test {
 		{"EveryApplyStampsTheTurnsUpdateTime", testApplyStampsTurn},
 		{"ReplayIsReplacedWholeByEachWriteThatCarriesOne", testReplayReplaced},
 		{"ReplayOfATurnWithoutOneIsNotFound", testReplayMissing},
+		{"ExpectPhaseRefusesAWriteWhoseTurnIsInAnotherPhaseAndWritesNothing", testExpectPhase},
 		{"ListUnfinishedTurnsIncludesADeliveredTurnHoldingAnUnknownEntry", testUnfinishedIncludesDeliveredUnknown},
 		{"ListUnfinishedTurnsIncludesADeliveredTurnWhoseEntryWasPutBackToResend", testUnfinishedIncludesDeliveredResend},
 		{"ListUnfinishedTurnsIncludesAnAbandonedTurnHoldingARunningAttemptAndAReconciliationSettlesItOnceItsLeaseEnded", testUnfinishedIncludesAbandonedRunning},
@@ -205,6 +206,34 @@ func testReplayReplaced(t *testing.T, e *env) {
 	got, err = e.s.Replay(e.ctx, acme, turn)
 	is.NoErr(err)                    // replay
 	is.Equal(got.Response, "booked") // a write without a replay keeps it
+}
+
+func testExpectPhase(t *testing.T, e *env) {
+	for _, from := range allPhases {
+		t.Run(from.String(), func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			turn := e.turnIn(acme, from, at(0))
+			for _, want := range allPhases {
+				if want == from {
+					continue
+				}
+				w := turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), ExpectPhase: want,
+					Replay: &turnframe.ReplayRecord{Response: "stale"}}
+				if !from.IsTerminal() {
+					w.Admit = []turnframe.Command{command(e.freshKey(), "booking/1")}
+					w.Phase = turnframe.PhaseAbandoned
+				}
+				e.refused(w, turnframe.ErrConflict, fmt.Sprintf("a write expecting %v of a turn %v", want, from))
+			}
+			rec := turnframe.ReplayRecord{Response: "current"}
+			e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(2 * time.Second), ExpectPhase: from, Replay: &rec})
+			got, err := e.s.Replay(e.ctx, acme, turn)
+			is.NoErr(err)                       // replay
+			is.Equal(got.Response, "current")   // the write that expected the stored phase landed
+			is.Equal(e.phase(acme, turn), from) // and moved nothing
+		})
+	}
 }
 
 func testReplayMissing(t *testing.T, e *env) {

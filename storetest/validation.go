@@ -68,6 +68,11 @@ func testBadWrites(t *testing.T, e *env) {
 		{"UnknownPhase", "phase", func(w *turnframe.Write) { w.Phase = turnframe.PhaseAbandoned + 1 }},
 		{"UnknownAdvancePhase", "advance", func(w *turnframe.Write) { w.Phase, w.Advance = turnframe.PhaseUnset, turnframe.PhaseAbandoned+1 }},
 		{"PhaseAndAdvanceTogether", "advance", func(w *turnframe.Write) { w.Advance = turnframe.PhaseCommitted }},
+		{"UnknownExpectedPhase", "expect_phase", func(w *turnframe.Write) { w.ExpectPhase = turnframe.PhaseAbandoned + 1 }},
+		{"ExpectedPhaseOfATurnItBegins", "expect_phase", func(w *turnframe.Write) {
+			w.Begin = &turnframe.StoredTurn{Account: w.Account, ID: w.Turn, Conversation: e.ids.ConversationID(at(0))}
+			w.ExpectPhase = turnframe.PhaseReceived
+		}},
 		{"ReplayWithAnOutOfRangeAnswerBasis", "replay.understanding.questions[0].basis", func(w *turnframe.Write) {
 			w.Replay = &turnframe.ReplayRecord{Understanding: &turnframe.Understanding{Questions: []turnframe.UnderstoodQuestion{
 				{Unit: 1, Basis: turnframe.BasisGeneralDomainKnowledge + 1},

@@ -1034,8 +1034,12 @@ func (r *runner) opReplan() {
 		}
 	}
 	if f&1 != 0 {
-		r.apply(fmt.Sprintf("replan/abandon slot=%d", s), turnframe.Write{Account: acct, Turn: old, Now: r.now,
-			Phase: turnframe.PhaseAbandoned, Replay: &turnframe.ReplayRecord{AbandonCode: "user-left"}})
+		w := turnframe.Write{Account: acct, Turn: old, Now: r.now,
+			Phase: turnframe.PhaseAbandoned, Replay: &turnframe.ReplayRecord{AbandonCode: "user-left"}}
+		if f&0x40 != 0 { // as Abandon writes it: right or wrong, the stores must agree
+			w.ExpectPhase = turnframe.PhasePlanned
+		}
+		r.apply(fmt.Sprintf("replan/abandon slot=%d expect=%v", s, w.ExpectPhase), w)
 	}
 	var cmds []turnframe.Command
 	for i, e := range r.entries(acct, old) {
