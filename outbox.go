@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"strings"
 	"time"
 )
 
@@ -189,10 +188,11 @@ func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 	r := callWithin(ctx, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) }, late)
 	elapsed := d.clock.clock().Sub(start)
 	out := r.value
-	if r.end == callAnswered && strings.HasPrefix(out.Code, libraryCodePrefix) {
-		d.obs.logf(ctx, slog.LevelWarn, "turnframe: sender code replaced: codes beginning \"turnframe.\" are the library's",
-			append(rowAttrs(c), slog.String("code", out.Code), slog.String("replacement", CodeInvalidCode))...)
-		out.Code = CodeInvalidCode
+	if kept := SenderCode(out.Code); r.end == callAnswered && kept != out.Code {
+		d.obs.logf(ctx, slog.LevelWarn, "turnframe: sender code replaced: it is the library's (it begins \"turnframe.\") or not one a store keeps",
+			append(rowAttrs(c), slog.String("code", keepable(out.Code, MaxNameLen)), slog.Int("code_bytes", len(out.Code)),
+				slog.String("replacement", kept))...)
+		out.Code = kept
 	}
 	switch r.end {
 	case callTimedOut:
@@ -227,17 +227,12 @@ func (d *Dispatcher) recordLate(ctx context.Context, c Claim, remoteRef, note st
 
 // settlementFor turns a send's outcome into the settlement of its row, at
 // now, the claim's time; answered is when the answer came, by the sweep's
-// clock (retryAt). A code or reference no
-// store would keep is replaced or dropped (and logged), so the row still
+// clock (retryAt). A reference no
+// store would keep is dropped (and logged), so the row still
 // settles as the sender classified it: a refused settlement would leave the
 // row to be released and sent again.
 func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched, now, answered time.Time) (OutboxSettlement, rowFate) {
-	code, ref := out.Code, out.RemoteRef
-	if CheckCode("code", code) != nil {
-		d.obs.logf(ctx, slog.LevelWarn, "turnframe: sender code replaced: it is not a code a store keeps",
-			append(rowAttrs(c), slog.String("code", code), slog.String("replacement", CodeInvalidCode))...)
-		code = CodeInvalidCode
-	}
+	code, ref := out.Code, out.RemoteRef // send kept the code (SenderCode)
 	if checkString("remote_ref", ref, 0, MaxRemoteRefLen) != nil {
 		d.obs.logf(ctx, slog.LevelWarn, "turnframe: remote reference dropped: it is not one a store keeps",
 			append(rowAttrs(c), slog.Int("remote_ref_bytes", len(ref)))...)

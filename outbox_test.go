@@ -935,3 +935,36 @@ func TestASendersCodeCannotPassForTheLibrarys(t *testing.T) {
 		})
 	}
 }
+
+// SenderCode is the one rule for the code a Sender's answer keeps: the row
+// is settled with it, and an adapter reporting the send reports it. The
+// code it replaces is logged, cut to what a store keeps: a Sender's 1 MiB
+// code is not a 1 MiB log line.
+func TestSenderCodeIsTheCodeTheRowKeeps(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	cases := []struct{ code, want string }{
+		{"http.503", "http.503"},
+		{"", ""},
+		{turnframe.CodeSendTimeout, turnframe.CodeInvalidCode},
+		{"turnframe.", turnframe.CodeInvalidCode},
+		{"http.\xff\xfe", turnframe.CodeInvalidCode},
+		{huge, turnframe.CodeInvalidCode},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%.20q", tc.code), func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(turnframe.SenderCode(tc.code), tc.want) // the kept code
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				rows := dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+				var log dispLog
+				sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: tc.code}}
+				d := turnframe.NewDispatcher(store, sender, turnframe.DefaultDispatchConfig("w1"), turnframe.WithLogger(dispLogger(&log)))
+				_, err := d.RunOnce(context.Background(), dispNow)
+				is.NoErr(err)
+				is.Equal(dispGet(t, store, rows[0].ID).LastCode, tc.want) // the row keeps what SenderCode says
+				is.True(len(log.String()) < 64<<10)                       // the replaced code is logged cut short
+			})
+		})
+	}
+}

@@ -2,12 +2,26 @@ package turnframe
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
 // libraryCodePrefix begins every code the library writes; a Sender's code
 // may not (Dispatched.Code).
 const libraryCodePrefix = "turnframe."
+
+// SenderCode returns the code the dispatcher keeps for code, the code of a
+// Sender's answer (Dispatched.Code): code itself, unless it is the
+// library's (it begins "turnframe.") or no store keeps it (over 200 bytes,
+// or not UTF-8): then CodeInvalidCode. An adapter that reports a send's
+// code (otelturnframe's error.type) reports this one, so that it says what
+// the row was settled with.
+func SenderCode(code string) string {
+	if strings.HasPrefix(code, libraryCodePrefix) || CheckCode("code", code) != nil {
+		return CodeInvalidCode
+	}
+	return code
+}
 
 // Codes the dispatcher records or reports on its own. Every other code is
 // the one a Sender chose.
