@@ -444,7 +444,9 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 // again: held by a live attempt elsewhere (by this runtime's clock, or by
 // the store's: refusedTake), it is reported ResultInFlight;
 // settled meanwhile, as it is; taken and abandoned by a caller that died, it
-// is taken again (at most takeTries times). When taken is false, res reports
+// is taken again (at most takeTries times) — unless its command's Remote
+// forbids running a dead attempt again (mustNotRerun): it is then declared
+// unknown, as run declares one it lists. When taken is false, res reports
 // the entry and err says why it was not taken, if that is an error.
 func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEntry, taken bool, res CommandResult, err error) {
 	rt := x.rt
@@ -480,6 +482,11 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 			return x.refusedTake(ctx, seen, err)
 		case seen.Attempt == e.Attempt || try == takeTries:
 			return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w", err)
+		case x.mustNotRerun(seen):
+			// Another caller took it meanwhile and died: its attempt may
+			// have acted, judged as run judges the entry it listed.
+			res, err := x.declareUnknown(ctx, seen)
+			return seen, false, res, err
 		}
 		e = seen
 	}
