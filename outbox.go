@@ -264,16 +264,19 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 
 // retryAt returns when a row the remote answered retryable is due again:
 // after the larger of backoff and the remote's retryAfter, at most
-// maxBackoff. The backoff is counted from now, the claim's time. A
-// retryAfter that decides the wait is counted from the answer, which came
+// maxBackoff, counted from now, the claim's time — and never before
+// retryAfter (at most maxBackoff) counted from the answer, which came
 // answered − now later, cut to whole seconds (Retry-After's own unit): the
 // remote asked to be left alone from its answer on, and a slow answer must
-// not shorten that, while a send's usual milliseconds leave the due time
-// exactly where now puts it.
+// not shorten that, whether or not the backoff was the longer wait, while a
+// send's usual milliseconds leave the due time exactly where now puts it.
 func retryAt(now, answered time.Time, backoff, retryAfter, maxBackoff time.Duration) time.Time {
-	wait := min(max(backoff, retryAfter), maxBackoff)
-	if retryAfter > backoff && answered.After(now) {
-		now = now.Add(answered.Sub(now).Truncate(time.Second))
+	due := now.Add(min(max(backoff, retryAfter), maxBackoff))
+	if retryAfter > 0 && answered.After(now) {
+		asked := now.Add(answered.Sub(now).Truncate(time.Second)).Add(min(retryAfter, maxBackoff))
+		if asked.After(due) {
+			due = asked
+		}
 	}
-	return now.Add(wait)
+	return due
 }

@@ -968,3 +968,39 @@ func TestSenderCodeIsTheCodeTheRowKeeps(t *testing.T) {
 		})
 	}
 }
+
+// A slow answer never shortens the wait its Retry-After asked for, also when
+// the backoff is the longer wait: counted from the claim, a Retry-After
+// equal to or below the backoff made a row answered after 30 s due before
+// its answer came, and it was sent again at once.
+func TestASlowAnswersRetryAfterIsNeverShortenedByTheBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		initial    time.Duration
+		retryAfter time.Duration
+	}{
+		{"equal to the backoff", 0, time.Second},                // default InitialBackoff 1 s
+		{"below the backoff", 4 * time.Second, 3 * time.Second}, // backoff 4 s decides, answer after 30 s
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				const took = 30 * time.Second
+				row := dispEnqueue(t, store, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})[0]
+				clock := newStepClock(dispNow)
+				sender := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+					clock.set(dispNow.Add(took)) // the remote answers after 30 s
+					return turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "http.503", RetryAfter: tc.retryAfter}
+				})
+				d := turnframe.NewDispatcher(store, sender, turnframe.DispatchConfig{WorkerID: "w1", SendTimeout: time.Hour, InitialBackoff: tc.initial}, turnframe.WithClock(clock.read))
+				_, err := d.RunOnce(context.Background(), dispNow)
+				is.NoErr(err)
+				got := dispGet(t, store, row.ID)
+				is.Equal(got.Status, turnframe.OutboxPending)
+				answered := dispNow.Add(took)
+				t.Logf("answered at +%v, Retry-After %v, due at +%v", took, tc.retryAfter, got.DueAt.Sub(dispNow))
+				is.True(!got.DueAt.Before(answered.Add(tc.retryAfter))) // never due before the wait the remote asked for, from its answer
+			})
+		})
+	}
+}
