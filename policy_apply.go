@@ -43,6 +43,7 @@ func (r *Recovery) applyPolicy(ctx context.Context, u Uncertain, phase TurnPhase
 // policySettle writes d as the policy's and reports outcome.
 func (r *Recovery) policySettle(ctx context.Context, res PolicyResult, d Decision, outcome PolicyOutcome) PolicyResult {
 	d.Actor = ActorPolicy
+	d.Note = keepable(d.Note, MaxNoteLen) // the library's words around a Verifier's or a panic's: never refused
 	res.Outcome, res.Code = outcome, d.Code
 	res.Err = r.settle(ctx, res.Uncertain.Subject, d, fenceOf(res.Uncertain))
 	attrs := []slog.Attr{slog.String("subject", res.Uncertain.Subject.Kind.String()), slog.String("ref", res.Uncertain.Subject.Ref),

@@ -96,3 +96,27 @@ func TestAVerifiedResendIsBoundedToo(t *testing.T) {
 		is.Equal(got.LastCode, turnframe.CodeResendsExhausted)
 	})
 }
+
+// The policy's own words around a Verifier's never refuse its settlement:
+// the escalation after the last unsure lookup wrote "the remote could not
+// tell after every lookup allowed; last: " and the lookup's note cut to
+// MaxNoteLen, over the bound Settle checks, so the row stayed OutcomeUnknown
+// and the pass reported an error.
+func TestALongUnsureNoteNeverRefusesTheEscalation(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		row := polUnknownRow(t, store, "k1", "payments")
+		remote := turnframe.Remote{VerifyTries: 1, Verifier: turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
+			return turnframe.Verification{Found: turnframe.FoundUnsure, Note: strings.Repeat("x", 1000)}
+		})}
+		clock := newPolClock(dispNow.Add(time.Minute))
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now), turnframe.WithDestination("payments", remote))
+		report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
+		is.NoErr(err)
+		p := policyFor(t, report, turnframe.OutboxSubject(rtAccount, row.ID))
+		t.Logf("policy: %v, err: %v", p.Outcome, p.Err)
+		is.NoErr(p.Err)                                                               // the escalation's write landed
+		is.Equal(dispGet(t, store, row.ID).Status, turnframe.OutboxNeedsIntervention) // escalated after its one try
+	})
+}
