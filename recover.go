@@ -149,11 +149,29 @@ func (r *Recovery) recoverRows(ctx context.Context, report *RecoverReport) error
 		return fmt.Errorf("expire claims: %w", err)
 	}
 	report.Expired = expired
-	if len(expired) > 0 {
-		r.obs.logf(ctx, slog.LevelWarn, "turnframe: outbox claims whose lease ended are outcome unknown",
-			slog.Int("rows", len(expired)))
-	}
+	countExpired(ctx, r.store, r.obs, expired)
 	return r.resolveRows(ctx, report)
+}
+
+// countExpired reports the claims ExpireClaims moved to OutcomeUnknown:
+// each is a send that may have left and got no answer, counted as
+// SignalExternalOutcomeUnknown with its row's destination and
+// CodeLeaseEnded, as a send past its deadline is — so that every
+// reconciliation (SignalExternalReconciled) has its unknown counted. The
+// destination costs one read per row; expiries are rare.
+func countExpired(ctx context.Context, store OutboxStore, obs observer, expired []OutboxID) {
+	if len(expired) == 0 {
+		return
+	}
+	obs.logf(ctx, slog.LevelWarn, "turnframe: outbox claims whose lease ended are outcome unknown",
+		slog.Int("rows", len(expired)))
+	for _, id := range expired {
+		var dest string
+		if row, err := store.GetOutbox(ctx, id); err == nil {
+			dest = row.Destination
+		}
+		obs.count(SignalExternalOutcomeUnknown, Labels{Destination: dest, Outcome: CodeLeaseEnded})
+	}
 }
 
 // resolveRows hands every OutcomeUnknown row to the policy, a page at a

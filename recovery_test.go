@@ -468,3 +468,31 @@ func TestRecoveryRecover(t *testing.T) {
 // nopStoreForSweep is a Store that must never be called: input checks come
 // first.
 type nopStoreForSweep struct{ turnframe.Store }
+
+// An expired claim is a send that may have left and got no answer: it is
+// counted SignalExternalOutcomeUnknown, with its destination and
+// CodeLeaseEnded, by Recover and by Run's release alike. Before, only its
+// reconciliation was counted, so a metric of unknowns read fewer than the
+// reconciliations.
+func TestAnExpiredClaimIsCountedAsAnUnknownOutcome(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		dispEnqueue(t, store, "acme", "k1", turnframe.OutboxMessage{Destination: "parking"})
+		claims, err := store.ClaimDue(ctx, dispNow, 10, "worker-dead", time.Second) // its process then dies, mid-send
+		is.NoErr(err)
+		is.Equal(len(claims), 1) // claimed
+
+		obs := &recorder{}
+		later := dispNow.Add(time.Minute)
+		rec := turnframe.NewRecovery(store, turnframe.WithObserver(obs), turnframe.WithClock(func() time.Time { return later }),
+			turnframe.WithDestination("parking", turnframe.Remote{Deduplicates: time.Hour}))
+		report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+		is.NoErr(err)
+		is.Equal(len(report.Expired), 1) // the claim expired
+		unknown := obs.labels(turnframe.SignalExternalOutcomeUnknown)
+		is.Equal(len(unknown), 1)                                                                         // the expired send counted unknown
+		is.Equal(unknown[0], turnframe.Labels{Destination: "parking", Outcome: turnframe.CodeLeaseEnded}) // with its destination
+		is.True(obs.count(turnframe.SignalExternalReconciled) <= len(unknown))                            // nothing known that was not unknown
+	})
+}

@@ -168,7 +168,8 @@ func (l *runLoop) startRelease() {
 func (d *Dispatcher) release(ctx context.Context) error {
 	s, ok := d.store.(Store)
 	if !ok {
-		_, err := d.store.ExpireClaims(ctx, d.clock.now())
+		expired, err := d.store.ExpireClaims(ctx, d.clock.now())
+		countExpired(ctx, d.store, d.obs, expired)
 		return err
 	}
 	r := &Recovery{store: s, cfg: d.clock, obs: d.obs}
