@@ -10,6 +10,27 @@ type ReplayRecord struct {
 	AbandonCode   string         // why the turn was abandoned, if it was
 }
 
+// overCeilings reports whether r holds more loaded cases or questions than
+// a Write may carry (MaxPlanCases, MaxPlanQuestions): only a record a
+// release before those ceilings kept can.
+func (r ReplayRecord) overCeilings() bool {
+	return len(r.LoadedCases) > MaxPlanCases || (r.Understanding != nil && len(r.Understanding.Questions) > MaxPlanQuestions)
+}
+
+// withinCeilings returns r with its loaded cases and questions cut to the
+// ceilings, the first of each kept.
+func (r ReplayRecord) withinCeilings() ReplayRecord {
+	if len(r.LoadedCases) > MaxPlanCases {
+		r.LoadedCases = r.LoadedCases[:MaxPlanCases:MaxPlanCases]
+	}
+	if r.Understanding != nil && len(r.Understanding.Questions) > MaxPlanQuestions {
+		u := *r.Understanding
+		u.Questions = u.Questions[:MaxPlanQuestions:MaxPlanQuestions]
+		r.Understanding = &u
+	}
+	return r
+}
+
 // Understanding is the application's reading of the user's message, reduced
 // to what recovery needs: the questions it must answer.
 type Understanding struct {

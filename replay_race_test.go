@@ -2,12 +2,16 @@ package turnframe_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // rtPlanAfterReplayRead is a store that lets plan run right after the
@@ -83,5 +87,57 @@ func TestAPlanLandingDuringDeliverOrAbandonIsKept(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A file a release before the plan ceilings wrote can hold a turn planned
+// with more loaded cases than MaxPlanCases, and keeps it. Deliver and
+// Abandon read the record and write it back whole, and the ceiling refused
+// that Write: the turn could be neither delivered nor abandoned, by anyone.
+// The record is now cut to the ceilings as the turn ends. The old row is
+// made by writing the record the old release wrote straight into the file.
+func TestAnOldTurnsReplayRecordOverTheCeilingsDoesNotWedgeItsTurn(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
+	is.NoErr(err)
+	t.Cleanup(func() { store.Close() })
+	rt := turnframe.New(store)
+
+	old := func() turnframe.TurnID {
+		turn, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "what do I have booked?")
+		is.NoErr(err)
+		_, err = rt.Plan(ctx, rtAccount, turn, turnframe.Plan{LoadedCases: []turnframe.CaseKey{"booking/1"}})
+		is.NoErr(err)
+		// What the release before d58ed0f stored for a plan of 1001 loaded cases.
+		rec := turnframe.ReplayRecord{}
+		for i := range turnframe.MaxPlanCases + 1 {
+			rec.LoadedCases = append(rec.LoadedCases, turnframe.CaseKey(fmt.Sprintf("booking/%d", i)))
+		}
+		b, err := json.Marshal(rec)
+		is.NoErr(err)
+		tx, err := store.BeginTx(ctx)
+		is.NoErr(err)
+		_, err = tx.ExecContext(ctx, `UPDATE turns SET replay = ? WHERE id = ?`, string(b), turn.String())
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		got, err := store.Replay(ctx, rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(len(got.LoadedCases), turnframe.MaxPlanCases+1) // the file keeps it and reads it back
+		return turn
+	}
+
+	delivered, abandoned := old(), old()
+	errDeliver := rt.Deliver(ctx, rtAccount, delivered, "you have 1001 bookings")
+	errAbandon := rt.Abandon(ctx, rtAccount, abandoned, "gave_up")
+	t.Logf("deliver: %v", errDeliver)
+	t.Logf("abandon: %v", errAbandon)
+	is.NoErr(errDeliver) // an old turn can still be answered
+	is.NoErr(errAbandon) // or given up
+	for _, turn := range []turnframe.TurnID{delivered, abandoned} {
+		got, err := store.Replay(ctx, rtAccount, turn)
+		is.NoErr(err)                                          // replay
+		is.Equal(len(got.LoadedCases), turnframe.MaxPlanCases) // cut to the ceiling, the first kept
+		is.Equal(got.LoadedCases[0], turnframe.CaseKey("booking/0"))
 	}
 }

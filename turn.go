@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 )
 
@@ -339,7 +340,10 @@ func (rt *Runtime) Abandon(ctx context.Context, account AccountID, turn TurnID, 
 // record before a turn ends — landing between the read and the write moves
 // the phase, the store refuses the Write, and finish reads both again. A
 // phase never goes back, so the reads are repeated at most once per phase;
-// a refusal under a phase that did not move is the caller's error.
+// a refusal under a phase that did not move is the caller's error. A
+// record over the plan ceilings, which a release before them kept, is cut
+// to them: written back whole, it would be refused, and the turn could
+// never end.
 func (rt *Runtime) finish(ctx context.Context, account AccountID, turn TurnID, to TurnPhase, edit func(*ReplayRecord)) error {
 	marker, err := rt.store.TurnPhase(ctx, account, turn)
 	if err != nil {
@@ -349,6 +353,11 @@ func (rt *Runtime) finish(ctx context.Context, account AccountID, turn TurnID, t
 		rec, err := rt.replayOf(ctx, account, turn)
 		if err != nil {
 			return err
+		}
+		if rec.overCeilings() {
+			rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a replay record over the plan ceilings, kept by an earlier release, is cut to them as its turn ends",
+				slog.String("turn", turn.String()), slog.Int("loaded_cases", len(rec.LoadedCases)))
+			rec = rec.withinCeilings()
 		}
 		edit(&rec)
 		w := Write{Account: account, Turn: turn, Phase: to, ExpectPhase: marker.Phase, Replay: &rec, Now: rt.cfg.now()}
