@@ -39,6 +39,10 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 // w is written under a savepoint: after an error, tx holds nothing of w and
 // everything the caller wrote before, so the caller may go on and commit
 // its own rows. w.App, if any, runs in tx under the same savepoint, after w.
+// The savepoint is named turnframe_apply, a name the library keeps: an App
+// that opened a savepoint of that name would have its own undone in place
+// of w's (the database resolves a name to the newest savepoint holding it),
+// and a refused w would stay in tx.
 // Unlike Apply it never retries: a deadlock or a serialization failure is
 // returned as ErrBusy, and the caller decides.
 //

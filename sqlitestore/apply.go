@@ -94,6 +94,10 @@ func (s *Store) BeginTx(ctx context.Context) (*sql.Tx, error) {
 // tx holds nothing of w and everything the caller wrote before, so the
 // caller may go on and commit its own rows. tx must come from this Store's
 // BeginTx. w.App, if any, runs in tx under the same savepoint, after w.
+// The savepoint is named turnframe_apply, a name the library keeps: an App
+// that opened a savepoint of that name would have its own undone in place
+// of w's (the database resolves a name to the newest savepoint holding it),
+// and a refused w would stay in tx.
 func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
