@@ -79,7 +79,9 @@
 // id) and AttemptKey, and ends with the settlement as turnframe.outcome,
 // error.type unless completed, and the status Error for failed and
 // unknown. A row without a trace context, or with one that holds no
-// valid traceparent, is sent in a span without a link.
+// valid traceparent, is sent in a span without a link. The span ends
+// within the send's deadline, so its processors must not block (see
+// WrapSender).
 //
 // Ids live on spans, never on the metrics: a span is one event, so an id
 // there costs no cardinality.

@@ -35,8 +35,19 @@ func newConfig(opts []Option) (config, error) {
 
 // WithDurationBuckets sets the bucket boundaries, in seconds, of both
 // duration histograms. They must be finite and strictly increasing, or
-// NewObserver returns a *turnframe.InvalidError. None at all leaves the
-// histograms a count and a sum.
+// NewObserver returns a *turnframe.InvalidError. They are the instruments'
+// advice (metric.WithExplicitBucketBoundaries), which an SDK View
+// overrides.
+//
+// None at all gives no advice: the metric API cannot advise a histogram
+// without buckets, so the MeterProvider's own boundaries apply (the Go
+// SDK's defaults, 0 to 10000, made for milliseconds). To make the
+// histograms a count and a sum, give the MeterProvider a View of an
+// explicit-bucket aggregation with no boundaries:
+//
+//	sdkmetric.WithView(sdkmetric.NewView(
+//		sdkmetric.Instrument{Name: "messaging.*.duration", Scope: instrumentation.Scope{Name: otelturnframe.ScopeName}},
+//		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{}}))
 func WithDurationBuckets(bounds ...float64) Option {
 	return func(c *config) { c.buckets = append([]float64{}, bounds...) }
 }

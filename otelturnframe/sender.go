@@ -40,10 +40,23 @@ const AttemptKey = attribute.Key("turnframe.attempt")
 // "failed" (DispatchPermanent) or "unknown" (DispatchUnknown, a kind out of
 // range, or an answer given after ctx ended, which the dispatcher does not
 // take: error.type is then turnframe.CodeSendTimeout). Unless completed it
-// carries error.type: the answer's code, or the settlement when there is
-// none. Its status is Error for failed and unknown. A next that panics ends
-// the span unknown with error.type turnframe.CodeSenderPanic, and the panic
-// goes on up to the dispatcher.
+// carries error.type: the code the row is settled with — the answer's code
+// as the dispatcher keeps it (turnframe.SenderCode: a code that is the
+// library's, or that no store keeps, becomes turnframe.CodeInvalidCode) —
+// or the settlement when there is none; its status is Error, described by
+// that code, for failed and unknown. A next that panics ends the span
+// unknown with error.type turnframe.CodeSenderPanic, and the panic goes on
+// up to the dispatcher.
+//
+// The span ends inside the send, before Send returns, so its span
+// processors run within the send's deadline
+// (turnframe.DispatchConfig.SendTimeout) and must not block: use the SDK's
+// batch span processor (sdktrace.WithBatcher), never a synchronous one over
+// a slow exporter. A processor that holds End past the deadline spends the
+// send's own time: the dispatcher then takes no answer and settles the row
+// OutcomeUnknown (turnframe.CodeSendTimeout), while the span, ended before
+// the dispatcher decides, says what the answer asked for. A completed send
+// is then made an unknown one, and its span does not say so.
 func WrapSender(next turnframe.Sender, tp trace.TracerProvider) turnframe.Sender {
 	if next == nil {
 		panic("otelturnframe: WrapSender with a nil sender")
@@ -85,7 +98,7 @@ func (s tracedSender) Send(ctx context.Context, entry turnframe.OutboxEntry) (d 
 
 // settlementOf returns the settlement the dispatcher makes of d, answered
 // under ctx, as an OutcomeKey value, and its error.type ("" when
-// completed).
+// completed): the code the dispatcher keeps (turnframe.SenderCode).
 func settlementOf(ctx context.Context, d turnframe.Dispatched) (outcome, errorType string) {
 	if ctx.Err() != nil {
 		return sentUnknown, turnframe.CodeSendTimeout
@@ -103,7 +116,7 @@ func settlementOf(ctx context.Context, d turnframe.Dispatched) (outcome, errorTy
 	if d.Code == "" {
 		return outcome, outcome
 	}
-	return outcome, d.Code
+	return outcome, turnframe.SenderCode(d.Code)
 }
 
 // endSpan records the outcome on span and ends it.

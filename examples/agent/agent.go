@@ -47,13 +47,20 @@ func (a *agent) respond(ctx context.Context, p *process, msg message, die bool) 
 	if got.Redelivered {
 		return a.answerAgain(msg, got)
 	}
-	turn := got.Turn
+	return a.interpret(ctx, p, got.Turn, msg, die, "assistant")
+}
+
+// interpret has the model interpret msg, the message of turn: its tool
+// calls become the turn's commands (Plan, Execute), and its answer from
+// their results is delivered, as who. If die, the process dies after the
+// commands ran and before the answer went out: interpret returns errDied.
+func (a *agent) interpret(ctx context.Context, p *process, turn turnframe.TurnID, msg message, die bool, who string) error {
 	first := a.model.Next(msg, nil)
 	if len(first.Calls) == 0 { // it answers at once: nothing to admit
 		if err := p.rt.Deliver(ctx, account, turn, first.Answer); err != nil {
 			return err
 		}
-		a.say("assistant: %s", first.Answer)
+		a.say("%s: %s", who, first.Answer)
 		return nil
 	}
 	results, err := a.runTools(ctx, p, turn, msg, first.Calls)
@@ -63,20 +70,25 @@ func (a *agent) respond(ctx context.Context, p *process, msg message, die bool) 
 	if die {
 		return errDied
 	}
-	return a.answer(ctx, p, turn, msg, results, "assistant")
+	return a.answer(ctx, p, turn, msg, results, who)
 }
 
 // answerAgain answers a message the client sent again (the same message
 // id): ReceiveMessage found the turn its first delivery began and wrote
 // nothing, so no tool runs a second time. A delivered turn's answer is
-// sent again; one still running answers when it finishes.
+// sent again; an abandoned one will never answer, and the user is told so;
+// any other is still running — in the first delivery's process, or after a
+// crash in recovery's, which finishes it — and answers when it finishes.
 func (a *agent) answerAgain(msg message, got turnframe.Received) error {
 	a.say("  turnframe: [%s] was received before (its turn is %s): nothing runs again", msg.ID, got.Phase)
-	if got.Response == "" {
+	switch {
+	case got.Response != "":
+		a.say("assistant (again, from the first turn): %s", got.Response)
+	case got.Phase == turnframe.PhaseAbandoned:
+		a.say("assistant: I gave up on that message before finishing it. Please ask me again.")
+	default:
 		a.say("assistant: I am still working on that.")
-		return nil
 	}
-	a.say("assistant (again, from the first turn): %s", got.Response)
 	return nil
 }
 
@@ -177,9 +189,25 @@ func (r recoverer) ResumeCommands(ctx context.Context, t turnframe.TurnPhaseMark
 	return r.RegenerateResponse(ctx, t, action)
 }
 
-// RestartInterpretation abandons a turn that died before the model's
-// tool calls were admitted: nothing ran, and the user's client sends the
-// message again. (The story never dies there.)
+// RestartInterpretation interprets again a turn that died before the
+// model's tool calls were admitted (the process died while the model
+// thought): nothing ran, so the model is given the stored message again,
+// and the turn goes on as its first delivery would have — its tools run
+// and its answer is delivered. It must not be abandoned for the client to
+// send the message again: a resend under the same message id is a
+// redelivery of this very turn, which runs nothing (DESIGN.md §7, The
+// inbox), so the message would never be answered. A turn received without
+// a message id, from which its commands' keys would come, is abandoned.
+// (The story never dies there.)
 func (r recoverer) RestartInterpretation(ctx context.Context, t turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
-	return r.p.rt.Abandon(ctx, t.Account, t.Turn, "agent.restart")
+	stored, err := r.p.rec.StoredTurn(ctx, t.Account, t.Turn)
+	if err != nil {
+		return err
+	}
+	if stored.MessageID == "" {
+		return r.p.rt.Abandon(ctx, t.Account, t.Turn, "agent.no_message_id")
+	}
+	msg := message{ID: string(stored.MessageID), Text: stored.Text}
+	r.a.say("  recovery: turn of [%s] died before its tool calls were admitted; the model interprets it again", msg.ID)
+	return r.a.interpret(ctx, r.p, t.Turn, msg, false, "assistant (delivered by recovery)")
 }

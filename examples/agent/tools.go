@@ -117,7 +117,13 @@ func sendEmail(ctx context.Context, r *remotes, call turnframe.Call) turnframe.O
 	return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "email.sent", Data: []byte(ref)}})
 }
 
-// mailKey is the Idempotency-Key send_email gives the mail remote.
+// mailKey is the Idempotency-Key send_email gives the mail remote, and the
+// key its Verifier looks an unknown email up by: the command's key
+// qualified by its account in turnframe's injective encoding
+// (OutboxEntry.RemoteKey; DESIGN.md §3, Remote keys), so two tenants' keys
+// never meet. Joined by a slash, tenant "ana/m3"'s command "c1" and tenant
+// "ana"'s command "m3/c1" would be one key, and one tenant's unknown email
+// would be verified as sent from the other's.
 func mailKey(account turnframe.AccountID, key turnframe.IdempotencyKey) string {
-	return string(account) + "/" + string(key)
+	return turnframe.OutboxEntry{Account: account, Key: key}.RemoteKey()
 }
