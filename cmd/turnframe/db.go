@@ -36,10 +36,14 @@ func addDBFlags(fs *flag.FlagSet) *dbFlags {
 	return d
 }
 
+// dbTakes says what --db takes, for a refusal of what it does not.
+const dbTakes = "turnframe reads a database file or a postgres:// (postgresql://) URL"
+
 // open opens the turnframe database named by --db as it is: a file with
-// sqlitestore.WithExisting, a postgres:// or postgresql:// URL with
-// pgstore.WithExisting (openPG). It never creates a file or a schema, never
-// migrates one, and never changes one it refuses. A missing file, a file
+// sqlitestore.WithExisting, a postgres:// or postgresql:// URL (the scheme
+// in any case) with pgstore.WithExisting (openPG); a URL of another scheme
+// is refused, its password masked (checkFilePath). It never creates a file
+// or a schema, never migrates one, and never changes one it refuses. A missing file, a file
 // that is not SQLite, a database without the turnframe schema, and one whose
 // schema is older or newer than this build's are errors that exit 2 and say
 // what to do; only 'turnframe migrate' (and the application's own Open)
@@ -59,6 +63,9 @@ func (d *dbFlags) open(ctx context.Context, e *env) (opStore, error) {
 			return nil, err
 		}
 		return s, nil
+	}
+	if err := checkFilePath(d.path, dbTakes); err != nil {
+		return nil, err
 	}
 	store, err := sqlitestore.Open(ctx, d.path, sqlitestore.WithExisting(), sqlitestore.WithBusyTimeout(d.busy))
 	switch {

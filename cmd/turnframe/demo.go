@@ -68,6 +68,9 @@ otherwise it is 1 and the discrepancy is named.`,
 				if *timeout <= 0 {
 					return usagef("--send-timeout must be positive")
 				}
+				if err := checkFilePath(*db, "the demo writes a SQLite file"); err != nil {
+					return err
+				}
 				return runDemo(ctx, e.stdout, demoOptions{DBPath: *db, Seed: *seed, SendTimeout: *timeout})
 			}
 		},

@@ -45,6 +45,9 @@ to do (exit 2).`,
 				if isPostgresURL(*path) {
 					return migratePG(ctx, e, *path, *busy)
 				}
+				if err := checkFilePath(*path, dbTakes); err != nil {
+					return err
+				}
 				// Look before the driver does: it would take a file that is
 				// not SQLite for a corrupt database and fail with its own
 				// words, and one it can open it may write to.

@@ -260,11 +260,11 @@ func TestShow(t *testing.T) {
 		store := openFixture(t, f)
 		ctx := context.Background()
 		now := f.t0.Add(30 * time.Minute)
+		attempt := turnframe.NewIDGenerator().AttemptID(now)
 		_, err := store.Apply(ctx, turnframe.Write{
 			Account: fixtureAccount, Turn: f.planned, Now: now,
 			Settle: []turnframe.Settlement{{
-				Key: "key-pending-one", To: turnframe.JournalExecuting, Lease: time.Hour,
-				Attempt: turnframe.NewIDGenerator().AttemptID(now),
+				Key: "key-pending-one", To: turnframe.JournalExecuting, Lease: time.Hour, Attempt: attempt,
 			}},
 		})
 		is.NoErr(err) // an attempt takes the command
@@ -277,7 +277,7 @@ func TestShow(t *testing.T) {
 		code, out, _ = cli(t, "show", "--db", f.path, f.planned.String())
 		is.Equal(code, exitOK)
 		is.True(strings.Contains(out, "LEASE UNTIL"))
-		is.True(strings.Contains(out, "executing  1         "+stamp(now.Add(time.Hour))))
+		is.True(strings.Contains(out, "executing  1         "+attempt.String()+"  "+stamp(now.Add(time.Hour)))) // its attempt id, then its lease
 	})
 	t.Run("AnUnknownIDExits2", func(t *testing.T) {
 		is := is.New(t)
@@ -606,4 +606,49 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		out[dir+"/"+e.Name()] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
 	}
 	return out
+}
+
+// 'turnframe requeue --attempt N' requeues the row only while it is still
+// failed at the N attempts the operator looked at ('turnframe show ID'
+// prints them): a row sent again since, or no longer failed, is refused
+// (exit 2), unchanged.
+func TestRequeueWithAnAttemptRequeuesOnlyWhatWasLookedAt(t *testing.T) {
+	f := mustFixture(t)
+	status := func(t *testing.T) turnframe.OutboxRecord {
+		t.Helper()
+		rec, err := openFixture(t, f).GetOutbox(context.Background(), f.failed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	t.Run("AnotherAttemptIsRefused", func(t *testing.T) {
+		is := is.New(t)
+		code, _, stderr := cli(t, "requeue", "--db", f.path, f.failed.String(), "--attempt", "2")
+		is.Equal(code, exitUsage) // the row is at attempt 1: sent again since, as far as the operator knows
+		is.True(strings.Contains(stderr, "refused, nothing changed"))
+		is.True(strings.Contains(stderr, "is at attempt 1, not 2"))
+		is.Equal(status(t).Status, turnframe.OutboxFailed) // unchanged
+	})
+	t.Run("NotANumberIsAUsageError", func(t *testing.T) {
+		is := is.New(t)
+		code, _, _ := cli(t, "requeue", "--db", f.path, f.failed.String(), "--attempt", "one")
+		is.Equal(code, exitUsage)
+		is.Equal(status(t).Status, turnframe.OutboxFailed) // unchanged
+	})
+	t.Run("TheAttemptLookedAtIsRequeued", func(t *testing.T) {
+		is := is.New(t)
+		code, out, stderr := cli(t, "requeue", "--db", f.path, f.failed.String(), "--attempt", "1")
+		is.Equal(stderr, "")
+		is.Equal(code, exitOK)
+		is.True(strings.Contains(out, "failed (http.400) → pending"))
+		is.Equal(status(t).Status, turnframe.OutboxPending)
+	})
+	t.Run("ARowNoLongerFailedIsRefused", func(t *testing.T) {
+		is := is.New(t)
+		code, _, stderr := cli(t, "requeue", "--db", f.path, f.failed.String(), "--attempt", "1")
+		is.Equal(code, exitUsage) // requeued already: pending
+		is.True(strings.Contains(stderr, "refused, nothing changed"))
+		is.Equal(status(t).Status, turnframe.OutboxPending)
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"time"
 
@@ -43,6 +44,16 @@ type opStore interface {
 	// destinationCounts counts the rows of the first n destinations (by
 	// name) per status, sorted by destination.
 	destinationCounts(ctx context.Context, n int) ([]destinationCount, error)
+	// outboxBefore returns the id of the row whose id sorts last before
+	// id, of account only when it is not empty; the zero id when none. It
+	// is where a listing goes on after a cursor row that no longer exists
+	// (listOutbox).
+	outboxBefore(ctx context.Context, id turnframe.OutboxID, account turnframe.AccountID) (turnframe.OutboxID, error)
+	// schemaVersion reads, in one small query, the schema version the
+	// database holds now (found) and the one this build reads and writes
+	// (want): a long-running command ('ui') checks it before each request,
+	// since the application may have migrated the database since it opened.
+	schemaVersion(ctx context.Context) (found, want int64, err error)
 }
 
 // dueSummary is what a claim would find at one moment: the rows it would
@@ -68,7 +79,41 @@ type destinationCount struct {
 }
 
 // isPostgresURL reports whether --db names a PostgreSQL server rather than
-// a file: a postgres:// or postgresql:// URL.
+// a file: a postgres:// or postgresql:// URL, its scheme in any case (a
+// URL's scheme is case-insensitive: "Postgres://" is one too).
 func isPostgresURL(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+	scheme, ok := urlScheme(db)
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// urlScheme returns the scheme of an argument that looks like a URL with an
+// authority ("scheme://…"), which a file path never does in practice.
+func urlScheme(arg string) (string, bool) {
+	scheme, _, ok := strings.Cut(arg, "://")
+	if !ok || scheme == "" {
+		return "", false
+	}
+	for i, c := range scheme {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return "", false
+		}
+	}
+	return scheme, true
+}
+
+// checkFilePath refuses a --db meant as a file that looks like a URL (of a
+// scheme turnframe does not read, "mysql://…"): it is not opened or created
+// as a file, and the refusal names it with its password masked, as every
+// message names a URL. what says what the command takes.
+func checkFilePath(path, what string) error {
+	scheme, ok := urlScheme(path)
+	if !ok {
+		return nil
+	}
+	name := scheme + "://…"
+	if u, err := url.Parse(path); err == nil {
+		name = redactURL(u.String())
+	}
+	return usagef("--db %s is a URL, not a database file: %s", name, what)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
@@ -125,8 +126,9 @@ func urlPassword(rawURL string) string {
 	return u.Query().Get("password")
 }
 
-// userInfo matches the user and password of a PostgreSQL URL in a text.
-var userInfo = regexp.MustCompile(`(postgres(?:ql)?://[^:@/\s]*:)[^@\s]*@`)
+// userInfo matches the user and password of a PostgreSQL URL in a text,
+// its scheme in any case.
+var userInfo = regexp.MustCompile(`(?i)(postgres(?:ql)?://[^:@/\s]*:)[^@\s]*@`)
 
 // redactText replaces every occurrence of rawURL's password in s, and the
 // password of any PostgreSQL URL written out in s.
@@ -250,4 +252,33 @@ func (s pgOps) destinationCounts(ctx context.Context, n int) ([]destinationCount
 		out = append(out, destinationCount{destination: c.Destination, status: c.Status.String(), rows: c.Rows})
 	}
 	return out, err
+}
+
+// outboxBefore reads the outbox's id index (its UNIQUE constraint, in
+// the C collation: byte order, as ids sort) backwards from id.
+func (s pgOps) outboxBefore(ctx context.Context, id turnframe.OutboxID, account turnframe.AccountID) (turnframe.OutboxID, error) {
+	query, args := "SELECT id FROM outbox WHERE id < $1", []any{id.String()}
+	if account != "" {
+		query += " AND account = $2"
+		args = append(args, string(account))
+	}
+	var before string
+	err := s.Pool().QueryRow(ctx, query+" ORDER BY id DESC LIMIT 1", args...).Scan(&before)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return turnframe.OutboxID{}, nil
+	case err != nil:
+		return turnframe.OutboxID{}, fmt.Errorf("find the row before %s: %w", id, err)
+	}
+	return turnframe.ParseOutboxID(before)
+}
+
+// schemaVersion reads the database's schema version as Open judged it
+// (pgstore.DatabaseVersion: the version table of current_schema() only).
+func (s pgOps) schemaVersion(ctx context.Context) (found, want int64, err error) {
+	found, err = pgstore.DatabaseVersion(ctx, s.Pool())
+	if err != nil {
+		return 0, pgstore.SchemaVersion, fmt.Errorf("read the schema version: %w", err)
+	}
+	return found, pgstore.SchemaVersion, nil
 }

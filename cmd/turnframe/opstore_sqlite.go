@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
 
@@ -206,6 +207,31 @@ func (s sqliteOps) destinationCounts(ctx context.Context, n int) ([]destinationC
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// outboxBefore reads the outbox's id index backwards from id.
+func (s sqliteOps) outboxBefore(ctx context.Context, id turnframe.OutboxID, account turnframe.AccountID) (turnframe.OutboxID, error) {
+	query, args := "SELECT id FROM outbox WHERE id < ?", []any{id.String()}
+	if account != "" {
+		query += " AND account = ?"
+		args = append(args, string(account))
+	}
+	ids, err := queryIDs(ctx, s.ReadDB(), turnframe.ParseOutboxID, query+" ORDER BY id DESC LIMIT 1", args...)
+	if err != nil || len(ids) == 0 {
+		return turnframe.OutboxID{}, err
+	}
+	return ids[0], nil
+}
+
+// schemaVersion reads the version table goose keeps, as
+// schema.FileVersion does once the table is known to exist (the store's
+// Open checked it).
+func (s sqliteOps) schemaVersion(ctx context.Context) (found, want int64, err error) {
+	err = s.ReadDB().QueryRowContext(ctx, "SELECT coalesce(max(version_id), 0) FROM "+schema.VersionTable+" WHERE is_applied").Scan(&found)
+	if err != nil {
+		return 0, schema.Version, fmt.Errorf("read the schema version: %w", err)
+	}
+	return found, schema.Version, nil
 }
 
 func countInto(ctx context.Context, db *sql.DB, query string) (map[string]int, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 
 	"github.com/turnframe/turnframe"
@@ -18,6 +19,12 @@ counts every attempt, BASE the ones made before the row's last requeue (the
 dispatcher allows a full budget beyond it); DUE is shown for pending rows,
 LEASE UNTIL for dispatching ones. A cell holding a control character prints as a quoted Go
 string, so no stored value can forge a row.
+
+--after goes on after the row with that id; when that row no longer exists
+(the application pruned it since it was printed), after the place its id
+names: ids are made in time order, so the listing goes on with the rows
+enqueued after it — but for rows enqueued at the same moment by two writers,
+which may be listed twice or skipped there.
 
 Rows are read 100 at a time and printed as they are read, so the table's
 columns are aligned per 100 rows and --json streams one array; no more than
@@ -61,7 +68,7 @@ remain past it, a "more:" line on stderr gives the --after to read on with.`,
 						f := filter
 						f.Limit = n
 						f.After, _ = turnframe.ParseOutboxID(after) // checked above, or a row's own id; "" is the zero id
-						return store.ListOutbox(ctx, f)
+						return listOutbox(ctx, store, f)
 					},
 					func(r turnframe.OutboxRecord) string { return r.ID.String() },
 					func(page []turnframe.OutboxRecord) error {
@@ -81,5 +88,25 @@ remain past it, a "more:" line on stderr gives the --after to read on with.`,
 				return nil
 			}
 		},
+	}
+}
+
+// listOutbox lists the rows of filter after its After row, as the store's
+// ListOutbox does, and goes on when that row no longer exists — pruned
+// since it ended a page, which the store answers ErrNotFound — from the
+// place its id names: after the row whose id sorts last before it
+// (outboxBefore). Ids are made in time order, as rows are enqueued, so that
+// is the row the pruned one followed, but for rows two writers enqueued in
+// the same moment. A row found so and pruned in turn is looked past again,
+// a few times at most.
+func listOutbox(ctx context.Context, store opStore, filter turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
+	for tries := 0; ; tries++ {
+		rows, err := store.ListOutbox(ctx, filter)
+		if filter.After.IsZero() || !errors.Is(err, turnframe.ErrNotFound) || tries == 3 {
+			return rows, err
+		}
+		if filter.After, err = store.outboxBefore(ctx, filter.After, filter.Account); err != nil {
+			return nil, err
+		}
 	}
 }

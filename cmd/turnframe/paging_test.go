@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -126,4 +127,53 @@ func TestListingLimitCeiling(t *testing.T) {
 		is.Equal(code, exitUsage)
 		is.True(strings.Contains(stderr, "--after")) // names the flag
 	})
+}
+
+// pruneFinished prunes the fixture's finished rows, as the application does
+// as a matter of course: the completed and failed rows are deleted.
+func pruneFinished(t *testing.T, f fixture) {
+	t.Helper()
+	n, err := openFixture(t, f).Prune(context.Background(), time.Now())
+	if err != nil || n < 1 {
+		t.Fatalf("prune: %d rows, %v", n, err)
+	}
+}
+
+// 'turnframe outbox --limit N' says where to read on: after the last row it
+// printed. The application prunes that row in the meantime; reading on
+// from it still lists every row after it, which all still exist.
+func TestOutboxReadsOnAfterAPrunedLastRow(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	code, _, stderr := cli(t, "outbox", "--db", f.path, "--limit", "3")
+	is.Equal(code, exitOK)
+	m := moreLine.FindStringSubmatch(stderr)
+	is.True(m != nil)
+	is.Equal(m[1], f.completed.String()) // read on after the completed row
+
+	pruneFinished(t, f)
+	code, rest, stderr := cli(t, "outbox", "--db", f.path, "--after", m[1])
+	is.Equal(stderr, "")
+	is.Equal(code, exitOK)                                                                                       // the listing goes on
+	is.Equal(firstColumn(rest), []string{f.unknown.String(), f.held.String(), f.due.String(), f.later.String()}) // every row after it, once
+}
+
+// The page's "next page" link names the last row of the page it was on;
+// once that row is pruned the link still leads to the rows after it.
+func TestTheUIOutboxNextPageSurvivesAPrunedCursorRow(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	u := newTestUI(t, f, true) // three rows a page
+	code, body := u.get("/outbox")
+	is.Equal(code, http.StatusOK)
+	m := regexp.MustCompile(`<a href="([^"]*)" id="next">`).FindStringSubmatch(body)
+	is.True(m != nil)
+	next := follow(t, "/outbox", m[1])
+	is.True(strings.Contains(next, f.completed.String())) // the page ends on the completed row
+
+	pruneFinished(t, f)
+	code, body = u.get(next)
+	is.Equal(code, http.StatusOK)                          // the rows after it are still there
+	is.True(strings.Contains(body, f.unknown.String()))    // and listed
+	is.True(!strings.Contains(body, f.completed.String())) // the pruned rows are gone
 }

@@ -426,3 +426,55 @@ func TestPGPasswordNeverShown(t *testing.T) {
 		is.True(strings.Contains(body, "xxxxx")) // the URL is shown, its password masked
 	})
 }
+
+// On PostgreSQL too, reading on after a row the application pruned since
+// the listing printed it lists every row after it.
+func TestPGOutboxReadsOnAfterAPrunedLastRow(t *testing.T) {
+	is := is.New(t)
+	f := mustPGFixture(t)
+	code, _, stderr := cli(t, "outbox", "--db", f.path, "--limit", "3")
+	is.Equal(code, exitOK)
+	m := moreLine.FindStringSubmatch(stderr)
+	is.True(m != nil)
+	is.Equal(m[1], f.completed.String()) // read on after the completed row
+	n, err := openPGFixture(t, f).Prune(context.Background(), time.Now())
+	is.NoErr(err)
+	is.True(n >= 1) // the completed and failed rows are gone
+	code, rest, stderr := cli(t, "outbox", "--db", f.path, "--after", m[1])
+	is.Equal(stderr, "")
+	is.Equal(code, exitOK)                                                                                       // the listing goes on
+	is.Equal(firstColumn(rest), []string{f.unknown.String(), f.held.String(), f.due.String(), f.later.String()}) // every row after it, once
+}
+
+// On PostgreSQL too, the ui refuses every page and write once the
+// application has migrated the database past this build's schema.
+func TestPGTheUIRefusesADatabaseMigratedPastIt(t *testing.T) {
+	is := is.New(t)
+	f := mustPGFixture(t)
+	e := &env{stdout: io.Discard, stderr: io.Discard, now: time.Now, page: 3}
+	db := &dbFlags{path: f.path, busy: time.Second}
+	store, err := db.open(context.Background(), e)
+	is.NoErr(err)
+	defer store.Close()
+	s, err := newUIServer(store, db, e, uiOptions{loopback: true, actor: turnframe.ActorOperator})
+	is.NoErr(err)
+	srv := httptest.NewServer(s.handler())
+	defer srv.Close()
+	app := openPGFixture(t, f)
+	u := &testUI{t: t, srv: srv, ui: s}
+	code, _ := u.get("/")
+	is.Equal(code, http.StatusOK) // the page is served…
+
+	_, err = app.Pool().Exec(context.Background(), "INSERT INTO "+pgstore.VersionTable+" (version_id, is_applied) VALUES ($1, true)", pgstore.SchemaVersion+1)
+	is.NoErr(err) // …until the upgraded application migrates the database
+	code, body := u.get("/")
+	is.Equal(code, http.StatusServiceUnavailable)
+	is.True(strings.Contains(body, "newer than this turnframe"))
+	form := settleForm(s.token, f.unknown, "completed", "")
+	form.Set("attempt", "1")
+	code, _ = u.post("/settle", form, nil)
+	is.Equal(code, http.StatusServiceUnavailable) // refused
+	rec, err := app.GetOutbox(context.Background(), f.unknown)
+	is.NoErr(err)
+	is.Equal(rec.Status, turnframe.OutboxOutcomeUnknown) // nothing written
+}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
@@ -160,4 +163,49 @@ func TestMigrateRefusesWhatIsNotSQLite(t *testing.T) {
 		is.Equal(code, exitOK) // SQLite takes an empty file for an empty database
 		is.True(strings.Contains(stdout, fmt.Sprintf("schema version %d (was 0)", schema.Version)))
 	})
+}
+
+// migratePast records, as an upgraded application's Open does, a migration
+// past this build's schema in the file at path.
+func migratePast(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(context.Background(), "INSERT INTO "+schema.VersionTable+" (version_id, is_applied) VALUES (?, 1)", schema.Version+1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// 'turnframe ui' serves for as long as the operator leaves it running. The
+// application is upgraded meanwhile and its Open migrates the file to a
+// newer schema, which every one-shot command then refuses: the page refuses
+// it too, on its next request — a button writes nothing with this build's
+// older code, and a page is not drawn from a schema it does not know.
+func TestTheUIRefusesToWriteIntoAFileMigratedPastIt(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	u := newTestUI(t, f, false)
+	token := u.pageToken()
+
+	migratePast(t, f.path)
+	code, _, _ := cli(t, "status", "--db", f.path)
+	is.Equal(code, exitUsage) // every operator command now refuses the file
+
+	form := settleForm(token, f.unknown, "resend", "")
+	form.Set("attempt", "1")
+	code, body := u.post("/settle", form, nil)
+	is.Equal(code, http.StatusServiceUnavailable)                 // refused…
+	is.True(strings.Contains(body, "newer than this turnframe"))  // …saying why
+	is.Equal(u.status(f.unknown), turnframe.OutboxOutcomeUnknown) // …and nothing written
+	code, _ = u.post("/requeue", url.Values{"token": {token}, "id": {f.failed.String()}, "attempts": {"1"}}, nil)
+	is.Equal(code, http.StatusServiceUnavailable)        // every write
+	is.Equal(u.status(f.failed), turnframe.OutboxFailed) // unchanged
+	code, body = u.get("/")
+	is.Equal(code, http.StatusServiceUnavailable)                        // and every page
+	is.True(strings.Contains(body, "start a turnframe at least as new")) // with what to do
+	code, _ = u.get("/static/style.css")
+	is.Equal(code, http.StatusOK) // the page's own assets are not the file's
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
 	"github.com/turnframe/turnframe"
 )
@@ -37,11 +38,14 @@ them), and a command left executing on an abandoned turn once its attempt's
 lease ended (completed or failed), through Recovery.Settle, the one settle
 path: the move and its audit record ('turnframe history') are one immediate
 transaction, which waits up to --busy-timeout for the application's writes.
-With --attempt (the row's attempt number, the entry's attempt id, as 'turnframe
-show' prints them), it settles only what you looked at: a row or entry sent
-again since then, at another attempt, is refused (exit 2), its new outcome
-unseen. Only a person or the application may settle what needs intervention, so
---actor may not be "recovery", "policy" or "worker:…". Anything else — a row
+With --attempt, it settles only what you looked at: a row or entry sent again
+since then, at another attempt, is refused (exit 2), its new outcome unseen.
+For a row, --attempt is its attempt number ("attempts:" of 'turnframe show
+ID', the ATTEMPTS column of 'turnframe outbox'); for a journal entry, its
+attempt id (the ATTEMPT ID column of the journal table 'turnframe show TURN'
+prints, or "attempt" in 'turnframe show --json TURN'). Only a person or the
+application may settle what needs intervention, so --actor may not be
+"recovery", "policy" or "worker:…". Anything else — a row
 or entry in another status, a resend of a command whose turn was abandoned —
 is refused (exit 2), unchanged.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -51,7 +55,7 @@ is refused (exit 2), unchanged.`,
 			ref := fs.String("ref", "", "the remote system's `reference` for the effect, if it gave one")
 			note := fs.String("note", "", "why, in a few words, for the audit trail (at most 1024 bytes)")
 			actor := fs.String("actor", string(turnframe.ActorOperator), "who decides, as the audit trail records it (like operator:alice)")
-			attempt := fs.String("attempt", "", "settle only if the row or entry is still at this `attempt` (a row's number, an entry's id)")
+			attempt := fs.String("attempt", "", "settle only if the row or entry is still at this `attempt`: a row's attempts, an entry's ATTEMPT ID ('turnframe show')")
 			return func(ctx context.Context, e *env, args []string) error {
 				req, err := parseSettle(args, settleFlags{account: *account, code: *code, ref: *ref, note: *note, actor: *actor, attempt: *attempt})
 				if err != nil {
@@ -219,9 +223,17 @@ budget: the dispatcher allows it as many attempts again as a new row, while
 its attempt count keeps rising (its attempt base becomes its attempts so
 far). A row in any other status is refused (exit 2), unchanged. A row with an
 order key goes out at once, after the later rows of its key that went out
-when it failed, even while one of them is still being sent.`,
+when it failed, even while one of them is still being sent.
+
+With --attempt N (the row's attempts, as 'turnframe show ID' prints them),
+it requeues only what you looked at: a row no longer failed, or failed again
+at another attempt (requeued and sent again since), is refused (exit 2),
+unchanged. The check is a read of the row just before the requeue, not part
+of its write: a look minutes old is fenced, two operators requeuing the same
+row within the same instant are not.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
+			attempt := fs.String("attempt", "", "requeue only if the row is still failed at `N` attempts ('turnframe show ID' prints them)")
 			return func(ctx context.Context, e *env, args []string) error {
 				id, err := parseOutboxID(args, "the id of an outbox row")
 				if err != nil {
@@ -229,6 +241,10 @@ when it failed, even while one of them is still being sent.`,
 				}
 				if len(args) > 1 {
 					return usagef("unexpected argument %q", args[1])
+				}
+				fence, err := parseRequeueFence(*attempt, "--attempt")
+				if err != nil {
+					return err
 				}
 				store, err := db.open(ctx, e)
 				if err != nil {
@@ -239,6 +255,9 @@ when it failed, even while one of them is still being sent.`,
 				if err != nil {
 					return fmt.Errorf("no outbox row %s: %w", id, err)
 				}
+				if err := fence.check(before); err != nil {
+					return explainWrite(err, db)
+				}
 				if err := store.Requeue(ctx, id, e.now()); err != nil {
 					return explainWrite(err, db)
 				}
@@ -248,6 +267,43 @@ when it failed, even while one of them is still being sent.`,
 			}
 		},
 	}
+}
+
+// requeueFence is the attempts a requeue was decided at: the row must still
+// be failed at that many attempts. The store's Requeue takes no fence, so
+// the check is a read before the write, not part of it.
+type requeueFence struct {
+	attempts int
+	set      bool // false: no fence, the store's own rule alone (failed)
+}
+
+// parseRequeueFence parses the attempts a requeue was decided at ("": no
+// fence); what names where it came from, for the usage error.
+func parseRequeueFence(s, what string) (requeueFence, error) {
+	if s == "" {
+		return requeueFence{}, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return requeueFence{}, usagef("%s %q is not a number of attempts", what, s)
+	}
+	return requeueFence{attempts: n, set: true}, nil
+}
+
+// check refuses, with turnframe.ErrConflict, to requeue rec unless it is
+// still failed at the fence's attempts: a row sent again since the operator
+// looked, or settled otherwise, is not sent once more on a stale look.
+func (f requeueFence) check(rec turnframe.OutboxRecord) error {
+	switch {
+	case !f.set:
+		return nil
+	case rec.Status != turnframe.OutboxFailed:
+		return fmt.Errorf("outbox row %s is %s, no longer failed: only a failed row is requeued: %w", rec.ID, rec.Status, turnframe.ErrConflict)
+	case rec.Attempts != f.attempts:
+		return fmt.Errorf("outbox row %s is at attempt %d, not %d: it was sent again since it was looked at: %w",
+			rec.ID, rec.Attempts, f.attempts, turnframe.ErrConflict)
+	}
+	return nil
 }
 
 // explainWrite words a refused operator write: a row or entry whose status

@@ -198,3 +198,25 @@ func TestSettle(t *testing.T) {
 		is.True(strings.Contains(stderr, "already needs intervention"))
 	})
 }
+
+// settle's --attempt takes a row's attempt number or an entry's attempt id,
+// "as 'turnframe show' prints them": 'turnframe show TURN' prints each of
+// its journal entries' attempt id, and settling the entry with the one it
+// printed goes through.
+func TestShowPrintsTheEntrysAttemptIDThatSettleAttemptTakes(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	e, err := openFixture(t, f).ByKey(context.Background(), fixtureAccount, "key-ask-remote")
+	is.NoErr(err)
+	is.True(!e.Attempt.IsZero())
+	code, stdout, _ := cli(t, "show", "--db", f.path, f.unknownDelivered.String())
+	is.Equal(code, exitOK)
+	is.True(strings.Contains(stdout, "ATTEMPT ID"))       // a column says which it is
+	is.True(strings.Contains(stdout, e.Attempt.String())) // the id settle --attempt wants
+	code, _, stderr := cli(t, "settle", "--db", f.path, "--account", "acme", "key-ask-remote", "completed", "--attempt", e.Attempt.String())
+	is.Equal(stderr, "")
+	is.Equal(code, exitOK) // the attempt show printed is the one settled
+	code, stdout, _ = cli(t, "help", "settle")
+	is.Equal(code, exitOK)
+	is.True(strings.Contains(stdout, "ATTEMPT ID")) // the help says where to read it
+}

@@ -19,8 +19,9 @@ func showCommand() *command {
 		help: `Shows the outbox row with this id, with its payload, its attempts (and how
 many count against its current budget, once requeued), its last code and, while
 it is dispatching, when its claim's lease ends; or else the turn with this id:
-its text and answer, its journal entries (with when the lease of an executing
-one ends), the events they committed, the outbox rows they enqueued, and what
+its text and answer, its journal entries (with each one's current attempt
+id, ATTEMPT ID, which 'turnframe settle --attempt' takes, and when the lease
+of an executing one ends), the events they committed, the outbox rows they enqueued, and what
 recovery would decide for it — as an application that declares no Remote
 would: a command whose Remote forbids re-running a dead attempt shows
 resume_commands where the application's recovery declares it unknown. Either ends
@@ -228,6 +229,10 @@ func (t turnDetail) json() turnDetailJSON {
 	return v
 }
 
+// journalColumns are the columns of a turn's journal table: ATTEMPT ID is
+// the entry's current attempt, which 'turnframe settle --attempt' takes.
+var journalColumns = []string{"KEY", "COMMAND", "CASE", "STATUS", "ATTEMPTS", "ATTEMPT ID", "LEASE UNTIL", "CODE", "REMOTE REF", "UPDATED"}
+
 func (t turnDetail) print(e *env) error {
 	v := t.json()
 	if err := writeFields(e.stdout, [][2]string{
@@ -248,9 +253,9 @@ func (t turnDetail) print(e *env) error {
 	var rows [][]string
 	for _, j := range t.entries {
 		rows = append(rows, []string{string(j.Key), j.Name, string(j.Case), j.Status.String(), itoa(j.Attempts),
-			stamp(j.LeaseUntil), j.Code, j.RemoteRef, stamp(j.UpdatedAt)})
+			entryView(j).Attempt, stamp(j.LeaseUntil), j.Code, j.RemoteRef, stamp(j.UpdatedAt)})
 	}
-	if err := writeTable(e.stdout, []string{"KEY", "COMMAND", "CASE", "STATUS", "ATTEMPTS", "LEASE UNTIL", "CODE", "REMOTE REF", "UPDATED"}, rows); err != nil {
+	if err := writeTable(e.stdout, journalColumns, rows); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "\nevents:\n")

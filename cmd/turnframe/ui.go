@@ -32,11 +32,27 @@ refused unless --allow-remote is given: the page has no login, so anyone who
 reaches the address acts as the operator. Every write is a POST that must
 carry this run's random token, which only the page's own forms hold, and come
 from the page's own origin (Origin or Referer, and Sec-Fetch-Site when the
-browser sends it); on loopback the page answers only to a loopback host name,
-which defeats DNS rebinding. --read-only serves no write at all and draws no
-button. A bad id, a form the database moved past (the row was settled since),
-or a file that stayed locked past --busy-timeout is answered with a message
-and a 4xx or 503 status; nothing is changed.`,
+browser sends it). Against DNS rebinding (a hostile site whose name is made to
+resolve to the page's address), every request must be addressed to the host
+the page serves on: on loopback a loopback host name; elsewhere the host of
+--addr — its IP, or the host name it gives and the IP that name was bound to
+(browse to one of them) — or, for an --addr of every interface (":8080",
+"0.0.0.0:8080"), an IP address or localhost; any other host name is refused
+(421). --read-only serves no write at all and draws no button.
+
+The settle and requeue forms carry the attempt the page showed: a row or
+entry sent again since the page was drawn, or a row no longer failed, is
+refused (409), so a re-posted form or a late double click never acts on an
+outcome nobody looked at. A settle's check is part of its write; a requeue's
+is a read of the row just before it, which fences a page minutes old but not
+two operators requeuing one row in the same instant. A bad id or form (400),
+an id of nothing (404), a form the database moved past (409), or a file that
+stayed locked past --busy-timeout (503) is answered with a message; nothing
+is changed. Before every page and every write the page reads
+the database's schema version: once the application, upgraded, has migrated
+it past this turnframe's (as the one-shot commands refuse such a database),
+every request is refused (503) with what to do — restart the page with a
+turnframe at least as new as the application's.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			addr := fs.String("addr", "127.0.0.1:0", "the `host:port` to listen on (port 0: any free port)")
@@ -71,7 +87,8 @@ and a 4xx or 503 status; nothing is changed.`,
 					return err
 				}
 				defer store.Close()
-				s, err := newUIServer(store, db, e, uiOptions{readOnly: *readOnly, loopback: loopback, refresh: *refresh, actor: who})
+				s, err := newUIServer(store, db, e, uiOptions{readOnly: *readOnly, loopback: loopback, hosts: remoteHosts(*addr),
+					refresh: *refresh, actor: who})
 				if err != nil {
 					return err
 				}
@@ -104,6 +121,7 @@ func serveUI(ctx context.Context, e *env, s *uiServer, addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	s.opts.hosts.bind(ln.Addr()) // before serving: the IP a host name of --addr was bound to
 	mode := "buttons write with actor " + string(s.opts.actor)
 	if s.opts.readOnly {
 		mode = "read-only"

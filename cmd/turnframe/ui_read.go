@@ -94,10 +94,15 @@ type uiList[T any] struct {
 	Filter string // the status listed, if any
 	Items  []T
 	Next   string
+	// Link is the href of the next page of a history: the page's own
+	// query (an entry's account and key) with after set to Next; "" at
+	// the end.
+	Link string
 }
 
 // outboxPage lists outbox rows a page at a time, oldest first: ?status=S
-// keeps one status, ?after=ID goes on after a row.
+// keeps one status, ?after=ID goes on after a row (after its place, once
+// it is pruned: listOutbox).
 func (s *uiServer) outboxPage(r *http.Request) (string, any, error) {
 	q := r.URL.Query()
 	var filter turnframe.OutboxFilter
@@ -120,7 +125,7 @@ func (s *uiServer) outboxPage(r *http.Request) (string, any, error) {
 			f := filter
 			f.Limit = n
 			f.After, _ = turnframe.ParseOutboxID(after) // checked above, or a row's own id
-			return s.store.ListOutbox(ctx, f)
+			return listOutbox(ctx, s.store, f)
 		},
 		func(r turnframe.OutboxRecord) string { return r.ID.String() },
 		func(page []turnframe.OutboxRecord) error {
@@ -213,7 +218,8 @@ func (s *uiServer) entryPage(r *http.Request) (string, any, error) {
 }
 
 // history reads one page of subject's history, oldest first, after the
-// record ?after=SEQ.
+// record ?after=SEQ; its link to the next page keeps the rest of the page's
+// query (an entry's ?account and ?key).
 func (s *uiServer) history(r *http.Request, subject turnframe.Subject) (uiList[historyJSON], error) {
 	var list uiList[historyJSON]
 	after := r.URL.Query().Get("after")
@@ -235,5 +241,10 @@ func (s *uiServer) history(r *http.Request, subject turnframe.Subject) (uiList[h
 			return nil
 		})
 	list.Next = next
+	if next != "" {
+		q := r.URL.Query()
+		q.Set("after", next)
+		list.Link = "?" + q.Encode()
+	}
 	return list, err
 }

@@ -26,6 +26,7 @@ var uiFiles embed.FS
 type uiOptions struct {
 	readOnly bool            // serve no write route and draw no button
 	loopback bool            // answer only requests addressed to a loopback host name
+	hosts    hostRule        // off loopback: answer only requests addressed to these
 	refresh  time.Duration   // how often a page reloads itself; 0 never
 	actor    turnframe.Actor // who the page's writes name in the history
 }
@@ -103,10 +104,15 @@ type uiFlash struct {
 	Message string
 }
 
-// read serves a GET: fn returns the template to draw and its data, or an
-// error the page explains.
+// read serves a GET: once the database's schema is checked (checkSchema),
+// fn returns the template to draw and its data, or an error the page
+// explains.
 func (s *uiServer) read(fn func(*http.Request) (string, any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.checkSchema(r.Context()); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		name, data, err := fn(r)
 		if err != nil {
 			s.fail(w, r, err)
@@ -154,13 +160,17 @@ func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 // uiStatus is the HTTP status of an error: 400 for a bad id or value, 404
 // for one that names nothing, 409 for a move the store's rule refused (the
 // row or entry moved since the page was drawn), 503 for a database that
-// stayed locked, 403 for a refused write; 500 for the rest.
+// stayed locked or whose schema is no longer this build's, 403 for a
+// refused write; 500 for the rest.
 func uiStatus(err error) int {
 	var u *usageError
 	var refused *uiRefusal
+	var moved *schemaMovedError
 	switch {
 	case errors.As(err, &refused):
 		return http.StatusForbidden
+	case errors.As(err, &moved):
+		return http.StatusServiceUnavailable
 	case errors.As(err, &u), errors.Is(err, turnframe.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, turnframe.ErrNotFound):
@@ -179,6 +189,9 @@ func uiMessage(code int, err error, write bool) string {
 	nothing := ""
 	if write {
 		nothing = "Nothing changed: "
+	}
+	if moved := (*schemaMovedError)(nil); errors.As(err, &moved) {
+		return nothing + moved.Error() + "."
 	}
 	switch code {
 	case http.StatusConflict:

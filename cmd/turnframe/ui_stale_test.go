@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +49,63 @@ func TestAStaleSettleFormDoesNotSettleALaterAttempt(t *testing.T) {
 	code, _ = u.post("/settle", form, nil)                        // the same form, again
 	is.Equal(code, http.StatusConflict)                           // drawn before the row moved: refused
 	is.Equal(u.status(f.unknown), turnframe.OutboxOutcomeUnknown) // the new unknown is not resent blindly
+}
+
+// requeueField is the attempts a row's requeue form carries.
+var requeueField = regexp.MustCompile(`<form method="post" action="/requeue"[^>]*>.*\n.*name="attempts" value="(\d+)"`)
+
+// sendAgainUnknown claims the row id as a dispatcher does and marks its
+// send's outcome unknown.
+func sendAgainUnknown(t *testing.T, u *testUI, id turnframe.OutboxID) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	claims, err := u.store.ClaimDue(ctx, time.Now().Add(time.Second), 10, "w2", time.Minute)
+	is.NoErr(err)
+	var claim turnframe.Claim
+	for _, c := range claims {
+		if c.ID == id {
+			claim = c
+		}
+	}
+	is.Equal(claim.ID, id) // sent again…
+	is.NoErr(turnframe.MarkClaimUnknown(ctx, u.store, claim, "", time.Now().Add(2*time.Second)))
+}
+
+// The page's requeue form carries the attempts it showed. The operator
+// requeues a failed row; it is sent again, its outcome is unknown, and the
+// operator then settles it failed (the order was cancelled: it must not go
+// out). The first requeue form then comes again (a reload of its result
+// page, a late double click): it is refused, and the row is not sent once
+// more against the later decision.
+func TestAStaleRequeueFormDoesNotResendALaterFailure(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	u := newTestUI(t, f, false)
+	code, page := u.get("/id/" + f.failed.String())
+	is.Equal(code, http.StatusOK)
+	m := requeueField.FindStringSubmatch(page)
+	is.True(m != nil)   // the page's requeue form names the attempts it shows
+	is.Equal(m[1], "1") // the row's one attempt
+	token := u.pageToken()
+	requeue := url.Values{"token": {token}, "id": {f.failed.String()}, "attempts": {m[1]}} // as that form posts it
+
+	code, _ = u.post("/requeue", requeue, nil)
+	is.Equal(code, http.StatusOK)
+	sendAgainUnknown(t, u, f.failed)
+	settle := settleForm(token, f.failed, "failed", "order cancelled: it must not go out")
+	settle.Set("attempt", "2")
+	code, _ = u.post("/settle", settle, nil)
+	is.Equal(code, http.StatusOK) // …and the operator decided it must not go
+	is.Equal(u.status(f.failed), turnframe.OutboxFailed)
+
+	code, body := u.post("/requeue", requeue, nil) // the first requeue form, re-posted
+	is.Equal(code, http.StatusConflict)            // drawn before the row was sent again: refused
+	is.True(strings.Contains(body, "it moved since this page was drawn"))
+	is.Equal(u.status(f.failed), turnframe.OutboxFailed) // not sent again
+
+	requeue.Del("attempts")
+	code, _ = u.post("/requeue", requeue, nil)
+	is.Equal(code, http.StatusBadRequest)                // a form without the attempts it showed is not the page's
+	is.Equal(u.status(f.failed), turnframe.OutboxFailed) // not sent again
 }

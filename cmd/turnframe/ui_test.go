@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -281,11 +283,13 @@ func TestUISettle(t *testing.T) {
 		is.Equal(code, http.StatusConflict) // the second form was drawn before the row moved
 		is.True(strings.Contains(body, "moved since this page was drawn"))
 		is.Equal(u.status(f.unknown), turnframe.OutboxFailed) // unchanged by the stale form
-		code, body = u.post("/requeue", url.Values{"token": {token}, "id": {f.unknown.String()}}, nil)
+		// The failed row's requeue form, at the attempt the page shows.
+		requeue := url.Values{"token": {token}, "id": {f.unknown.String()}, "attempts": {"1"}}
+		code, body = u.post("/requeue", requeue, nil)
 		is.Equal(code, http.StatusOK) // the failed row is requeued
 		is.True(strings.Contains(body, "→ pending"))
 		is.Equal(u.status(f.unknown), turnframe.OutboxPending)
-		code, _ = u.post("/requeue", url.Values{"token": {token}, "id": {f.unknown.String()}}, nil)
+		code, _ = u.post("/requeue", requeue, nil)
 		is.Equal(code, http.StatusConflict) // a pending row cannot be requeued
 	})
 	t.Run("ABadFormIs400", func(t *testing.T) {
@@ -530,5 +534,141 @@ func TestUIApproval(t *testing.T) {
 		is.Equal(code, http.StatusConflict) // approved since the form was drawn
 		is.True(strings.Contains(body, "moved since this page was drawn"))
 		is.Equal(entry("pay-1").Status, turnframe.JournalPending) // unchanged
+	})
+}
+
+// follow resolves href, as a browser does, against the page it was on.
+func follow(t *testing.T, page, href string) string {
+	t.Helper()
+	base, err := url.Parse(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := url.Parse(html.UnescapeString(href))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base.ResolveReference(ref).RequestURI()
+}
+
+// A journal entry's page lists its history a page at a time; its "more
+// history" link leads to the next page of the same entry's history, its
+// account and key kept.
+func TestAnEntrysMoreHistoryLinkKeepsTheEntry(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	u := newTestUI(t, f, false) // three records a page
+	code, _ := u.post("/settle", url.Values{"token": {u.pageToken()}, "kind": {"entry"}, "account": {"acme"},
+		"key": {"key-ask-remote"}, "verdict": {"escalate"}}, nil)
+	is.Equal(code, http.StatusOK) // a fourth record
+
+	page := "/entry?account=acme&key=key-ask-remote"
+	code, body := u.get(page)
+	is.Equal(code, http.StatusOK)
+	m := regexp.MustCompile(`<a href="([^"]*)">more history</a>`).FindStringSubmatch(body)
+	is.True(m != nil) // the entry has more history than one page
+	code, body = u.get(follow(t, page, m[1]))
+	is.Equal(code, http.StatusOK)                                           // the next page of the entry's history
+	is.True(strings.Contains(body, "Journal entry key-ask-remote"))         // of the same entry
+	is.True(strings.Contains(body, "outcome_unknown → needs_intervention")) // with its fourth record
+}
+
+// The page served on a non-loopback address ('ui --addr 10.0.0.5:8080
+// --allow-remote') answers only to the host it was told to serve on: a
+// hostile site whose name its DNS rebinds to that address is not
+// same-origin with it, so it can neither read a page (and the token on it)
+// nor post a write whose Origin is its own name.
+func TestARemotePageRefusesARebindingHostName(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	store := openFixture(t, f)
+	e := &env{stdout: io.Discard, stderr: io.Discard, now: time.Now, page: 3}
+	s, err := newUIServer(sqliteOps{store}, &dbFlags{path: f.path, busy: 50 * time.Millisecond}, e,
+		uiOptions{loopback: false, actor: turnframe.ActorOperator})
+	is.NoErr(err)
+	srv := httptest.NewServer(s.handler())
+	defer srv.Close()
+	const rebound = "rebound.evil.example:8080" // the attacker's name, now resolving to the page's address
+
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/id/"+f.unknown.String(), nil)
+	is.NoErr(err)
+	req.Host = rebound
+	res, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	code, body := readResponse(t, res)
+	is.Equal(code, http.StatusMisdirectedRequest) // a host name the page was not served under is refused
+	is.True(!tokenField.MatchString(body))        // no token to read
+	is.True(!strings.Contains(body, "cents"))     // nor a payload
+
+	form := settleForm(s.token, f.unknown, "completed", "")
+	req, err = http.NewRequest(http.MethodPost, srv.URL+"/settle", strings.NewReader(form.Encode()))
+	is.NoErr(err)
+	req.Host = rebound
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+rebound)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res, err = http.DefaultClient.Do(req)
+	is.NoErr(err)
+	code, _ = readResponse(t, res)
+	is.Equal(code, http.StatusMisdirectedRequest) // the write is refused
+	rec, err := store.GetOutbox(context.Background(), f.unknown)
+	is.NoErr(err)
+	is.Equal(rec.Status, turnframe.OutboxOutcomeUnknown) // and nothing written
+}
+
+// Off loopback, the page answers to the host --addr named: its IP; a host
+// name it gives, and the IP that name was bound to; for an --addr of every
+// interface, any IP address or localhost. Never to another host name.
+func TestARemotePageAnswersToTheHostItServesOn(t *testing.T) {
+	for _, c := range []struct {
+		addr    string
+		bound   string // the IP the listener was bound to
+		allowed []string
+		refused []string
+	}{
+		{"10.0.0.5:8080", "10.0.0.5", []string{"10.0.0.5:8080", "10.0.0.5"}, []string{"rebound.evil.example:8080", "10.0.0.6:8080", "localhost:8080", ""}},
+		{"ops.internal:8080", "10.0.0.9", []string{"ops.internal:8080", "OPS.Internal:8080", "10.0.0.9:8080"}, []string{"rebound.evil.example:8080", "10.0.0.5:8080", "ops.internal.evil.example:8080"}},
+		{"[fd00::5]:8080", "fd00::5", []string{"[fd00::5]:8080", "[fd00:0::5]:8080"}, []string{"[fd00::6]:8080", "rebound.evil.example"}},
+		{":8080", "::", []string{"192.168.1.7:8080", "[fd00::5]:8080", "localhost:8080", "127.0.0.1:8080"}, []string{"rebound.evil.example:8080", "ops.internal:8080"}},
+		{"0.0.0.0:8080", "0.0.0.0", []string{"192.168.1.7:8080"}, []string{"rebound.evil.example:8080"}},
+	} {
+		t.Run(c.addr, func(t *testing.T) {
+			is := is.New(t)
+			h := remoteHosts(c.addr)
+			h.bind(&net.TCPAddr{IP: net.ParseIP(c.bound), Port: 8080}) // as serveUI does once it listens
+			for _, host := range c.allowed {
+				is.True(h.allows(host)) // the page's own host
+			}
+			for _, host := range c.refused {
+				is.True(!h.allows(host)) // another host
+			}
+		})
+	}
+	t.Run("ThePageAndItsWritesThroughItsOwnAddress", func(t *testing.T) {
+		is := is.New(t)
+		f := mustFixture(t)
+		store := openFixture(t, f)
+		e := &env{stdout: io.Discard, stderr: io.Discard, now: time.Now, page: 3}
+		s, err := newUIServer(sqliteOps{store}, &dbFlags{path: f.path, busy: 50 * time.Millisecond}, e,
+			uiOptions{hosts: remoteHosts("10.0.0.5:8080"), actor: turnframe.ActorOperator})
+		is.NoErr(err)
+		srv := httptest.NewServer(s.handler())
+		defer srv.Close()
+		u := &testUI{t: t, srv: srv, ui: s, store: store}
+		const self = "10.0.0.5:8080" // the Host a browser at http://10.0.0.5:8080/ sends
+		addressed := func(r *http.Request) {
+			r.Host = self
+			r.Header.Set("Origin", "http://"+self)
+		}
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+		is.NoErr(err)
+		req.Host = self
+		res, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		code, _ := readResponse(t, res)
+		is.Equal(code, http.StatusOK) // the page is served under its own address
+		code, _ = u.post("/settle", settleForm(s.token, f.unknown, "completed", ""), addressed)
+		is.Equal(code, http.StatusOK) // and its forms write
+		is.Equal(u.status(f.unknown), turnframe.OutboxCompleted)
 	})
 }

@@ -11,9 +11,10 @@ import (
 
 // The page's writes make the moves the commands make, through the same
 // calls: settle through parseSettle and settleRow or settleEntry
-// (Recovery.Settle), requeue through the store's Requeue, approve and deny
-// through parseApproval and Runtime.Approve or Runtime.Deny. Each returns
-// the line the command would print, or the error it would report.
+// (Recovery.Settle), requeue through requeueFence and the store's Requeue,
+// approve and deny through parseApproval and Runtime.Approve or
+// Runtime.Deny. Each returns the line the command would print, or the
+// error it would report.
 
 // commandEnv is the env a write runs its command's code with: its output
 // goes to out, its warnings to the ui's stderr.
@@ -58,15 +59,28 @@ func (s *uiServer) settle(r *http.Request) (string, error) {
 }
 
 // requeue sends the failed outbox row id again, with a fresh attempt
-// budget, as 'turnframe requeue' does.
+// budget, as 'turnframe requeue --attempt' does: only while the row is still
+// failed at the attempts the form carries (the ones the page showed), else
+// 409, nothing changed.
 func (s *uiServer) requeue(r *http.Request) (string, error) {
 	id, err := parseOutboxID([]string{r.PostFormValue("id")}, "the id of an outbox row")
+	if err != nil {
+		return "", err
+	}
+	attempts := r.PostFormValue("attempts")
+	if attempts == "" {
+		return "", usagef("the form carries no attempts (was it drawn by an older turnframe? reload the page)")
+	}
+	fence, err := parseRequeueFence(attempts, "the form's attempts")
 	if err != nil {
 		return "", err
 	}
 	before, err := s.store.GetOutbox(r.Context(), id)
 	if err != nil {
 		return "", fmt.Errorf("no outbox row %s: %w", id, err)
+	}
+	if err := fence.check(before); err != nil {
+		return "", err
 	}
 	if err := s.store.Requeue(r.Context(), id, s.e.now()); err != nil {
 		return "", explainWrite(err, s.db)

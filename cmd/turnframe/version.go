@@ -41,6 +41,9 @@ database that is not a turnframe database is an error (exit 2).`,
 					}
 					v.File, v.FileSchema, v.Schema = redactURL(db.path), &dbv, pgstore.SchemaVersion
 				} else if db.path != "" {
+					if err := checkFilePath(db.path, dbTakes); err != nil {
+						return err
+					}
 					f, err := inspect(ctx, db.path)
 					switch {
 					case err != nil:
