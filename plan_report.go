@@ -12,7 +12,8 @@ const (
 	// in this turn, and Execute of this turn runs it.
 	AdmittedNow
 	// AdmittedByThisTurn: an earlier Plan of this same turn admitted the
-	// key (this Plan repeats it, as one does after a crash). The entry is
+	// key (this Plan repeats it, as one does after a crash; a repeat admits
+	// nothing new, see Runtime.Plan). The entry is
 	// this turn's as it stands: Execute of this turn runs it if it is
 	// still pending, and never runs a settled one again.
 	AdmittedByThisTurn

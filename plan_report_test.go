@@ -83,10 +83,6 @@ func TestPlanSaysWhatWasAlreadyAdmitted(t *testing.T) {
 		{"a new key is admitted now", "book", func(t *testing.T, f planFixture, _ turnframe.Command) (turnframe.TurnID, turnframe.TurnID) {
 			return turnframe.TurnID{}, f.received(t)
 		}, turnframe.AdmittedNow, turnframe.JournalPending, "", true},
-		{"a key this turn admitted before is its own and still runs", "book", func(t *testing.T, f planFixture, cmd turnframe.Command) (turnframe.TurnID, turnframe.TurnID) {
-			turn := f.planned(t, cmd)
-			return turn, turn
-		}, turnframe.AdmittedByThisTurn, turnframe.JournalPending, "", true},
 		{"a key another turn committed is already done", "book", func(t *testing.T, f planFixture, cmd turnframe.Command) (turnframe.TurnID, turnframe.TurnID) {
 			return f.executed(t, cmd), f.received(t)
 		}, turnframe.AdmittedByAnotherTurn, turnframe.JournalCommitted, "", false},

@@ -193,9 +193,12 @@ func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit in
 //     pending entry (a resend reconciliation asked for after delivery),
 //     which goes on to rule 3;
 //  3. a Pending or Executing entry → ActionResumeCommands;
-//  4. any entry → ActionRegenerateResponse, with the committed events and
-//     the answer tasks;
-//  5. otherwise → ActionRestartInterpretation.
+//  4. any entry, or a turn planned already → ActionRegenerateResponse,
+//     with the committed events and the answer tasks (a plan that
+//     admitted nothing of its own is answered, not planned again: a turn
+//     is planned once, see Runtime.Plan);
+//  5. otherwise (a turn never planned, with no entry) →
+//     ActionRestartInterpretation.
 //
 // Entries awaiting approval decide nothing: they are neither pending nor
 // unknown, so a turn holding one is decided by its other entries (a
@@ -254,7 +257,7 @@ func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (
 		action.Kind, action.Entries = ActionResumeCommands, pending
 		return action, nil
 	}
-	if len(entries) == 0 {
+	if len(entries) == 0 && marker.Phase < PhasePlanned {
 		action.Kind = ActionRestartInterpretation
 		return action, nil
 	}

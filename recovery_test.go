@@ -98,6 +98,14 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 			want: turnframe.ActionRestartInterpretation, phase: turnframe.PhaseReceived,
 		},
 		{
+			name: "PlannedWithNothingToAdmitRegeneratesItsAnswerNotItsPlan",
+			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
+				return recReceived(t, rt, []turnframe.Command{})
+			},
+			want: turnframe.ActionRegenerateResponse, phase: turnframe.PhasePlanned,
+			events: 0, questions: []string{"why the loyalty number?"},
+		},
+		{
 			name: "CrashedAfterPlanResumesEntriesInAdmissionOrder",
 			build: func(t *testing.T, _ turnframe.Store, rt *turnframe.Runtime) turnframe.TurnID {
 				return recReceived(t, rt, []turnframe.Command{bump, book})

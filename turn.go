@@ -91,9 +91,23 @@ type Plan struct {
 // Errors: ErrInvalid for a bad account, a zero turn, a bad command or case,
 // a key twice in p, more commands than Limits.Commands or a payload over
 // Limits.Payload (WithLimits); ErrNotFound for a turn that does not exist for
-// account; ErrConflict for a turn that is already past PhasePlanned,
-// delivered or abandoned. Nothing is written on any error. A crash leaves the
-// turn as it was or planned: there is no state in between.
+// account; ErrConflict for a turn already past PhasePlanned, delivered or
+// abandoned, and for a second interpretation of a planned turn (below).
+// Nothing is written on any error. A crash leaves the turn as it was or
+// planned: there is no state in between.
+//
+// A turn is interpreted once. A Plan of a turn already planned is taken as
+// a repeat of its plan (as after a crash, or a Plan whose answer was lost):
+// it is accepted only if it admits nothing new — each command's key is one
+// the turn admitted already (AdmittedByThisTurn), or one another turn that
+// is not abandoned holds (AdmittedByAnotherTurn). A command the turn never
+// admitted is another reading of the message, ErrConflict, and nothing is
+// written: two flows interpreting one turn at once — the application and a
+// recovery pass that found it unplanned (ActionRestartInterpretation), or
+// two processes' start-up passes — may read it differently, and one
+// message must not book two seats. The turn's phase is read first and the
+// Write expects it (Write.ExpectPhase), so of two Plans of an unplanned
+// turn the first lands and the other is judged as a repeat of it.
 func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p Plan) (PlanReport, error) {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return PlanReport{}, err
@@ -101,14 +115,7 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 	if err := p.validate(rt.cfg.limits); err != nil {
 		return PlanReport{}, prefixed("plan", err)
 	}
-	applied, err := rt.store.Apply(ctx, Write{
-		Account: account,
-		Turn:    turn,
-		Phase:   PhasePlanned,
-		Admit:   p.Commands,
-		Replay:  &ReplayRecord{Understanding: p.Understanding, LoadedCases: p.LoadedCases},
-		Now:     rt.cfg.now(),
-	})
+	applied, err := rt.planOnce(ctx, account, turn, p)
 	if err != nil {
 		return PlanReport{}, fmt.Errorf("plan turn %v: %w", turn, err)
 	}
@@ -117,6 +124,74 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 		report.Admissions[i] = admissionOf(turn, applied.Earlier[i], e)
 	}
 	return report, nil
+}
+
+// planOnce writes p as the turn's plan, or as a repeat of it
+// (checkRepeat), under the phase it read: a Plan that lands in between
+// moves the phase, and p is judged once more, as a repeat of that one.
+func (rt *Runtime) planOnce(ctx context.Context, account AccountID, turn TurnID, p Plan) (Applied, error) {
+	marker, err := rt.store.TurnPhase(ctx, account, turn)
+	for tries := 1; err == nil; tries++ {
+		if marker.Phase == PhasePlanned {
+			if err := rt.checkRepeat(ctx, account, turn, p); err != nil {
+				return Applied{}, err
+			}
+		}
+		applied, err := rt.store.Apply(ctx, Write{
+			Account:     account,
+			Turn:        turn,
+			Phase:       PhasePlanned,
+			ExpectPhase: marker.Phase,
+			Admit:       p.Commands,
+			Replay:      &ReplayRecord{Understanding: p.Understanding, LoadedCases: p.LoadedCases},
+			Now:         rt.cfg.now(),
+		})
+		if !errors.Is(err, ErrConflict) || tries == 2 {
+			return applied, err
+		}
+		again, rerr := rt.store.TurnPhase(ctx, account, turn)
+		if rerr != nil || again.Phase == marker.Phase {
+			return applied, err
+		}
+		marker = again
+	}
+	return Applied{}, err
+}
+
+// checkRepeat checks that p, planned again on a turn already planned,
+// admits nothing new (see Plan): every command's key is the turn's own
+// already, or held by another turn that is not abandoned (one that is
+// would be adopted here, a new admission). ErrConflict names the first
+// command that is not.
+func (rt *Runtime) checkRepeat(ctx context.Context, account AccountID, turn TurnID, p Plan) error {
+	entries, err := rt.store.ForTurn(ctx, account, turn)
+	if err != nil {
+		return err
+	}
+	own := make(map[IdempotencyKey]bool, len(entries))
+	for _, e := range entries {
+		own[e.Key] = true
+	}
+	for i, c := range p.Commands {
+		if own[c.Key] {
+			continue
+		}
+		held, err := rt.store.ByKey(ctx, account, c.Key)
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("%w: commands[%d] (key %q) is new to a turn planned already: a turn is interpreted once", ErrConflict, i, c.Key)
+		}
+		if err != nil {
+			return err
+		}
+		holder, err := rt.store.TurnPhase(ctx, account, held.Turn)
+		if err != nil {
+			return err
+		}
+		if holder.Phase == PhaseAbandoned {
+			return fmt.Errorf("%w: commands[%d] (key %q) would be adopted from an abandoned turn by a turn planned already: a turn is interpreted once", ErrConflict, i, c.Key)
+		}
+	}
+	return nil
 }
 
 func (p Plan) validate(l Limits) error {
