@@ -105,9 +105,10 @@ type Plan struct {
 // written: two flows interpreting one turn at once — the application and a
 // recovery pass that found it unplanned (ActionRestartInterpretation), or
 // two processes' start-up passes — may read it differently, and one
-// message must not book two seats. The turn's phase is read first and the
-// Write expects it (Write.ExpectPhase), so of two Plans of an unplanned
-// turn the first lands and the other is judged as a repeat of it.
+// message must not book two seats. The Write expects the phase the turn is
+// in (Write.ExpectPhase: PhaseReceived, unless the store refuses that and
+// a read says otherwise), so of two Plans of an unplanned turn the first
+// lands and the other is judged as a repeat of it.
 func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p Plan) (PlanReport, error) {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return PlanReport{}, err
@@ -127,12 +128,14 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 }
 
 // planOnce writes p as the turn's plan, or as a repeat of it
-// (checkRepeat), under the phase it read: a Plan that lands in between
-// moves the phase, and p is judged once more, as a repeat of that one.
+// (checkRepeat), under the phase the turn is in: first as the usual case,
+// a turn just received, without reading it; when the store refuses that,
+// under the phase read then, and once more if a Plan landed in between —
+// p is then judged as a repeat of that one.
 func (rt *Runtime) planOnce(ctx context.Context, account AccountID, turn TurnID, p Plan) (Applied, error) {
-	marker, err := rt.store.TurnPhase(ctx, account, turn)
-	for tries := 1; err == nil; tries++ {
-		if marker.Phase == PhasePlanned {
+	phase := PhaseReceived
+	for tries := 1; ; tries++ {
+		if phase == PhasePlanned {
 			if err := rt.checkRepeat(ctx, account, turn, p); err != nil {
 				return Applied{}, err
 			}
@@ -141,21 +144,20 @@ func (rt *Runtime) planOnce(ctx context.Context, account AccountID, turn TurnID,
 			Account:     account,
 			Turn:        turn,
 			Phase:       PhasePlanned,
-			ExpectPhase: marker.Phase,
+			ExpectPhase: phase,
 			Admit:       p.Commands,
 			Replay:      &ReplayRecord{Understanding: p.Understanding, LoadedCases: p.LoadedCases},
 			Now:         rt.cfg.now(),
 		})
-		if !errors.Is(err, ErrConflict) || tries == 2 {
+		if !errors.Is(err, ErrConflict) || tries == 3 {
 			return applied, err
 		}
-		again, rerr := rt.store.TurnPhase(ctx, account, turn)
-		if rerr != nil || again.Phase == marker.Phase {
+		marker, rerr := rt.store.TurnPhase(ctx, account, turn)
+		if rerr != nil || marker.Phase == phase {
 			return applied, err
 		}
-		marker = again
+		phase = marker.Phase
 	}
-	return Applied{}, err
 }
 
 // checkRepeat checks that p, planned again on a turn already planned,
