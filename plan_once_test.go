@@ -255,3 +255,128 @@ func TestAPlanOfAPlannedTurnIsARepeatOrRefused(t *testing.T) {
 		is.Equal(calls, 2) // each command once
 	})
 }
+
+// rtHookStore runs beforeApply(w) ahead of every Apply it forwards, and
+// afterReplay once, after the next read of a replay record.
+type rtHookStore struct {
+	turnframe.Store
+	beforeApply func(w turnframe.Write)
+	afterReplay func()
+}
+
+func (h *rtHookStore) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if f := h.beforeApply; f != nil {
+		f(w)
+	}
+	return h.Store.Apply(ctx, w)
+}
+
+func (h *rtHookStore) Replay(ctx context.Context, a turnframe.AccountID, t turnframe.TurnID) (turnframe.ReplayRecord, error) {
+	rec, err := h.Store.Replay(ctx, a, t)
+	if f := h.afterReplay; f != nil {
+		h.afterReplay = nil
+		f()
+	}
+	return rec, err
+}
+
+// A repeat Plan of a planned turn names a key another, live turn holds,
+// and that turn is abandoned between the Plan's start and its Write: the
+// store would adopt the entry into this turn, a new admission by a turn
+// interpreted already. The store refuses it (Write.RepeatOnly), in the
+// Write's own transaction, so no check-then-write window remains.
+func TestARepeatPlanNeverAdoptsAKeyAbandonedMeanwhile(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		hs := &rtHookStore{Store: store}
+		rt := turnframe.New(hs)
+		other := turnframe.New(store)
+
+		held := rtCmd("k-held", "flight/1", "book")
+		holder := rtPlanned(t, other, rtAccount, held) // another message's turn holds k-held, pending
+		mine := rtCmd("k-mine", "flight/2", "book")
+		turn := rtPlanned(t, rt, rtAccount, mine) // this turn is planned with k-mine only
+
+		hs.beforeApply = func(w turnframe.Write) {
+			if w.Turn == turn && w.ExpectPhase == turnframe.PhasePlanned {
+				hs.beforeApply = nil
+				is.NoErr(other.Abandon(ctx, rtAccount, holder, "user.left"))
+			}
+		}
+		report, err := rt.Plan(ctx, rtAccount, turn, turnframe.Plan{Commands: []turnframe.Command{mine, held}})
+		e, _ := store.ByKey(ctx, rtAccount, "k-held")
+		t.Logf("repeat plan err=%v admissions=%+v; k-held now in turn %v (this turn %v)", err, report.Admissions, e.Turn, turn)
+		is.True(errors.Is(err, turnframe.ErrConflict)) // a repeat that would adopt is another reading
+		is.Equal(e.Turn, holder)                       // and k-held never moved to this turn
+	})
+}
+
+// Deliver writes the replay record expecting the phase it read it in, and
+// only a first Plan, which moves the phase, changes the record: a repeat
+// Plan of a Planned turn (Planned → Planned) leaves the record as the
+// first plan wrote it. Before, a repeat replaced the record, and a Deliver
+// landing after it under the same phase wrote the old one back: the
+// repeat's loaded cases were lost though it succeeded.
+func TestARepeatPlanKeepsTheFirstPlansRecord(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		hs := &rtHookStore{Store: store}
+		rt := turnframe.New(hs)
+		other := turnframe.New(store)
+
+		pay := rtCmd("k-pay", "acct/1", "pay")
+		pay.NeedsApproval = true
+		turn, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "pay the bill")
+		is.NoErr(err)
+		_, err = rt.Plan(ctx, rtAccount, turn, turnframe.Plan{Commands: []turnframe.Command{pay}})
+		is.NoErr(err)
+
+		hs.afterReplay = func() {
+			_, err := other.Plan(ctx, rtAccount, turn, turnframe.Plan{Commands: []turnframe.Command{pay},
+				LoadedCases: []turnframe.CaseKey{"acct/1"}})
+			is.NoErr(err) // the repeat lands: it admits nothing new
+			rec, err := store.Replay(ctx, rtAccount, turn)
+			is.NoErr(err)
+			is.Equal(len(rec.LoadedCases), 0) // and leaves the record as the first plan wrote it
+		}
+		is.NoErr(rt.Deliver(ctx, rtAccount, turn, "waiting for your approval"))
+		rec, err := store.Replay(ctx, rtAccount, turn)
+		is.NoErr(err)
+		is.Equal(len(rec.LoadedCases), 0)                   // the repeat wrote no record of its own: the first plan's stands
+		is.Equal(rec.Response, "waiting for your approval") // and Deliver's answer is on it
+	})
+}
+
+// A Plan whose answer was lost is repeated. Its command's key is held by
+// an earlier turn whose entry committed, and that turn was abandoned since:
+// a settled entry is never adopted, so the identical repeat admits nothing
+// new and is accepted. (A check before the write refused it, taking any
+// abandoned holder for an adoption.)
+func TestAnIdenticalRepeatIsAcceptedAfterTheHolderOfASettledKeyWasAbandoned(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rt := turnframe.New(store, turnframe.WithLogger(slog.New(slog.DiscardHandler)))
+		book := rtCmd("k-book", "flight/1", "book")
+		first := rtPlanned(t, rt, rtAccount, book)
+		_, err := rt.Execute(ctx, rtAccount, first, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+			return turnframe.Commit(nil)
+		}))
+		is.NoErr(err)
+
+		turn, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "book it (again)")
+		is.NoErr(err)
+		p := turnframe.Plan{Commands: []turnframe.Command{book}}
+		rep, err := rt.Plan(ctx, rtAccount, turn, p)
+		is.NoErr(err)
+		is.Equal(rep.Admissions[0].Kind, turnframe.AdmittedByAnotherTurn)
+
+		is.NoErr(rt.Abandon(ctx, rtAccount, first, "user.left")) // the first turn's answer never went out
+
+		rep2, err := rt.Plan(ctx, rtAccount, turn, p) // the same Plan again: its answer was lost
+		t.Logf("repeat: err=%v admissions=%v; k-book is %v in %v", err, rep2.Admissions, rtEntry(t, store, "k-book").Status, rtEntry(t, store, "k-book").Turn == first)
+		is.NoErr(err) // it admits nothing new: the settled entry stays the first turn's
+	})
+}

@@ -10,25 +10,34 @@ type ReplayRecord struct {
 	AbandonCode   string         // why the turn was abandoned, if it was
 }
 
-// overCeilings reports whether r holds more loaded cases or questions than
-// a Write may carry (MaxPlanCases, MaxPlanQuestions): only a record a
-// release before those ceilings kept can.
-func (r ReplayRecord) overCeilings() bool {
-	return len(r.LoadedCases) > MaxPlanCases || (r.Understanding != nil && len(r.Understanding.Questions) > MaxPlanQuestions)
-}
-
-// withinCeilings returns r with its loaded cases and questions cut to the
-// ceilings, the first of each kept.
-func (r ReplayRecord) withinCeilings() ReplayRecord {
-	if len(r.LoadedCases) > MaxPlanCases {
-		r.LoadedCases = r.LoadedCases[:MaxPlanCases:MaxPlanCases]
+// fitted returns r as a Write may carry it, and whether that changed
+// anything. A record an earlier release kept may break a rule Write.Validate
+// holds now: more loaded cases or questions than the ceilings, a case key
+// those rules refuse (one with a NUL byte, say), a response or a code over
+// its bound. Deliver and Abandon write the record back whole, and refused
+// it would leave its turn unable to end. So loaded cases and questions are
+// cut to the ceilings, the first kept; a case key no rule keeps is
+// dropped; the response is made keepable text, and a code no store keeps
+// is made keepable too.
+func (r ReplayRecord) fitted() (ReplayRecord, bool) {
+	if r.Validate() == nil {
+		return r, false
 	}
+	var cases []CaseKey
+	for _, c := range r.LoadedCases {
+		if c.Validate() == nil && len(cases) < MaxPlanCases {
+			cases = append(cases, c)
+		}
+	}
+	r.LoadedCases = cases
 	if r.Understanding != nil && len(r.Understanding.Questions) > MaxPlanQuestions {
 		u := *r.Understanding
 		u.Questions = u.Questions[:MaxPlanQuestions:MaxPlanQuestions]
 		r.Understanding = &u
 	}
-	return r
+	r.Response = keepable(r.Response, MaxTextLen)
+	r.AbandonCode = keepable(r.AbandonCode, MaxNameLen)
+	return r, true
 }
 
 // Understanding is the application's reading of the user's message, reduced

@@ -90,54 +90,64 @@ func TestAPlanLandingDuringDeliverOrAbandonIsKept(t *testing.T) {
 	}
 }
 
-// A file a release before the plan ceilings wrote can hold a turn planned
-// with more loaded cases than MaxPlanCases, and keeps it. Deliver and
-// Abandon read the record and write it back whole, and the ceiling refused
-// that Write: the turn could be neither delivered nor abandoned, by anyone.
-// The record is now cut to the ceilings as the turn ends. The old row is
-// made by writing the record the old release wrote straight into the file.
-func TestAnOldTurnsReplayRecordOverTheCeilingsDoesNotWedgeItsTurn(t *testing.T) {
-	is := is.New(t)
-	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
-	is.NoErr(err)
-	t.Cleanup(func() { store.Close() })
-	rt := turnframe.New(store)
-
-	old := func() turnframe.TurnID {
-		turn, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "what do I have booked?")
-		is.NoErr(err)
-		_, err = rt.Plan(ctx, rtAccount, turn, turnframe.Plan{LoadedCases: []turnframe.CaseKey{"booking/1"}})
-		is.NoErr(err)
-		// What the release before d58ed0f stored for a plan of 1001 loaded cases.
-		rec := turnframe.ReplayRecord{}
-		for i := range turnframe.MaxPlanCases + 1 {
-			rec.LoadedCases = append(rec.LoadedCases, turnframe.CaseKey(fmt.Sprintf("booking/%d", i)))
-		}
-		b, err := json.Marshal(rec)
-		is.NoErr(err)
-		tx, err := store.BeginTx(ctx)
-		is.NoErr(err)
-		_, err = tx.ExecContext(ctx, `UPDATE turns SET replay = ? WHERE id = ?`, string(b), turn.String())
-		is.NoErr(err)
-		is.NoErr(tx.Commit())
-		got, err := store.Replay(ctx, rtAccount, turn)
-		is.NoErr(err)
-		is.Equal(len(got.LoadedCases), turnframe.MaxPlanCases+1) // the file keeps it and reads it back
-		return turn
+// A file an earlier release wrote can hold a replay record that breaks a
+// rule a Write keeps now — more loaded cases than MaxPlanCases (before the
+// plan ceilings), a case key with a NUL byte (before keys refused NUL) —
+// and the file keeps it. Deliver and Abandon read the record and write it
+// back whole, and Write.Validate refused that: the turn could be neither
+// delivered nor abandoned, by anyone. The record is now fitted to the
+// rules as the turn ends. The old row is made by writing the JSON the old
+// release wrote straight into the file.
+func TestAnOldTurnsReplayRecordThatBreaksTodaysRulesDoesNotWedgeItsTurn(t *testing.T) {
+	var many []string
+	for i := range turnframe.MaxPlanCases + 1 {
+		many = append(many, fmt.Sprintf("booking/%d", i))
 	}
-
-	delivered, abandoned := old(), old()
-	errDeliver := rt.Deliver(ctx, rtAccount, delivered, "you have 1001 bookings")
-	errAbandon := rt.Abandon(ctx, rtAccount, abandoned, "gave_up")
-	t.Logf("deliver: %v", errDeliver)
-	t.Logf("abandon: %v", errAbandon)
-	is.NoErr(errDeliver) // an old turn can still be answered
-	is.NoErr(errAbandon) // or given up
-	for _, turn := range []turnframe.TurnID{delivered, abandoned} {
-		got, err := store.Replay(ctx, rtAccount, turn)
-		is.NoErr(err)                                          // replay
-		is.Equal(len(got.LoadedCases), turnframe.MaxPlanCases) // cut to the ceiling, the first kept
-		is.Equal(got.LoadedCases[0], turnframe.CaseKey("booking/0"))
+	manyJSON, _ := json.Marshal(map[string][]string{"LoadedCases": many})
+	cases := []struct {
+		name string
+		old  string              // the record as the earlier release stored it
+		want []turnframe.CaseKey // its loaded cases once the turn ended
+	}{
+		{"over the plan ceilings", string(manyJSON), nil},
+		{"a case key with a NUL byte", `{"LoadedCases":["flight\u00001","flight/2"]}`, []turnframe.CaseKey{"flight/2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "old.db"))
+			is.NoErr(err)
+			t.Cleanup(func() { store.Close() })
+			rt := turnframe.New(store)
+			old := func() turnframe.TurnID {
+				turn, err := rt.Receive(ctx, rtAccount, rt.NewConversationID(), "what do I have booked?")
+				is.NoErr(err)
+				_, err = rt.Plan(ctx, rtAccount, turn, turnframe.Plan{LoadedCases: []turnframe.CaseKey{"booking/1"}})
+				is.NoErr(err)
+				tx, err := store.BeginTx(ctx)
+				is.NoErr(err)
+				_, err = tx.ExecContext(ctx, `UPDATE turns SET replay = ? WHERE id = ?`, tc.old, turn.String())
+				is.NoErr(err)
+				is.NoErr(tx.Commit())
+				got, err := store.Replay(ctx, rtAccount, turn)
+				is.NoErr(err)
+				is.True(got.Validate() != nil) // the file keeps the old record and reads it back
+				return turn
+			}
+			delivered, abandoned := old(), old()
+			is.NoErr(rt.Deliver(ctx, rtAccount, delivered, "here they are")) // an old turn can still be answered
+			is.NoErr(rt.Abandon(ctx, rtAccount, abandoned, "gave_up"))       // or given up
+			for _, turn := range []turnframe.TurnID{delivered, abandoned} {
+				got, err := store.Replay(ctx, rtAccount, turn)
+				is.NoErr(err) // replay
+				if tc.want == nil {
+					is.Equal(len(got.LoadedCases), turnframe.MaxPlanCases)       // cut to the ceiling
+					is.Equal(got.LoadedCases[0], turnframe.CaseKey("booking/0")) // the first kept
+				} else {
+					is.Equal(got.LoadedCases, tc.want) // what no rule keeps is dropped, the rest kept
+				}
+			}
+		})
 	}
 }

@@ -58,6 +58,12 @@ type Write struct {
 	// never settled in a turn that was abandoned, which this turn adopts
 	// (see storekit.Readmit). The same key with a different command is ErrConflict.
 	Admit []Command
+	// RepeatOnly makes Admit a repeat of admissions made before: a command
+	// whose key is new, or whose entry this Write would adopt from an
+	// abandoned turn, is ErrConflict (storekit.CheckRepeat) and nothing is
+	// written. Runtime.Plan sets it for a turn planned already: a turn is
+	// interpreted once.
+	RepeatOnly bool
 	// Settle moves journal entries of this turn, each by storekit.NextEntry.
 	Settle []Settlement
 	// Events are appended to their cases: each gets the case's revision + 1.

@@ -98,11 +98,13 @@ type Plan struct {
 //
 // A turn is interpreted once. A Plan of a turn already planned is taken as
 // a repeat of its plan (as after a crash, or a Plan whose answer was lost):
-// it is accepted only if it admits nothing new — each command's key is one
-// the turn admitted already (AdmittedByThisTurn), or one another turn that
-// is not abandoned holds (AdmittedByAnotherTurn). A command the turn never
-// admitted is another reading of the message, ErrConflict, and nothing is
-// written: two flows interpreting one turn at once — the application and a
+// it is accepted only if it admits nothing new (Write.RepeatOnly, checked
+// in the store's transaction) — each command's key is one the turn
+// admitted already (AdmittedByThisTurn), or one another turn holds and
+// keeps (AdmittedByAnotherTurn) — and it leaves the turn's replay record
+// as the first plan wrote it. A command the turn never admitted, or one it
+// would adopt from an abandoned turn, is another reading of the message:
+// ErrConflict, and nothing is written: two flows interpreting one turn at once — the application and a
 // recovery pass that found it unplanned (ActionRestartInterpretation), or
 // two processes' start-up passes — may read it differently, and one
 // message must not book two seats. The Write expects the phase the turn is
@@ -128,27 +130,28 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 }
 
 // planOnce writes p as the turn's plan, or as a repeat of it
-// (checkRepeat), under the phase the turn is in: first as the usual case,
-// a turn just received, without reading it; when the store refuses that,
-// under the phase read then, and once more if a Plan landed in between —
-// p is then judged as a repeat of that one.
+// (Write.RepeatOnly, which keeps the turn's replay record), under the
+// phase the turn is in: first as the usual case, a turn just received,
+// without reading it; when the store refuses that, under the phase read
+// then, and once more if a Plan landed in between — p is then judged as a
+// repeat of that one.
 func (rt *Runtime) planOnce(ctx context.Context, account AccountID, turn TurnID, p Plan) (Applied, error) {
 	phase := PhaseReceived
 	for tries := 1; ; tries++ {
-		if phase == PhasePlanned {
-			if err := rt.checkRepeat(ctx, account, turn, p); err != nil {
-				return Applied{}, err
-			}
-		}
-		applied, err := rt.store.Apply(ctx, Write{
+		w := Write{
 			Account:     account,
 			Turn:        turn,
 			Phase:       PhasePlanned,
 			ExpectPhase: phase,
 			Admit:       p.Commands,
-			Replay:      &ReplayRecord{Understanding: p.Understanding, LoadedCases: p.LoadedCases},
 			Now:         rt.cfg.now(),
-		})
+		}
+		if phase == PhasePlanned {
+			w.RepeatOnly = true // the record stays the first plan's: a turn is interpreted once
+		} else {
+			w.Replay = &ReplayRecord{Understanding: p.Understanding, LoadedCases: p.LoadedCases}
+		}
+		applied, err := rt.store.Apply(ctx, w)
 		if !errors.Is(err, ErrConflict) || tries == 3 {
 			return applied, err
 		}
@@ -158,42 +161,6 @@ func (rt *Runtime) planOnce(ctx context.Context, account AccountID, turn TurnID,
 		}
 		phase = marker.Phase
 	}
-}
-
-// checkRepeat checks that p, planned again on a turn already planned,
-// admits nothing new (see Plan): every command's key is the turn's own
-// already, or held by another turn that is not abandoned (one that is
-// would be adopted here, a new admission). ErrConflict names the first
-// command that is not.
-func (rt *Runtime) checkRepeat(ctx context.Context, account AccountID, turn TurnID, p Plan) error {
-	entries, err := rt.store.ForTurn(ctx, account, turn)
-	if err != nil {
-		return err
-	}
-	own := make(map[IdempotencyKey]bool, len(entries))
-	for _, e := range entries {
-		own[e.Key] = true
-	}
-	for i, c := range p.Commands {
-		if own[c.Key] {
-			continue
-		}
-		held, err := rt.store.ByKey(ctx, account, c.Key)
-		if errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("%w: commands[%d] (key %q) is new to a turn planned already: a turn is interpreted once", ErrConflict, i, c.Key)
-		}
-		if err != nil {
-			return err
-		}
-		holder, err := rt.store.TurnPhase(ctx, account, held.Turn)
-		if err != nil {
-			return err
-		}
-		if holder.Phase == PhaseAbandoned {
-			return fmt.Errorf("%w: commands[%d] (key %q) would be adopted from an abandoned turn by a turn planned already: a turn is interpreted once", ErrConflict, i, c.Key)
-		}
-	}
-	return nil
 }
 
 func (p Plan) validate(l Limits) error {
@@ -418,9 +385,9 @@ func (rt *Runtime) Abandon(ctx context.Context, account AccountID, turn TurnID, 
 // the phase, the store refuses the Write, and finish reads both again. A
 // phase never goes back, so the reads are repeated at most once per phase;
 // a refusal under a phase that did not move is the caller's error. A
-// record over the plan ceilings, which a release before them kept, is cut
-// to them: written back whole, it would be refused, and the turn could
-// never end.
+// record that breaks today's rules, which an earlier release kept, is
+// fitted to them (ReplayRecord.fitted): written back whole, it would be
+// refused, and the turn could never end.
 func (rt *Runtime) finish(ctx context.Context, account AccountID, turn TurnID, to TurnPhase, edit func(*ReplayRecord)) error {
 	marker, err := rt.store.TurnPhase(ctx, account, turn)
 	if err != nil {
@@ -431,10 +398,10 @@ func (rt *Runtime) finish(ctx context.Context, account AccountID, turn TurnID, t
 		if err != nil {
 			return err
 		}
-		if rec.overCeilings() {
-			rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a replay record over the plan ceilings, kept by an earlier release, is cut to them as its turn ends",
-				slog.String("turn", turn.String()), slog.Int("loaded_cases", len(rec.LoadedCases)))
-			rec = rec.withinCeilings()
+		if fit, changed := rec.fitted(); changed {
+			rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a replay record an earlier release kept breaks today's rules; it is fitted to them as its turn ends",
+				slog.String("turn", turn.String()), slog.Int("loaded_cases", len(rec.LoadedCases)), slog.Int("kept_cases", len(fit.LoadedCases)))
+			rec = fit
 		}
 		edit(&rec)
 		w := Write{Account: account, Turn: turn, Phase: to, ExpectPhase: marker.Phase, Replay: &rec, Now: rt.cfg.now()}

@@ -119,6 +119,9 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 		k := entryKey{w.Account, cmd.Key}
 		if old, ok := s.entries[k]; ok {
 			e, adopt, err := storekit.Readmit(old.entry, s.turns[old.entry.Turn].turn.Phase, cmd, w.Turn, w.Now)
+			if err == nil {
+				err = storekit.CheckRepeat(w, cmd.Key, true, adopt)
+			}
 			if err != nil {
 				return nil, applied, err
 			}
@@ -131,6 +134,9 @@ func (s *Store) build(w turnframe.Write) (*change, turnframe.Applied, error) {
 			applied.Admitted = append(applied.Admitted, copyEntry(e))
 			applied.Earlier = append(applied.Earlier, copyEntry(old.entry))
 			continue
+		}
+		if err := storekit.CheckRepeat(w, cmd.Key, false, false); err != nil {
+			return nil, applied, err
 		}
 		e := storekit.NewEntry(w.Account, w.Turn, cmd, w.Now)
 		c.entries[k] = e

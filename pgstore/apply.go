@@ -386,16 +386,21 @@ func stampWrite(w turnframe.Write) turnframe.Write {
 // storekit.Readmit makes of the entry it admitted, locked. earlier is that
 // entry as it was found (Applied.Earlier), zero for a new one.
 func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.TurnPhase, cmd turnframe.Command) (entry, earlier turnframe.JournalEntry, err error) {
-	e := storekit.NewEntry(w.Account, w.Turn, cmd, w.Now)
-	tag, err := tx.Exec(ctx, insertEntrySQL, entryArgs(e)...)
-	if err != nil {
-		return e, earlier, fmt.Errorf("admit %q: %w", cmd.Key, err)
-	}
-	if tag.RowsAffected() == 1 {
-		tx.record(storekit.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
-		return e, earlier, nil
+	if !w.RepeatOnly { // a repeat never inserts: the key must be there
+		e := storekit.NewEntry(w.Account, w.Turn, cmd, w.Now)
+		tag, err := tx.Exec(ctx, insertEntrySQL, entryArgs(e)...)
+		if err != nil {
+			return e, earlier, fmt.Errorf("admit %q: %w", cmd.Key, err)
+		}
+		if tag.RowsAffected() == 1 {
+			tx.record(storekit.EntryHistory(turnframe.JournalEntry{}, e, w.Actor, w.Note, w.Now))
+			return e, earlier, nil
+		}
 	}
 	existing, err := lockEntry(ctx, tx, w.Account, cmd.Key)
+	if errors.Is(err, turnframe.ErrNotFound) {
+		return existing, earlier, storekit.CheckRepeat(w, cmd.Key, false, false)
+	}
 	if err != nil {
 		return existing, earlier, err
 	}
@@ -479,6 +484,9 @@ func readmit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Tu
 	entry, adopt, err := storekit.Readmit(existing, phase, cmd, w.Turn, w.Now)
 	if err != nil || !adopt {
 		return entry, err
+	}
+	if err := storekit.CheckRepeat(w, cmd.Key, true, true); err != nil {
+		return existing, err
 	}
 	tx.queue(wrapf("adopt %q", cmd.Key), adoptEntrySQL, entryArgs(entry)...)
 	return entry, nil

@@ -451,6 +451,9 @@ func admit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Turn
 	case !errors.Is(err, turnframe.ErrNotFound):
 		return existing, earlier, err
 	}
+	if err := storekit.CheckRepeat(w, cmd.Key, false, false); err != nil {
+		return existing, earlier, err
+	}
 	e := storekit.NewEntry(w.Account, w.Turn, cmd, w.Now)
 	args, err := entryArgs(e)
 	if err != nil {
@@ -478,6 +481,9 @@ func readmit(ctx context.Context, tx *wtx, w turnframe.Write, phase turnframe.Tu
 	entry, adopt, err := storekit.Readmit(existing, phase, cmd, w.Turn, w.Now)
 	if err != nil || !adopt {
 		return entry, err
+	}
+	if err := storekit.CheckRepeat(w, cmd.Key, true, true); err != nil {
+		return existing, err
 	}
 	args, err := entryArgs(entry)
 	if err != nil {

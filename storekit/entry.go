@@ -33,6 +33,24 @@ func CheckAdmit(phase turnframe.TurnPhase) error {
 	return nil
 }
 
+// CheckRepeat checks the admission of key in w when w only repeats
+// admissions (Write.RepeatOnly): found says whether the account admitted
+// key before, adopt whether Readmit adopts that entry into w's turn. A new
+// key or an adoption would admit a new command to a turn planned already:
+// ErrConflict. Any other admission, and every one of a w that is not
+// RepeatOnly, passes. A store calls it before it writes the admission.
+func CheckRepeat(w turnframe.Write, key turnframe.IdempotencyKey, found, adopt bool) error {
+	switch {
+	case !w.RepeatOnly:
+		return nil
+	case !found:
+		return fmt.Errorf("%w: key %q is new, and the write only repeats admissions: a turn is interpreted once", turnframe.ErrConflict, key)
+	case adopt:
+		return fmt.Errorf("%w: key %q would be adopted from an abandoned turn, and the write only repeats admissions: a turn is interpreted once", turnframe.ErrConflict, key)
+	}
+	return nil
+}
+
 // CheckExpectedPhase checks a Write's ExpectPhase against the turn's phase
 // as stored before the Write: ErrConflict when they differ, nil when they
 // agree or want is PhaseUnset. A store calls it as it loads the turn,

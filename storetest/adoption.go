@@ -17,6 +17,7 @@ func adoptionTests() []test {
 		{"ReadmittingAPendingEntryOfAnAbandonedTurnMovesItToTheNewTurnInAdmitOrder", testAdoptPending},
 		{"AnExecutingEntryOfAnAbandonedTurnIsAdoptedOnlyOnceItsLeaseEnded", testAdoptExecuting},
 		{"ASettledEntryOrOneOfATurnNotAbandonedIsReturnedAsItIsNotMoved", testAdoptNot},
+		{"ARepeatOnlyWriteAdmitsNothingNewAndAdoptsNothing", testRepeatOnly},
 	}
 }
 
@@ -146,4 +147,46 @@ func testAdoptNone(t *testing.T, e *env, setup func(e *env) (turnframe.TurnID, t
 	is.True(sameEntry(e.entry(acme, key), stored))                          // and stored as it was
 	is.Equal(len(e.forTurn(acme, turn)), 0)                                 // not listed by the new turn
 	is.Equal(keysOf(e.forTurn(acme, old)), []turnframe.IdempotencyKey{key}) // still listed by its own
+}
+
+// testRepeatOnly: a Write that only repeats admissions (Write.RepeatOnly,
+// a Plan of a turn planned already) returns the entries its keys admitted
+// before — its own turn's, a live turn's, a settled one of an abandoned
+// turn — and refuses, writing nothing, a new key or one it would adopt.
+func testRepeatOnly(t *testing.T, e *env) {
+	is := is.New(t)
+	turn := e.turnIn(acme, turnframe.PhasePlanned, at(0))
+	own := e.freshKey()
+	e.admit(acme, turn, at(0), command(own, "booking/1"))
+
+	live := e.turnIn(acme, turnframe.PhasePlanned, at(0))
+	held := e.freshKey()
+	e.admit(acme, live, at(0), command(held, "booking/2"))
+
+	settled, done, _ := e.entryIn(acme, turnframe.JournalCommitted, at(0))
+	e.apply(turnframe.Write{Account: acme, Turn: settled, Now: at(0), Phase: turnframe.PhaseAbandoned})
+
+	gone := e.turnIn(acme, turnframe.PhasePlanned, at(0))
+	adoptable := e.freshKey()
+	e.admit(acme, gone, at(0), command(adoptable, "booking/4"))
+	e.apply(turnframe.Write{Account: acme, Turn: gone, Now: at(0), Phase: turnframe.PhaseAbandoned})
+
+	repeat := func(keys ...turnframe.IdempotencyKey) turnframe.Write {
+		w := turnframe.Write{Account: acme, Turn: turn, Now: at(time.Second), Phase: turnframe.PhasePlanned, RepeatOnly: true}
+		for _, k := range keys {
+			w.Admit = append(w.Admit, e.entry(acme, k).Command)
+		}
+		return w
+	}
+	a := e.apply(repeat(own, held, done))
+	is.Equal(keysOf(a.Admitted), []turnframe.IdempotencyKey{own, held, done})                // each as admitted before
+	is.Equal([]turnframe.TurnID{a.Admitted[0].Turn, a.Admitted[1].Turn, a.Admitted[2].Turn}, // and where it was
+		[]turnframe.TurnID{turn, live, settled})
+	is.Equal(len(e.forTurn(acme, turn)), 1) // nothing new in the turn
+
+	fresh := repeat(own)
+	fresh.Admit = append(fresh.Admit, command(e.freshKey(), "booking/5"))
+	e.refused(fresh, turnframe.ErrConflict, "a repeat with a new key")
+	e.refused(repeat(own, adoptable), turnframe.ErrConflict, "a repeat that would adopt")
+	is.Equal(e.entry(acme, adoptable).Turn, gone) // it stays in its abandoned turn
 }

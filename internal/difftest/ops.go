@@ -1067,8 +1067,11 @@ func (r *runner) opReplan() {
 	} else {
 		r.apply(fmt.Sprintf("replan/begin slot=%d%s", s, tl), begin)
 	}
+	if f&0x80 != 0 { // as a repeat: refused for a new key or an adoption, the stores must agree
+		plan.RepeatOnly = true
+	}
 	before := r.existing(acct, cmds)
-	vals, errs := r.apply(fmt.Sprintf("replan/plan slot=%d cmds=%v%s", s, keysOf(cmds), tl), plan)
+	vals, errs := r.apply(fmt.Sprintf("replan/plan slot=%d cmds=%v repeat=%v%s", s, keysOf(cmds), plan.RepeatOnly, tl), plan)
 	if errs[0] != nil {
 		return
 	}
