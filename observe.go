@@ -23,10 +23,13 @@ const (
 	// answer became outcome unknown. Labels: Destination and Outcome (a send:
 	// the code the row was settled with, e.g. "http.504" or "timeout"; empty
 	// when the sender gave none) or Command and Outcome (a command:
-	// "timeout", "panic" or "handler").
+	// "timeout", "panic", "handler", or "lease_ended" for an attempt that
+	// died).
 	SignalExternalOutcomeUnknown Signal = "external_outcome_unknown"
 	// SignalExternalReconciled: an unknown outcome became known (never
-	// emitted for an unresolved answer). Labels: Outcome (the verdict), and
+	// emitted for an unresolved answer, nor for an escalation to
+	// NeedsIntervention, which leaves it unknown until it is settled), so
+	// it never outnumbers SignalExternalOutcomeUnknown. Labels: Outcome (the verdict), and
 	// Destination for an outbox row or Command for a journal entry.
 	SignalExternalReconciled Signal = "external_reconciled"
 	// SignalOutboxClaimed: one row claimed by a dispatcher. Labels: Destination.

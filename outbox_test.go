@@ -484,8 +484,11 @@ func TestSettleResolvesAnUnknownRow(t *testing.T) {
 					is.Equal(histLine(last), strings.TrimSpace("outcome_unknown>"+tt.status.String()+" operator:bob "+tt.code)) // recorded
 					is.Equal(last.Note, "looked it up")                                                                         // with why
 					is.Equal(last.At, later)                                                                                    // and when
-					is.Equal(signals.labels(turnframe.SignalExternalReconciled),
-						[]turnframe.Labels{{Destination: "payments", Outcome: tt.decision.Verdict.String()}}) // signalled by verdict
+					want := []turnframe.Labels{{Destination: "payments", Outcome: tt.decision.Verdict.String()}}
+					if tt.decision.Verdict == turnframe.VerdictEscalate {
+						want = nil // escalated, it is still unknown: no reconciliation
+					}
+					is.Equal(signals.labels(turnframe.SignalExternalReconciled), want) // signalled by verdict
 				}
 
 				// Only a resend is sent again, and only once it is due.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -502,5 +503,67 @@ func TestAnExpiredClaimIsCountedAsAnUnknownOutcome(t *testing.T) {
 		is.Equal(len(unknown), 1)                                                                         // the expired send counted unknown
 		is.Equal(unknown[0], turnframe.Labels{Destination: "parking", Outcome: turnframe.CodeLeaseEnded}) // with its destination
 		is.True(obs.count(turnframe.SignalExternalReconciled) <= len(unknown))                            // nothing known that was not unknown
+	})
+}
+
+// Recover declaring a dead attempt unknown counts it, as Execute's own
+// declaration does: every unknown is counted where it became unknown, and
+// a count of reconciliations never exceeds the count of unknowns.
+func TestRecoverCountsADeadAttemptItDeclaresUnknown(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		clock := newStepClock(time.Now().UTC().Truncate(time.Microsecond))
+		obs := &recorder{}
+		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithObserver(obs),
+			turnframe.WithCommand("charge", turnframe.Remote{}), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
+		rt := turnframe.New(store, opts...)
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+		gen := turnframe.NewIDGenerator()
+		_, err := store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.read(),
+			Settle: []turnframe.Settlement{{Key: "k-charge", To: turnframe.JournalExecuting, Attempt: gen.AttemptID(clock.read()), Lease: time.Minute}}})
+		is.NoErr(err) // an attempt took k-charge and its process died
+		clock.set(clock.read().Add(2 * time.Minute))
+
+		rec := turnframe.NewRecovery(store, opts...)
+		_, err = rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+		is.NoErr(err)
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalNeedsIntervention)
+		is.NoErr(rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"}))
+
+		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
+		t.Logf("outcome_unknown=%d reconciled=%d", unknown, reconciled)
+		is.Equal(unknown, 1)           // the dead attempt's unknown is counted where it became unknown
+		is.True(reconciled <= unknown) // a count of reconciliations never exceeds the count of unknowns
+	})
+}
+
+// A policy's escalation (OutcomeUnknown → NeedsIntervention) leaves the
+// outcome unknown: it is not counted as a reconciliation, and the person's
+// settlement later is, once.
+func TestAnEscalationIsNotCountedAsAReconciliation(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		obs := &recorder{}
+		opts := []turnframe.Option{turnframe.WithObserver(obs),
+			turnframe.WithCommand("charge", turnframe.Remote{}), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
+		rt := turnframe.New(store, opts...)
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+			return turnframe.Unknown("ref-1")
+		}))
+		is.NoErr(err)
+		rec := turnframe.NewRecovery(store, opts...)
+		_, err = rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+		is.NoErr(err)
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalNeedsIntervention)
+		is.NoErr(rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"}))
+
+		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
+		t.Logf("outcome_unknown=%d reconciled=%d (%v)", unknown, reconciled, obs.labels(turnframe.SignalExternalReconciled))
+		is.True(reconciled <= unknown) // a count of reconciliations never exceeds the count of unknowns
 	})
 }

@@ -129,7 +129,9 @@ func (r *Recovery) settle(ctx context.Context, subject Subject, d Decision, f fe
 	} else {
 		labels.Destination = name
 	}
-	r.obs.count(SignalExternalReconciled, labels)
+	if d.Verdict != VerdictEscalate { // escalated, it is still unknown: its settlement counts later
+		r.obs.count(SignalExternalReconciled, labels)
+	}
 	r.obs.logf(ctx, slog.LevelInfo, "turnframe: uncertain outcome settled",
 		slog.String("subject", subject.Kind.String()), slog.String("ref", subject.Ref),
 		slog.String("verdict", d.Verdict.String()), slog.String("actor", string(d.Actor.orApp())))

@@ -221,7 +221,7 @@ func TestSettleSettlesAnUnknownCommand(t *testing.T) {
 				trail := append(slices.Clone(unknownTrail), strings.TrimSpace("outcome_unknown>"+tt.status.String()+" app "+tt.code))
 				if !tt.signaled {
 					trail = unknownTrail
-				} else {
+				} else if tt.decision.Verdict != turnframe.VerdictEscalate { // escalated, it is still unknown
 					want = []turnframe.Labels{{Command: "charge", Outcome: tt.decision.Verdict.String()}}
 				}
 				is.Equal(rec.labels(turnframe.SignalExternalReconciled), want) // the signal
