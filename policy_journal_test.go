@@ -119,6 +119,9 @@ func TestExecuteDoesNotRunADeadAttemptAgainWhenItsRemoteForbidsIt(t *testing.T) 
 		{"Undeclared", nil, true},
 		{"Deduplicates", &turnframe.Remote{Deduplicates: 24 * time.Hour}, true},
 		{"DeduplicatesButForgotTheKey", &turnframe.Remote{Deduplicates: time.Minute}, false},
+		// Execute runs an hour after the admission: a key remembered for
+		// exactly an hour is forgotten from that instant on.
+		{"DeduplicatesButForgetsTheKeyAtThisInstant", &turnframe.Remote{Deduplicates: time.Hour}, false},
 		{"Verifiable", &turnframe.Remote{Verifier: polFound(turnframe.FoundUnsure, "")}, false},
 		{"Neither", &turnframe.Remote{}, false},
 	}

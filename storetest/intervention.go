@@ -19,6 +19,7 @@ func interventionTests() []test {
 	return []test{
 		{"AReconciliationDeclaresAnExecutingEntryUnknownOnceItsLeaseEndedInAnyPhase", testDeclareUnknown},
 		{"AReconciliationCannotDeclareAnEntryUnknownWhileItsLeaseRuns", testDeclareUnknownLive},
+		{"AReconciliationOfADeadAttemptThatWasTakenOverSinceIsConflictAndChangesNothing", testDeclareUnknownStalePrior},
 		{"AReconciliationEscalatesAnUnknownEntryToNeedsInterventionKeepingTheRemotesReference", testEscalateEntry},
 		{"ANeedsInterventionEntryIsSettledByAnActorThatMayIntervene", testInterveneAllowed},
 		{"ANeedsInterventionEntryRefusesRecoveryThePolicyAndWorkersAndChangesNothing", testInterveneRefused},
@@ -105,6 +106,42 @@ func testDeclareUnknownLive(t *testing.T, e *env) {
 					turnframe.ErrConflict, "declare a running attempt unknown")
 			}
 			is.Equal(e.entry(acme, key).Status, turnframe.JournalExecuting) // still running
+		})
+	}
+}
+
+// testDeclareUnknownStalePrior: a reconciliation names the attempt it saw
+// die (Prior); when another attempt took the entry over since, and its lease
+// ended too, the reconciliation is about an attempt that is no longer the
+// entry's, and is refused — whether it declares it unknown or, on an
+// abandoned turn, settles it. The one naming the current attempt lands.
+func testDeclareUnknownStalePrior(t *testing.T, e *env) {
+	for _, tc := range []struct {
+		phase turnframe.TurnPhase
+		to    turnframe.JournalStatus
+	}{
+		{turnframe.PhaseExecuting, turnframe.JournalOutcomeUnknown},
+		{turnframe.PhaseAbandoned, turnframe.JournalOutcomeUnknown},
+		{turnframe.PhaseAbandoned, turnframe.JournalCommitted},
+		{turnframe.PhaseAbandoned, turnframe.JournalRejected},
+	} {
+		t.Run(fmt.Sprintf("%v_to_%v", tc.phase, tc.to), func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			turn, key, first := e.running(acme, "booking/1", at(0)) // leased until at(lease)
+			second := e.execute(acme, turn, key, at(lease))         // took over once it ended, leased until at(2*lease)
+			e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(lease), Phase: tc.phase})
+			now := at(3 * lease) // the second attempt's lease ended too
+			stale := turnframe.Settlement{Key: key, To: tc.to, Code: turnframe.CodeLeaseEnded, Prior: first}
+			e.refused(turnframe.Write{Account: acme, Turn: turn, Now: now, Actor: turnframe.ActorRecovery, Settle: []turnframe.Settlement{stale}},
+				turnframe.ErrConflict, "a reconciliation of the attempt taken over")
+			is.Equal(e.entry(acme, key).Status, turnframe.JournalExecuting) // still the second attempt's
+			is.Equal(e.entry(acme, key).Attempt, second)
+			current := stale
+			current.Prior = second
+			got := e.reconcile(turn, key, current, turnframe.ActorRecovery, now)
+			is.Equal(got.Status, tc.to)   // the reconciliation that saw the current attempt lands
+			is.Equal(got.Attempt, second) // about the second attempt
 		})
 	}
 }

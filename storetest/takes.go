@@ -23,6 +23,7 @@ func takeTests() []test {
 		{"AnExecutingEntryWithALiveLeaseCannotBeTakenOver", testTakeLive},
 		{"AnExecutingEntryWhoseLeaseEndedIsTakenOverByANewAttempt", testTakeOver},
 		{"TheHolderRenewsItsLeaseUnderTheSameAttempt", testTakeRenew},
+		{"ARenewalNeverShortensTheLease", testTakeRenewNeverShortens},
 		{"OnlyAReconciliationMovesAnOutcomeUnknownEntry", testUnknownOnlyReconciled},
 		{"AResendOnAnAbandonedTurnIsConflictAndWritesNothing", testResendAbandoned},
 		{"NoAttemptTakesAnEntryOfAnAbandonedTurnButTheRunningOneStillSettles", testTakeAbandoned},
@@ -154,6 +155,20 @@ func testTakeRenew(t *testing.T, e *env) {
 	e.refused(takeWrite(acme, turn, key, e.ids.AttemptID(now), running, now), turnframe.ErrConflict, "take over a renewed lease")
 	got = e.settle(acme, turn, at(lease+2*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: running})
 	is.Equal(got.Status, turnframe.JournalCommitted) // the holder settles
+}
+
+func testTakeRenewNeverShortens(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, running := e.running(acme, "booking/1", at(0)) // leased until at(lease)
+	short := turnframe.Settlement{Key: key, To: turnframe.JournalExecuting, Attempt: running, Lease: time.Second}
+	got := e.settle(acme, turn, at(time.Second), short)     // now + its lease is at(2s), before at(lease)
+	is.Equal(got.Attempt, running)                          // the same attempt
+	is.Equal(got.Attempts, 1)                               // not a new attempt
+	is.True(got.LeaseUntil.Equal(at(lease)))                // applied: the lease it had, not a shorter one
+	is.True(e.entry(acme, key).LeaseUntil.Equal(at(lease))) // stored so
+	now := at(lease - time.Second)                          // after the short lease would have ended, inside the one it had
+	e.refused(takeWrite(acme, turn, key, e.ids.AttemptID(now), running, now), turnframe.ErrConflict, "take over a lease a short renewal must not have shortened")
+	is.Equal(e.entry(acme, key).Attempt, running) // still the running attempt's
 }
 
 func testUnknownOnlyReconciled(t *testing.T, e *env) {
