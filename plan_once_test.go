@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -61,6 +62,39 @@ func (a *rtReinterpreter) RegenerateResponse(ctx context.Context, m turnframe.Tu
 	return a.rt.Deliver(ctx, m.Account, m.Turn, "done")
 }
 
+// rtTwoProcesses opens one SQLite file twice, as two processes would.
+func rtTwoProcesses(t *testing.T) (a, b *sqlitestore.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tf.db")
+	open := func() *sqlitestore.Store {
+		s, err := sqlitestore.Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open()
+}
+
+// rtAirline is a handler booking the seat a command's payload names, and a
+// function returning a copy of its bookings by seat.
+func rtAirline() (turnframe.Handler, func() map[string]int) {
+	var mu sync.Mutex
+	booked := map[string]int{}
+	h := turnframe.HandlerFunc(func(_ context.Context, call turnframe.Call) turnframe.Outcome {
+		mu.Lock()
+		booked[string(call.Command.Payload)]++
+		mu.Unlock()
+		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked", Data: call.Command.Payload}})
+	})
+	return h, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(booked)
+	}
+}
+
 // Two processes start at once on one file after a crash left a turn
 // received and never planned: each one's start-up Recover decides
 // RestartInterpretation for it and hands it to its handler, and each
@@ -72,14 +106,7 @@ func (a *rtReinterpreter) RegenerateResponse(ctx context.Context, m turnframe.Tu
 func TestTwoStartUpPassesInterpretATurnOnce(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "tf.db")
-	open := func() *sqlitestore.Store {
-		s, err := sqlitestore.Open(ctx, path)
-		is.NoErr(err)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	storeA, storeB := open(), open()
+	storeA, storeB := rtTwoProcesses(t)
 	quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler))
 
 	// The crashed process: it received the message and died interpreting it.
@@ -87,14 +114,7 @@ func TestTwoStartUpPassesInterpretATurnOnce(t *testing.T) {
 	turn, err := crashed.Receive(ctx, rtAccount, crashed.NewConversationID(), "book me a window seat on flight 7")
 	is.NoErr(err)
 
-	var mu sync.Mutex
-	booked := map[string]int{} // the airline's bookings, by seat
-	airline := turnframe.HandlerFunc(func(_ context.Context, call turnframe.Call) turnframe.Outcome {
-		mu.Lock()
-		booked[string(call.Command.Payload)]++
-		mu.Unlock()
-		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked", Data: call.Command.Payload}})
-	})
+	airline, booked := rtAirline()
 
 	// Process A's start-up pass: it interprets (slowly, as a model does).
 	hA := &rtReinterpreter{rt: turnframe.New(storeA, quiet), h: airline, seat: "12A",
@@ -146,11 +166,9 @@ func TestTwoStartUpPassesInterpretATurnOnce(t *testing.T) {
 
 	entries, err := storeA.ForTurn(ctx, rtAccount, turn)
 	is.NoErr(err)
-	mu.Lock()
-	defer mu.Unlock()
-	t.Logf("entries of the turn: %d; bookings: %v; A's plan: %v", len(entries), booked, hA.planErr)
-	is.Equal(len(entries), 1) // one message, one interpretation admitted
-	is.Equal(len(booked), 1)  // one seat booked for one message
+	t.Logf("entries of the turn: %d; bookings: %v; A's plan: %v", len(entries), booked(), hA.planErr)
+	is.Equal(len(entries), 1)  // one message, one interpretation admitted
+	is.Equal(len(booked()), 1) // one seat booked for one message
 }
 
 // A second process starts while the first is serving (a rolling deploy):
@@ -162,23 +180,9 @@ func TestTwoStartUpPassesInterpretATurnOnce(t *testing.T) {
 func TestAStartUpPassAndTheAppInterpretATurnOnce(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "tf.db")
-	open := func() *sqlitestore.Store {
-		s, err := sqlitestore.Open(ctx, path)
-		is.NoErr(err)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	storeA, storeB := open(), open()
+	storeA, storeB := rtTwoProcesses(t)
 	quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler))
-	var mu sync.Mutex
-	booked := map[string]int{}
-	airline := turnframe.HandlerFunc(func(_ context.Context, call turnframe.Call) turnframe.Outcome {
-		mu.Lock()
-		booked[string(call.Command.Payload)]++
-		mu.Unlock()
-		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "seat.booked", Data: call.Command.Payload}})
-	})
+	airline, booked := rtAirline()
 
 	// Process A serves: it received the message and is interpreting it now.
 	app := turnframe.New(storeA, quiet)
@@ -213,10 +217,8 @@ func TestAStartUpPassAndTheAppInterpretATurnOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run never returned")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	t.Logf("app's plan: %v; bookings: %v", planErr, booked)
-	is.Equal(len(booked), 1) // one message, one seat
+	t.Logf("app's plan: %v; bookings: %v", planErr, booked())
+	is.Equal(len(booked()), 1) // one message, one seat
 }
 
 // A Plan of a turn planned already is a repeat of its plan, as after a
