@@ -567,3 +567,37 @@ func TestAnEscalationIsNotCountedAsAReconciliation(t *testing.T) {
 		is.True(reconciled <= unknown) // a count of reconciliations never exceeds the count of unknowns
 	})
 }
+
+// An attempt left running on an abandoned turn that died (Stranded), with
+// no Remote declared, is left by Recover, and a person settles it straight
+// from Executing: its unknown, never declared, is counted then, so the
+// reconciliation never outnumbers the unknowns.
+func TestSettlingAStrandedEntryCountsItsUnknown(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		clock := newStepClock(time.Now().UTC().Truncate(time.Microsecond))
+		obs := &recorder{}
+		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithObserver(obs),
+			turnframe.WithLogger(slog.New(slog.DiscardHandler))}
+		rt := turnframe.New(store, opts...)
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+		gen := turnframe.NewIDGenerator()
+		_, err := store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.read(),
+			Settle: []turnframe.Settlement{{Key: "k-charge", To: turnframe.JournalExecuting, Attempt: gen.AttemptID(clock.read()), Lease: time.Minute}}})
+		is.NoErr(err) // an attempt took k-charge; its process died mid-call
+		is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
+		clock.set(clock.read().Add(2 * time.Minute)) // the lease ended: stranded
+
+		rec := turnframe.NewRecovery(store, opts...)
+		_, err = rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+		is.NoErr(err)
+		is.NoErr(rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"}))
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted)
+
+		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
+		t.Logf("outcome_unknown=%d reconciled=%d", unknown, reconciled)
+		is.True(reconciled <= unknown) // a count of reconciliations never exceeds the count of unknowns
+	})
+}

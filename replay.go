@@ -1,5 +1,7 @@
 package turnframe
 
+import "fmt"
+
 // ReplayRecord is what a turn keeps for recovery to rebuild its answer from:
 // the understanding it planned with and the cases it loaded. Each Write that
 // carries one replaces the turn's previous record whole.
@@ -14,11 +16,12 @@ type ReplayRecord struct {
 // anything. A record an earlier release kept may break a rule Write.Validate
 // holds now: more loaded cases or questions than the ceilings, a case key
 // those rules refuse (one with a NUL byte, say), a response or a code over
-// its bound. Deliver and Abandon write the record back whole, and refused
-// it would leave its turn unable to end. So loaded cases and questions are
-// cut to the ceilings, the first kept; a case key no rule keeps is
-// dropped; the response is made keepable text, and a code no store keeps
-// is made keepable too.
+// its bound, a question whose answer basis is out of range. Deliver and
+// Abandon write the record back whole, and refused it would leave its turn
+// unable to end. So loaded cases and questions are cut to the ceilings,
+// the first kept; a case key no rule keeps, and a question with no answer
+// basis, are dropped; the response is made keepable text, and a code no
+// store keeps is made keepable too.
 func (r ReplayRecord) fitted() (ReplayRecord, bool) {
 	if r.Validate() == nil {
 		return r, false
@@ -30,10 +33,14 @@ func (r ReplayRecord) fitted() (ReplayRecord, bool) {
 		}
 	}
 	r.LoadedCases = cases
-	if r.Understanding != nil && len(r.Understanding.Questions) > MaxPlanQuestions {
-		u := *r.Understanding
-		u.Questions = u.Questions[:MaxPlanQuestions:MaxPlanQuestions]
-		r.Understanding = &u
+	if r.Understanding != nil {
+		var qs []UnderstoodQuestion
+		for _, q := range r.Understanding.Questions {
+			if q.Basis <= BasisGeneralDomainKnowledge && len(qs) < MaxPlanQuestions {
+				qs = append(qs, q)
+			}
+		}
+		r.Understanding = &Understanding{Questions: qs}
 	}
 	r.Response = keepable(r.Response, MaxTextLen)
 	r.AbandonCode = keepable(r.AbandonCode, MaxNameLen)
@@ -85,14 +92,22 @@ func (b AnswerBasis) String() string { return enumName(basisNames[:], int(b), "a
 // MarshalText implements encoding.TextMarshaler with the snake-case name.
 func (b AnswerBasis) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
-// UnmarshalText implements encoding.TextUnmarshaler; an unknown name is
-// ErrInvalid.
+// UnmarshalText implements encoding.TextUnmarshaler: it reads back every
+// text MarshalText writes — a name, or "answer basis(N)" for a value out of
+// range, which a release before Write.Validate checked the basis could
+// store (Validate refuses it in a Write; Deliver and Abandon drop such a
+// question, see ReplayRecord.fitted). Any other text is ErrInvalid.
 func (b *AnswerBasis) UnmarshalText(text []byte) error {
 	for i, name := range basisNames {
 		if name == string(text) {
 			*b = AnswerBasis(i)
 			return nil
 		}
+	}
+	var n uint8
+	if _, err := fmt.Sscanf(string(text), "answer basis(%d)", &n); err == nil && AnswerBasis(n).String() == string(text) {
+		*b = AnswerBasis(n)
+		return nil
 	}
 	return invalid("answer basis", "%q is not one", text)
 }

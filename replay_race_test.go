@@ -92,7 +92,9 @@ func TestAPlanLandingDuringDeliverOrAbandonIsKept(t *testing.T) {
 
 // A file an earlier release wrote can hold a replay record that breaks a
 // rule a Write keeps now — more loaded cases than MaxPlanCases (before the
-// plan ceilings), a case key with a NUL byte (before keys refused NUL) —
+// plan ceilings), a case key with a NUL byte (before keys refused NUL), a
+// question whose answer basis is out of range (before Validate checked it;
+// the store must first be able to read such a record back) —
 // and the file keeps it. Deliver and Abandon read the record and write it
 // back whole, and Write.Validate refused that: the turn could be neither
 // delivered nor abandoned, by anyone. The record is now fitted to the
@@ -105,12 +107,17 @@ func TestAnOldTurnsReplayRecordThatBreaksTodaysRulesDoesNotWedgeItsTurn(t *testi
 	}
 	manyJSON, _ := json.Marshal(map[string][]string{"LoadedCases": many})
 	cases := []struct {
-		name string
-		old  string              // the record as the earlier release stored it
-		want []turnframe.CaseKey // its loaded cases once the turn ended
+		name      string
+		old       string              // the record as the earlier release stored it
+		want      []turnframe.CaseKey // its loaded cases once the turn ended
+		questions int                 // and how many questions it keeps
 	}{
-		{"over the plan ceilings", string(manyJSON), nil},
-		{"a case key with a NUL byte", `{"LoadedCases":["flight\u00001","flight/2"]}`, []turnframe.CaseKey{"flight/2"}},
+		{"over the plan ceilings", string(manyJSON), nil, 0},
+		{"a case key with a NUL byte", `{"LoadedCases":["flight\u00001","flight/2"]}`, []turnframe.CaseKey{"flight/2"}, 0},
+		{"a question whose answer basis is out of range", `{"Understanding":{"Questions":[` +
+			`{"Unit":1,"Words":{"First":0,"Last":1,"Start":0,"End":4},"Basis":"answer basis(3)","ContinuesPrevious":false},` +
+			`{"Unit":2,"Words":{"First":2,"Last":3,"Start":5,"End":9},"Basis":"general_domain_knowledge","ContinuesPrevious":false}]},` +
+			`"LoadedCases":["flight/2"]}`, []turnframe.CaseKey{"flight/2"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +154,10 @@ func TestAnOldTurnsReplayRecordThatBreaksTodaysRulesDoesNotWedgeItsTurn(t *testi
 				} else {
 					is.Equal(got.LoadedCases, tc.want) // what no rule keeps is dropped, the rest kept
 				}
+				if got.Understanding != nil {
+					is.Equal(len(got.Understanding.Questions), tc.questions) // a question with no answer basis dropped
+				}
+				is.NoErr(got.Validate()) // what is stored now keeps every rule
 			}
 		})
 	}

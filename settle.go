@@ -186,6 +186,11 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 		Account: subject.Account, Turn: e.Turn, Settle: []Settlement{s},
 		Actor: d.Actor, Note: d.Note, Now: r.cfg.now(),
 	})
+	if err == nil && e.Status == JournalExecuting {
+		// Settled straight from Executing: an attempt stranded on its
+		// abandoned turn, never declared unknown, is counted so here.
+		r.obs.count(SignalExternalOutcomeUnknown, Labels{Command: e.Name, Outcome: "lease_ended"})
+	}
 	if errors.Is(err, ErrNotFound) {
 		// The entry was there when read: a new turn's plan adopted it from
 		// its abandoned turn meanwhile. It is no longer what was settled.
