@@ -396,20 +396,22 @@ func testHistoryOtherTenant(t *testing.T, e *env) {
 func testHistoryPrune(t *testing.T, e *env) {
 	is := is.New(t)
 	turn, key, attempt := e.running(acme, "booking/1", at(0))
-	rows := e.commit(acme, turn, key, attempt, at(0), []turnframe.Event{{Case: "booking/1", Type: "booked"}}, []turnframe.OutboxMessage{message(""), message("")}).Outbox
+	rows := e.commit(acme, turn, key, attempt, at(0), []turnframe.Event{{Case: "booking/1", Type: "booked"}}, []turnframe.OutboxMessage{message(""), message(""), message("")}).Outbox
 	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(0), Phase: turnframe.PhaseDelivered})
 	cs := e.claim(at(time.Second), 10, worker)
-	is.Equal(len(cs), 2)                                                          // both claimed
-	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "ch_1", at(time.Second))) // one finished
+	is.Equal(len(cs), 3)                                                          // all claimed
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "ch_1", at(time.Second))) // one completed
+	is.NoErr(turnframe.FailClaim(e.ctx, e.s, cs[1], "refused", at(time.Second)))  // one failed
 	keyHistory := e.history(turnframe.JournalSubject(acme, key))
 	turnHistory := e.history(turnframe.TurnSubject(acme, turn))
-	kept := e.history(turnframe.OutboxSubject(acme, rows[1].ID))
+	kept := e.history(turnframe.OutboxSubject(acme, rows[2].ID))
 
 	n, err := e.s.Prune(e.ctx, at(time.Hour))
 	is.NoErr(err)                                                          // prune
-	is.Equal(n, 1)                                                         // the finished row
-	is.Equal(len(e.history(turnframe.OutboxSubject(acme, rows[0].ID))), 0) // its history went with it
-	is.Equal(e.history(turnframe.OutboxSubject(acme, rows[1].ID)), kept)   // a row kept keeps its history
+	is.Equal(n, 2)                                                         // the finished rows
+	is.Equal(len(e.history(turnframe.OutboxSubject(acme, rows[0].ID))), 0) // a completed row's history went with it
+	is.Equal(len(e.history(turnframe.OutboxSubject(acme, rows[1].ID))), 0) // and a failed row's
+	is.Equal(e.history(turnframe.OutboxSubject(acme, rows[2].ID)), kept)   // a row kept keeps its history
 	is.Equal(e.history(turnframe.JournalSubject(acme, key)), keyHistory)   // journal history is never pruned
 	is.Equal(e.history(turnframe.TurnSubject(acme, turn)), turnHistory)    // nor a turn's
 }
