@@ -104,10 +104,10 @@ type Plan struct {
 // keeps (AdmittedByAnotherTurn) — and it leaves the turn's replay record
 // as the first plan wrote it. A command the turn never admitted, or one it
 // would adopt from an abandoned turn, is another reading of the message:
-// ErrConflict, and nothing is written: two flows interpreting one turn at once — the application and a
-// recovery pass that found it unplanned (ActionRestartInterpretation), or
-// two processes' start-up passes — may read it differently, and one
-// message must not book two seats. The Write expects the phase the turn is
+// ErrConflict, and nothing is written. Two flows do interpret one turn at
+// once — the application and a recovery pass that found it unplanned
+// (ActionRestartInterpretation), or two processes' start-up passes — and
+// may read it differently, and one message must not book two seats. The Write expects the phase the turn is
 // in (Write.ExpectPhase: PhaseReceived, unless the store refuses that and
 // a read says otherwise), so of two Plans of an unplanned turn the first
 // lands and the other is judged as a repeat of it.
@@ -131,28 +131,30 @@ func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p P
 
 // planOnce writes p as the turn's plan, or as a repeat of it
 // (Write.RepeatOnly, which keeps the turn's replay record), under the
-// phase the turn is in: first as the usual case, a turn just received,
-// without reading it; when the store refuses that, under the phase read
-// then, and once more if a Plan landed in between — p is then judged as a
-// repeat of that one.
+// phase the turn is in (underPhase): first as the usual case, a turn just
+// received, without reading it.
 func (rt *Runtime) planOnce(ctx context.Context, account AccountID, turn TurnID, p Plan) (Applied, error) {
-	phase := PhaseReceived
-	for tries := 1; ; tries++ {
-		w := Write{
-			Account:     account,
-			Turn:        turn,
-			Phase:       PhasePlanned,
-			ExpectPhase: phase,
-			Admit:       p.Commands,
-			Now:         rt.cfg.now(),
-		}
+	return rt.underPhase(ctx, account, turn, PhaseReceived, func(phase TurnPhase) (Applied, error) {
+		w := Write{Account: account, Turn: turn, Phase: PhasePlanned, ExpectPhase: phase, Admit: p.Commands, Now: rt.cfg.now()}
 		if phase == PhasePlanned {
 			w.RepeatOnly = true // the record stays the first plan's: a turn is interpreted once
 		} else {
 			w.Replay = &ReplayRecord{Understanding: p.Understanding, LoadedCases: p.LoadedCases}
 		}
-		applied, err := rt.store.Apply(ctx, w)
-		if !errors.Is(err, ErrConflict) || tries == 3 {
+		return rt.store.Apply(ctx, w)
+	})
+}
+
+// underPhase calls write with the phase its Write must expect
+// (Write.ExpectPhase), first phase; when the store refuses it with
+// ErrConflict and the turn's phase, read then, has moved, it calls write
+// again under that phase. A phase never goes back, so write runs at most
+// once per phase; a refusal under a phase that did not move is the
+// caller's error, returned as it is.
+func (rt *Runtime) underPhase(ctx context.Context, account AccountID, turn TurnID, phase TurnPhase, write func(TurnPhase) (Applied, error)) (Applied, error) {
+	for tries := 1; ; tries++ {
+		applied, err := write(phase)
+		if !errors.Is(err, ErrConflict) || tries > int(PhaseAbandoned) {
 			return applied, err
 		}
 		marker, rerr := rt.store.TurnPhase(ctx, account, turn)
@@ -380,11 +382,9 @@ func (rt *Runtime) Abandon(ctx context.Context, account AccountID, turn TurnID, 
 
 // finish moves the turn to the terminal phase to, with its replay record as
 // edit leaves it. The record is read after the phase, and the Write expects
-// that phase (Write.ExpectPhase): a Plan — the one write that changes the
-// record before a turn ends — landing between the read and the write moves
-// the phase, the store refuses the Write, and finish reads both again. A
-// phase never goes back, so the reads are repeated at most once per phase;
-// a refusal under a phase that did not move is the caller's error. A
+// that phase (underPhase): a Plan — the one write that changes the record
+// before a turn ends — landing between the read and the write moves the
+// phase, the store refuses the Write, and the record is read again. A
 // record that breaks today's rules, which an earlier release kept, is
 // fitted to them (ReplayRecord.fitted): written back whole, it would be
 // refused, and the turn could never end.
@@ -393,10 +393,10 @@ func (rt *Runtime) finish(ctx context.Context, account AccountID, turn TurnID, t
 	if err != nil {
 		return err
 	}
-	for tries := 1; ; tries++ {
+	_, err = rt.underPhase(ctx, account, turn, marker.Phase, func(phase TurnPhase) (Applied, error) {
 		rec, err := rt.replayOf(ctx, account, turn)
 		if err != nil {
-			return err
+			return Applied{}, err
 		}
 		if fit, changed := rec.fitted(); changed {
 			rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a replay record an earlier release kept breaks today's rules; it is fitted to them as its turn ends",
@@ -404,16 +404,9 @@ func (rt *Runtime) finish(ctx context.Context, account AccountID, turn TurnID, t
 			rec = fit
 		}
 		edit(&rec)
-		w := Write{Account: account, Turn: turn, Phase: to, ExpectPhase: marker.Phase, Replay: &rec, Now: rt.cfg.now()}
-		if _, err = rt.store.Apply(ctx, w); !errors.Is(err, ErrConflict) || tries >= int(PhaseAbandoned) {
-			return err
-		}
-		again, rerr := rt.store.TurnPhase(ctx, account, turn)
-		if rerr != nil || again.Phase == marker.Phase {
-			return err
-		}
-		marker = again
-	}
+		return rt.store.Apply(ctx, Write{Account: account, Turn: turn, Phase: to, ExpectPhase: phase, Replay: &rec, Now: rt.cfg.now()})
+	})
+	return err
 }
 
 // replayOf returns the turn's replay record, or an empty one for a turn that
