@@ -432,7 +432,7 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 		return r, nil
 	}
 	x.phase = applied.Phase
-	rt.obs.count(SignalExternalOutcomeUnknown, Labels{Command: e.Name, Outcome: "lease_ended"})
+	rt.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name))
 	rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a command's attempt died; its outcome is unknown and goes to its Remote's policy",
 		slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()))
 	return resultOf(applied.Settled[0]), nil

@@ -135,6 +135,11 @@ type observer struct {
 
 func (o observer) count(s Signal, l Labels) { o.obs.Observe(s, l, 0) }
 
+// deadAttemptLabels labels SignalExternalOutcomeUnknown for an attempt of
+// command name that died and is declared unknown: by Execute, by Recover,
+// or by a settlement straight from Executing.
+func deadAttemptLabels(name string) Labels { return Labels{Command: name, Outcome: "lease_ended"} }
+
 func (o observer) timed(s Signal, l Labels, d time.Duration) { o.obs.Observe(s, l, d) }
 
 func (o observer) logf(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {

@@ -259,7 +259,7 @@ func (r *Recovery) resolveEntry(ctx context.Context, e JournalEntry, phase TurnP
 	if err != nil {
 		return PolicyResult{Uncertain: u, Kind: remote.Kind(), Outcome: PolicyLeft, Err: err}
 	}
-	r.obs.count(SignalExternalOutcomeUnknown, Labels{Command: e.Name, Outcome: "lease_ended"}) // as Execute counts its own declaration
+	r.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name)) // as Execute counts its own declaration
 	return r.applyPolicy(ctx, UncertainEntry(applied.Settled[0]), phase)
 }
 

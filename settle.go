@@ -189,7 +189,7 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 	if err == nil && e.Status == JournalExecuting {
 		// Settled straight from Executing: an attempt stranded on its
 		// abandoned turn, never declared unknown, is counted so here.
-		r.obs.count(SignalExternalOutcomeUnknown, Labels{Command: e.Name, Outcome: "lease_ended"})
+		r.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name))
 	}
 	if errors.Is(err, ErrNotFound) {
 		// The entry was there when read: a new turn's plan adopted it from
