@@ -226,12 +226,17 @@ func (r *Recovery) Decide(ctx context.Context, account AccountID, turn TurnID) (
 	return action, nil
 }
 
+// decide reads the turn's entries before its phase: a Plan writes both in
+// one transaction, so a phase read still before PhasePlanned after an empty
+// list of entries means no plan had landed when the list was read, and a
+// turn is restarted only if it was never planned. Read the other way, a
+// Plan landing between the reads left a planned turn looking unplanned.
 func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (RecoveryAction, error) {
-	marker, err := r.store.TurnPhase(ctx, account, turn)
+	entries, err := r.store.ForTurn(ctx, account, turn)
 	if err != nil {
 		return RecoveryAction{}, err
 	}
-	entries, err := r.store.ForTurn(ctx, account, turn)
+	marker, err := r.store.TurnPhase(ctx, account, turn)
 	if err != nil {
 		return RecoveryAction{}, err
 	}
