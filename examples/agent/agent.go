@@ -54,23 +54,44 @@ func (a *agent) respond(ctx context.Context, p *process, msg message, die bool) 
 // calls become the turn's commands (Plan, Execute), and its answer from
 // their results is delivered, as who. If die, the process dies after the
 // commands ran and before the answer went out: interpret returns errDied.
+//
+// Another flow may interpret the same turn meanwhile — recovery in a
+// process started while this one's model thought — and a turn is
+// interpreted once: this flow's Plan or Deliver is then refused
+// (ErrConflict), and it leaves the turn to the other (leftToAnother).
 func (a *agent) interpret(ctx context.Context, p *process, turn turnframe.TurnID, msg message, die bool, who string) error {
 	first := a.model.Next(msg, nil)
 	if len(first.Calls) == 0 { // it answers at once: nothing to admit
 		if err := p.rt.Deliver(ctx, account, turn, first.Answer); err != nil {
-			return err
+			return a.leftToAnother(ctx, p, turn, msg, err)
 		}
 		a.say("%s: %s", who, first.Answer)
 		return nil
 	}
 	results, err := a.runTools(ctx, p, turn, msg, first.Calls)
 	if err != nil {
-		return err
+		return a.leftToAnother(ctx, p, turn, msg, err)
 	}
 	if die {
 		return errDied
 	}
-	return a.answer(ctx, p, turn, msg, results, who)
+	return a.leftToAnother(ctx, p, turn, msg, a.answer(ctx, p, turn, msg, results, who))
+}
+
+// leftToAnother returns err, unless it is the refusal a flow meets when
+// another flow has taken its turn over: ErrConflict on a turn planned (or
+// further) by now. The turn is then that flow's to finish, and this one
+// stops without an error.
+func (a *agent) leftToAnother(ctx context.Context, p *process, turn turnframe.TurnID, msg message, err error) error {
+	if !errors.Is(err, turnframe.ErrConflict) {
+		return err
+	}
+	m, rerr := p.store.TurnPhase(ctx, account, turn)
+	if rerr != nil || m.Phase < turnframe.PhasePlanned {
+		return err
+	}
+	a.say("  turnframe: [%s] was interpreted by another flow meanwhile (its turn is %s): this one stops, and that one answers", msg.ID, m.Phase)
+	return nil
 }
 
 // answerAgain answers a message the client sent again (the same message
