@@ -525,13 +525,7 @@ func TestRecoverCountsADeadAttemptItDeclaresUnknown(t *testing.T) {
 		is.NoErr(err) // an attempt took k-charge and its process died
 		clock.set(clock.read().Add(2 * time.Minute))
 
-		rec := turnframe.NewRecovery(store, opts...)
-		_, err = rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
-		is.NoErr(err)
-		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalNeedsIntervention)
-		is.NoErr(rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
-			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"}))
-
+		recRecoverThenSettle(t, store, opts, turnframe.JournalNeedsIntervention)
 		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
 		t.Logf("outcome_unknown=%d reconciled=%d", unknown, reconciled)
 		is.Equal(unknown, 1)           // the dead attempt's unknown is counted where it became unknown
@@ -555,13 +549,7 @@ func TestAnEscalationIsNotCountedAsAReconciliation(t *testing.T) {
 			return turnframe.Unknown("ref-1")
 		}))
 		is.NoErr(err)
-		rec := turnframe.NewRecovery(store, opts...)
-		_, err = rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
-		is.NoErr(err)
-		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalNeedsIntervention)
-		is.NoErr(rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
-			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"}))
-
+		recRecoverThenSettle(t, store, opts, turnframe.JournalNeedsIntervention)
 		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
 		t.Logf("outcome_unknown=%d reconciled=%d (%v)", unknown, reconciled, obs.labels(turnframe.SignalExternalReconciled))
 		is.True(reconciled <= unknown) // a count of reconciliations never exceeds the count of unknowns
@@ -589,15 +577,26 @@ func TestSettlingAStrandedEntryCountsItsUnknown(t *testing.T) {
 		is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
 		clock.set(clock.read().Add(2 * time.Minute)) // the lease ended: stranded
 
-		rec := turnframe.NewRecovery(store, opts...)
-		_, err = rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
-		is.NoErr(err)
-		is.NoErr(rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
-			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"}))
+		recRecoverThenSettle(t, store, opts, turnframe.JournalExecuting)
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted)
-
 		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
 		t.Logf("outcome_unknown=%d reconciled=%d", unknown, reconciled)
 		is.True(reconciled <= unknown) // a count of reconciliations never exceeds the count of unknowns
 	})
+}
+
+// recRecoverThenSettle runs one Recover pass over store with opts, checks
+// that it leaves the entry "k-charge" in status before, and has a person
+// settle it completed, as the counting tests above need.
+func recRecoverThenSettle(t *testing.T, store turnframe.Store, opts []turnframe.Option, before turnframe.JournalStatus) {
+	t.Helper()
+	is := is.New(t)
+	is.Helper()
+	ctx := context.Background()
+	rec := turnframe.NewRecovery(store, opts...)
+	_, err := rec.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+	is.NoErr(err)                                          // recover
+	is.Equal(rtEntry(t, store, "k-charge").Status, before) // what the pass left
+	is.NoErr(rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+		turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"})) // settled by hand
 }
