@@ -221,7 +221,7 @@ func TestARequeuedRowGetsAFullAttemptBudget(t *testing.T) {
 		}
 		is.Equal(drain(dispNow), []string{"retried", "failed"}) // two attempts
 		is.Equal(dispGet(t, store, rows[0].ID).LastCode, turnframe.CodeAttemptsExhausted)
-		is.NoErr(store.Requeue(ctx, rows[0].ID, dispNow.Add(24*time.Hour)))       // an operator requeues it
+		is.NoErr(store.Requeue(ctx, rows[0].ID, 0, dispNow.Add(24*time.Hour)))    // an operator requeues it
 		is.Equal(drain(dispNow.Add(24*time.Hour)), []string{"retried", "failed"}) // two more, not one
 		rec := dispGet(t, store, rows[0].ID)
 		is.Equal(rec.Attempts, 4)             // numbers kept rising

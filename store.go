@@ -217,8 +217,13 @@ type OutboxStore interface {
 	// or one that needs intervention and an actor that may not intervene.
 	Resolve(ctx context.Context, res Resolution) error
 	// Requeue moves a Failed row back to Pending, due at at, for an
-	// operator. ErrConflict for a row in any other status.
-	Requeue(ctx context.Context, id OutboxID, at time.Time) error
+	// operator (storekit.RequeueRow). attempts, when not zero, fences it:
+	// the row's Attempts when the operator looked, so a row requeued, sent
+	// and failed again since that look is not sent once more on it; the
+	// fence is checked in the transaction that moves the row. ErrInvalid for
+	// a negative attempts; ErrConflict, changing nothing, for a row in any
+	// other status or at other attempts.
+	Requeue(ctx context.Context, id OutboxID, attempts int, at time.Time) error
 	// ExpireClaims moves every Dispatching row whose lease ended at now
 	// (LeaseEnded) to OutcomeUnknown by storekit.ExpireRow, recorded as
 	// ActorRecovery, and returns their ids in enqueue order. A row whose
@@ -229,9 +234,15 @@ type OutboxStore interface {
 	// ReleaseClaim moves one Dispatching row back to Pending at now,
 	// whether or not its lease ended: for an operator who knows its worker
 	// is gone. If that worker is in fact still sending, the row may be sent
-	// twice. ErrNotFound for no such row; ErrConflict for a row that is not
-	// Dispatching. Recorded as ActorOperator, as Requeue is.
-	ReleaseClaim(ctx context.Context, id OutboxID, now time.Time) error
+	// twice. attempts, when not zero, fences it: the row's Attempts when
+	// the operator looked, which names the claim, so a claim taken since
+	// that look (the one looked at ended and the row was claimed again) is
+	// not released on it; the fence is checked in the transaction that
+	// moves the row (storekit.ReleaseRow). ErrInvalid for a negative
+	// attempts; ErrNotFound for no such row; ErrConflict, changing nothing,
+	// for a row that is not Dispatching or at other attempts. Recorded as
+	// ActorOperator, as Requeue is.
+	ReleaseClaim(ctx context.Context, id OutboxID, attempts int, now time.Time) error
 	// GetOutbox returns one row. ErrNotFound if it does not exist.
 	GetOutbox(ctx context.Context, id OutboxID) (OutboxRecord, error)
 	// ListOutbox returns rows matching filter, oldest first.

@@ -425,7 +425,7 @@ func TestOutboxRowMachine(t *testing.T) {
 			is.True(next.LeaseUntil.IsZero())                    // no lease once settled
 		})
 	}
-	released, err := storekit.ReleaseRow(claimedRow, t0.Add(time.Hour))
+	released, err := storekit.ReleaseRow(claimedRow, 0, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,13 +575,13 @@ func TestOutboxRowMachine(t *testing.T) {
 		is := is.New(t)
 		failed, err := storekit.SettleRow(claimedRow, settle(turnframe.OutboxFailed))
 		is.NoErr(err)
-		next, err := storekit.RequeueRow(failed, t0.Add(time.Hour))
+		next, err := storekit.RequeueRow(failed, 0, t0.Add(time.Hour))
 		is.NoErr(err)
 		is.Equal(next.Status, turnframe.OutboxPending)
 		is.True(next.FinishedAt.IsZero())
 		is.Equal(next.Attempts, 1)    // attempt numbers keep rising
 		is.Equal(next.AttemptBase, 1) // the new budget starts after them
-		_, err = storekit.RequeueRow(unknownRow, t0)
+		_, err = storekit.RequeueRow(unknownRow, 0, t0)
 		is.True(errors.Is(err, turnframe.ErrConflict)) // an unknown row is never requeued (I15)
 	})
 	t.Run("OnlyEndedLeasesAreReleased", func(t *testing.T) {
@@ -594,7 +594,7 @@ func TestOutboxRowMachine(t *testing.T) {
 		is.Equal(released.DueAt, claimedRow.DueAt) // due again at once, in its place
 		is.Equal(released.Attempts, 1)             // attempts kept
 		is.True(released.LeaseUntil.IsZero())
-		_, err := storekit.ReleaseRow(row, t0)
+		_, err := storekit.ReleaseRow(row, 0, t0)
 		is.True(errors.Is(err, turnframe.ErrConflict)) // only a dispatching row is released
 	})
 }

@@ -207,10 +207,20 @@ func (res Resolution) Validate() error {
 	if err := checkString("note", res.Note, 0, MaxNoteLen); err != nil {
 		return err
 	}
-	if res.Attempts < 0 {
-		return invalid("attempts", "%d is negative", res.Attempts)
+	if err := CheckFence("attempts", res.Attempts); err != nil {
+		return err
 	}
 	return CheckTime("now", res.Now)
+}
+
+// CheckFence returns ErrInvalid naming field for a negative attempts fence
+// (OutboxStore.Requeue, OutboxStore.ReleaseClaim, Resolution.Attempts): a
+// fence is a row's Attempts as the caller saw it, or 0 for none.
+func CheckFence(field string, attempts int) error {
+	if attempts < 0 {
+		return invalid(field, "%d is negative", attempts)
+	}
+	return nil
 }
 
 // CheckVerdict returns ErrInvalid unless v settles something: Completed,

@@ -49,11 +49,17 @@ func (s *Store) moveOutbox(ctx context.Context, op string, id turnframe.OutboxID
 	return nil
 }
 
-// Requeue moves a Failed row back to Pending, due at at, recorded as
-// turnframe.ActorOperator. ErrNotFound for no such row, ErrConflict for a
-// row in another status.
-func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
+// Requeue moves a Failed row back to Pending, due at at, by
+// storekit.RequeueRow, recorded as turnframe.ActorOperator. attempts, when
+// not zero, fences it: the row must still be failed at that many attempts.
+// ErrInvalid for a zero id, a negative attempts or a bad at; ErrNotFound
+// for no such row, ErrConflict for a row in another status or at other
+// attempts.
+func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, attempts int, at time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckFence("attempts", attempts); err != nil {
 		return err
 	}
 	if err := turnframe.CheckTime("at", at); err != nil {
@@ -61,7 +67,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	}
 	at = stamp(at)
 	return s.moveOutbox(ctx, "requeue", id, turnframe.ActorOperator, "", at, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return storekit.RequeueRow(r, at)
+		return storekit.RequeueRow(r, attempts, at)
 	})
 }
 
@@ -104,10 +110,15 @@ func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.Ou
 
 // ReleaseClaim moves one Dispatching row back to Pending at now by
 // storekit.ReleaseRow, whether or not its lease ended, recorded as
-// turnframe.ActorOperator. ErrNotFound for no such row, ErrConflict for a
-// row that is not Dispatching.
-func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
+// turnframe.ActorOperator. attempts, when not zero, fences it: the row
+// must still be under the claim of that attempt number. ErrInvalid for a
+// zero id, a negative attempts or a bad now; ErrNotFound for no such row,
+// ErrConflict for a row that is not Dispatching or is under another claim.
+func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, attempts int, now time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckFence("attempts", attempts); err != nil {
 		return err
 	}
 	if err := turnframe.CheckTime("now", now); err != nil {
@@ -115,6 +126,6 @@ func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now tim
 	}
 	now = stamp(now)
 	return s.moveOutbox(ctx, "release claim", id, turnframe.ActorOperator, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-		return storekit.ReleaseRow(r, now)
+		return storekit.ReleaseRow(r, attempts, now)
 	})
 }

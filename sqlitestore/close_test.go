@@ -50,9 +50,9 @@ func TestClosed(t *testing.T) {
 		{"Resolve", func() error {
 			return s.Resolve(ctx, turnframe.Resolution{ID: row.ID, Verdict: turnframe.VerdictCompleted, Now: t0})
 		}},
-		{"Requeue", func() error { return s.Requeue(ctx, row.ID, t0) }},
+		{"Requeue", func() error { return s.Requeue(ctx, row.ID, 0, t0) }},
 		{"ExpireClaims", func() error { _, err := s.ExpireClaims(ctx, t0); return err }},
-		{"ReleaseClaim", func() error { return s.ReleaseClaim(ctx, row.ID, t0) }},
+		{"ReleaseClaim", func() error { return s.ReleaseClaim(ctx, row.ID, 0, t0) }},
 		{"ExtendClaims", func() error {
 			_, err := s.ExtendClaims(ctx, []turnframe.Claim{claim}, t0, lease)
 			return err

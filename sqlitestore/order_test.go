@@ -51,7 +51,7 @@ func TestHeldRowsStayOutOfTheClaimIndex(t *testing.T) {
 	is.NoErr(turnframe.CompleteClaim(ctx, s, second, "ref", later))
 	is.Equal(inClaimIndex(t, s), 1) // and the one after it
 
-	is.NoErr(s.Requeue(ctx, head.ID, later))
+	is.NoErr(s.Requeue(ctx, head.ID, 0, later))
 	is.Equal(inClaimIndex(t, s), 1) // the requeued head holds the key again
 	again := claimOne(t, s, later)
 	is.Equal(again.ID, head.ID) // it goes first

@@ -35,11 +35,16 @@ func (s *Store) Resolve(ctx context.Context, res turnframe.Resolution) error {
 // Requeue moves a Failed row back to Pending, due at at, for an operator
 // (storekit.RequeueRow: a fresh attempt budget, its AttemptBase set to its
 // attempts so far, which keep rising), recorded as turnframe.ActorOperator.
-// ErrInvalid for a zero id or an at out of range (turnframe.CheckTime);
-// ErrNotFound for no such row; ErrConflict, changing nothing, for a row in
-// any other status.
-func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
+// attempts, when not zero, fences it in the same transaction: the row must
+// still be failed at that many attempts, as the operator saw it.
+// ErrInvalid for a zero id, a negative attempts or an at out of range
+// (turnframe.CheckTime); ErrNotFound for no such row; ErrConflict, changing
+// nothing, for a row in any other status or at other attempts.
+func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, attempts int, at time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckFence("attempts", attempts); err != nil {
 		return err
 	}
 	if err := turnframe.CheckTime("at", at); err != nil {
@@ -48,7 +53,7 @@ func (s *Store) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time
 	at = stamp(at)
 	return s.inTx(ctx, "requeue", func(tx *wtx) error {
 		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", at, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-			return storekit.RequeueRow(r, at)
+			return storekit.RequeueRow(r, attempts, at)
 		})
 	})
 }
@@ -138,11 +143,17 @@ func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.Ou
 // lease cleared), for an operator who knows its worker is gone, recorded as
 // turnframe.ActorOperator. If that worker is in fact still sending, the row
 // may be sent twice, under the same key; the worker's settlement is then
-// ErrClaimLost. ErrInvalid for a zero id or a now out of range; ErrNotFound
-// for no such row; ErrConflict, changing nothing, for a row that is not
-// Dispatching. A crash before the commit releases nothing.
-func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
+// ErrClaimLost. attempts, when not zero, fences it in the same
+// transaction: the row must still be under the claim of that attempt
+// number, the one the operator saw. ErrInvalid for a zero id, a negative
+// attempts or a now out of range; ErrNotFound for no such row; ErrConflict,
+// changing nothing, for a row that is not Dispatching or is under another
+// claim. A crash before the commit releases nothing.
+func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, attempts int, now time.Time) error {
 	if err := turnframe.CheckID("id", id); err != nil {
+		return err
+	}
+	if err := turnframe.CheckFence("attempts", attempts); err != nil {
 		return err
 	}
 	if err := turnframe.CheckTime("now", now); err != nil {
@@ -151,7 +162,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now tim
 	now = stamp(now)
 	return s.inTx(ctx, "release claim", func(tx *wtx) error {
 		return moveOutbox(ctx, tx, id, turnframe.ActorOperator, "", now, func(r turnframe.OutboxRecord) (turnframe.OutboxRecord, error) {
-			return storekit.ReleaseRow(r, now)
+			return storekit.ReleaseRow(r, attempts, now)
 		})
 	})
 }

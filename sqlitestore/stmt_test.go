@@ -78,8 +78,8 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	escalate := turnframe.Resolution{ID: head.ID, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy, Now: later}
 	step("escalate", s.Resolve(ctx, escalate))
 	fail := turnframe.Resolution{ID: head.ID, Verdict: turnframe.VerdictFailed, Code: "declined", Now: later}
-	step("resolve", s.Resolve(ctx, fail))           // lets the next row go
-	step("requeue", s.Requeue(ctx, head.ID, later)) // holds the key again
+	step("resolve", s.Resolve(ctx, fail))              // lets the next row go
+	step("requeue", s.Requeue(ctx, head.ID, 0, later)) // holds the key again
 	results, err := s.Settle(ctx, []turnframe.OutboxSettlement{
 		{Claim: claims[1], To: turnframe.OutboxCompleted, RemoteRef: "r", Now: later},
 		{Claim: claims[2], To: turnframe.OutboxPending, Code: "busy", RetryAt: later, Now: later},
@@ -98,7 +98,7 @@ func TestWritePathRunsOnlyPreparedStatements(t *testing.T) {
 	extended, err := s.ExtendClaims(ctx, again, later.Add(time.Second), lease)
 	step("extend", err)
 	is.NoErr(extended[0])
-	step("release one", s.ReleaseClaim(ctx, again[0].ID, later.Add(time.Second)))
+	step("release one", s.ReleaseClaim(ctx, again[0].ID, 0, later.Add(time.Second)))
 	expired, err := s.ExpireClaims(ctx, later.Add(time.Second+lease))
 	step("expire", err)
 	is.Equal(len(expired), len(again)-1)

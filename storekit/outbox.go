@@ -143,13 +143,18 @@ func ExpireRow(r turnframe.OutboxRecord, now time.Time) (turnframe.OutboxRecord,
 // RequeueRow moves a Failed row back to Pending, due at at, with a fresh
 // attempt budget: AttemptBase becomes its attempts so far, so the dispatcher
 // grants it MaxAttempts more, while attempt numbers keep rising (the claim's
-// fence never repeats). ErrConflict for a row in another status. The rows
-// of its order key after it went out when it failed; it goes out after
-// them, even while one of them is in flight (the ordering rule looks only
-// at earlier rows).
-func RequeueRow(r turnframe.OutboxRecord, at time.Time) (turnframe.OutboxRecord, error) {
+// fence never repeats). attempts, when not zero, is the fence: the row's
+// Attempts when the operator decided to requeue it. ErrConflict for a row
+// in another status, or failed at another number of attempts (requeued,
+// sent and failed again since that look). The rows of its order key after it went out when it
+// failed; it goes out after them, even while one of them is in flight (the
+// ordering rule looks only at earlier rows).
+func RequeueRow(r turnframe.OutboxRecord, attempts int, at time.Time) (turnframe.OutboxRecord, error) {
 	if r.Status != turnframe.OutboxFailed {
 		return turnframe.OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only a failed row is requeued", turnframe.ErrConflict, r.ID, r.Status)
+	}
+	if err := fenceAttempts(r, attempts, "requeue"); err != nil {
+		return turnframe.OutboxRecord{}, err
 	}
 	r.Status, r.DueAt, r.UpdatedAt, r.FinishedAt = turnframe.OutboxPending, at, at, time.Time{}
 	r.AttemptBase = r.Attempts
@@ -158,17 +163,33 @@ func RequeueRow(r turnframe.OutboxRecord, at time.Time) (turnframe.OutboxRecord,
 
 // ReleaseRow returns a Dispatching row to Pending at now, attempts kept and
 // lease cleared. The row was due when it was claimed, so it keeps its due
-// time and is due again at once, in its place. ErrConflict for a row in
-// another status. A send of it may have started: released, it is sent again
-// under the same key (at least once, for this case).
-func ReleaseRow(r turnframe.OutboxRecord, now time.Time) (turnframe.OutboxRecord, error) {
+// time and is due again at once, in its place. attempts, when not zero, is
+// the fence: the row's Attempts when the operator decided to release it,
+// which names the claim (every claim adds one). ErrConflict for a row in another status, or
+// under another claim (its claim ended and it was claimed again since that
+// look). A send of it may have started: released, it is sent again under
+// the same key (at least once, for this case).
+func ReleaseRow(r turnframe.OutboxRecord, attempts int, now time.Time) (turnframe.OutboxRecord, error) {
 	if r.Status != turnframe.OutboxDispatching {
 		return turnframe.OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only a dispatching row is released", turnframe.ErrConflict, r.ID, r.Status)
+	}
+	if err := fenceAttempts(r, attempts, "release"); err != nil {
+		return turnframe.OutboxRecord{}, err
 	}
 	r.Status = turnframe.OutboxPending
 	r.UpdatedAt = now
 	r.LeaseUntil = time.Time{}
 	return r, nil
+}
+
+// fenceAttempts refuses, with ErrConflict, an operator's move of r decided
+// when the row had another number of attempts than it has now. 0 is no
+// fence: a Failed or Dispatching row has had at least one attempt.
+func fenceAttempts(r turnframe.OutboxRecord, attempts int, move string) error {
+	if attempts != 0 && r.Attempts != attempts {
+		return fmt.Errorf("%w: row %v is %v at %d attempt(s); the %s was decided at %d", turnframe.ErrConflict, r.ID, r.Status, r.Attempts, move, attempts)
+	}
+	return nil
 }
 
 // Prunable reports whether Prune deletes r: Completed or Failed, finished

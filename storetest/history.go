@@ -216,12 +216,12 @@ func testHistoryRow(t *testing.T, e *env) {
 		{"claim_third", claim("w1", at(5*time.Second)), turnframe.WorkerActor("w1"), ""},
 		{"expire", func(e *env) error { _, err := e.s.ExpireClaims(e.ctx, held.LeaseUntil); return err }, turnframe.ActorRecovery, ""},
 		{"resolve_failed", res(turnframe.VerdictFailed, "", "", at(time.Minute)), turnframe.ActorApp, ""},
-		{"requeue", func(e *env) error { return e.s.Requeue(e.ctx, id, at(2*time.Minute)) }, turnframe.ActorOperator, ""},
+		{"requeue", func(e *env) error { return e.s.Requeue(e.ctx, id, 0, at(2*time.Minute)) }, turnframe.ActorOperator, ""},
 		{"claim_fourth", claim("w3", at(2*time.Minute)), turnframe.WorkerActor("w3"), ""},
-		{"release_claim", func(e *env) error { return e.s.ReleaseClaim(e.ctx, id, at(3*time.Minute)) }, turnframe.ActorOperator, ""},
+		{"release_claim", func(e *env) error { return e.s.ReleaseClaim(e.ctx, id, 0, at(3*time.Minute)) }, turnframe.ActorOperator, ""},
 		{"claim_fifth", claim("w1", at(3*time.Minute)), turnframe.WorkerActor("w1"), ""},
 		{"fail", func(e *env) error { return turnframe.FailClaim(e.ctx, e.s, held, "declined", at(4*time.Minute)) }, turnframe.WorkerActor("w1"), ""},
-		{"requeue_again", func(e *env) error { return e.s.Requeue(e.ctx, id, at(5*time.Minute)) }, turnframe.ActorOperator, ""},
+		{"requeue_again", func(e *env) error { return e.s.Requeue(e.ctx, id, 0, at(5*time.Minute)) }, turnframe.ActorOperator, ""},
 		{"claim_sixth", claim("w2", at(5*time.Minute)), turnframe.WorkerActor("w2"), ""},
 		{"settle_batch", func(e *env) error {
 			return settleOneBatch(e, turnframe.OutboxSettlement{Claim: held, To: turnframe.OutboxCompleted, Code: "http.201", RemoteRef: "ch_1", Now: at(6 * time.Minute)})
@@ -294,8 +294,8 @@ func testHistoryRefused(t *testing.T, e *env) {
 	e.refusedOp("resolve a completed row", turnframe.ErrConflict, func() error {
 		return e.s.Resolve(e.ctx, turnframe.Resolution{ID: r.ID, Verdict: turnframe.VerdictFailed, Now: at(time.Hour)})
 	})
-	e.refusedOp("requeue a completed row", turnframe.ErrConflict, func() error { return e.s.Requeue(e.ctx, r.ID, at(time.Hour)) })
-	e.refusedOp("release a completed row", turnframe.ErrConflict, func() error { return e.s.ReleaseClaim(e.ctx, r.ID, at(time.Hour)) })
+	e.refusedOp("requeue a completed row", turnframe.ErrConflict, func() error { return e.s.Requeue(e.ctx, r.ID, 0, at(time.Hour)) })
+	e.refusedOp("release a completed row", turnframe.ErrConflict, func() error { return e.s.ReleaseClaim(e.ctx, r.ID, 0, at(time.Hour)) })
 	is.Equal(e.history(turnframe.OutboxSubject(acme, r.ID)), rowBefore) // nothing recorded
 }
 

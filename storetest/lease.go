@@ -57,9 +57,9 @@ func testExtendLost(t *testing.T, e *env) {
 	cs := e.claim(at(time.Second), 10, worker)
 	is.Equal(len(cs), 4)                                                                               // all claimed
 	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "ch_1", at(2*time.Second)))                    // settled
-	is.NoErr(e.s.ReleaseClaim(e.ctx, cs[2].ID, at(2*time.Second)))                                     // released, then
+	is.NoErr(e.s.ReleaseClaim(e.ctx, cs[2].ID, 0, at(2*time.Second)))                                  // released, then
 	is.Equal(claimedIDs(e.claim(at(2*time.Second), 10, "worker-2")), []turnframe.OutboxID{rows[2].ID}) // re-claimed by another worker
-	is.NoErr(e.s.ReleaseClaim(e.ctx, cs[1].ID, at(2*time.Second)))                                     // released, not re-claimed
+	is.NoErr(e.s.ReleaseClaim(e.ctx, cs[1].ID, 0, at(2*time.Second)))                                  // released, not re-claimed
 	lost := []turnframe.OutboxID{rows[0].ID, rows[1].ID, rows[2].ID}
 	before := make(map[turnframe.OutboxID]turnframe.OutboxRecord)
 	for _, id := range lost {
@@ -85,7 +85,7 @@ func testReleaseClaim(t *testing.T, e *env) {
 	c := e.claimOne(at(time.Second), worker)
 	is.True(c.LeaseUntil.After(at(2 * time.Second))) // the lease runs past the release
 
-	is.NoErr(e.s.ReleaseClaim(e.ctx, r.ID, at(2*time.Second))) // force-released
+	is.NoErr(e.s.ReleaseClaim(e.ctx, r.ID, 0, at(2*time.Second))) // force-released
 	got := e.row(r.ID)
 	is.Equal(got.Status, turnframe.OutboxPending)     // pending
 	is.True(got.LeaseUntil.IsZero())                  // no lease
@@ -106,7 +106,7 @@ func testSettleAfterRelease(t *testing.T, e *env) {
 			_, err := e.s.ExpireClaims(e.ctx, c.LeaseUntil)
 			return err
 		}},
-		{"Forced", func(e *env, c turnframe.Claim) error { return e.s.ReleaseClaim(e.ctx, c.ID, c.ClaimedAt) }},
+		{"Forced", func(e *env, c turnframe.Claim) error { return e.s.ReleaseClaim(e.ctx, c.ID, 0, c.ClaimedAt) }},
 	}
 	for _, rel := range releases {
 		for _, k := range settleKinds {

@@ -422,7 +422,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				id = e.ids.OutboxID(now) // no such row
 			}
 			want := m.releaseOne(id)
-			check(fmt.Sprintf("release claim %v", id), e.s.ReleaseClaim(e.ctx, id, now), want)
+			check(fmt.Sprintf("release claim %v", id), e.s.ReleaseClaim(e.ctx, id, 0, now), want)
 
 		case p < 92: // resolve an uncertain row, or try one in another status, by some actor
 			if len(m.rows) == 0 {
@@ -449,7 +449,7 @@ func runModel(t *testing.T, e *env, seed uint64, steps int) {
 				r = failed[rng.IntN(len(failed))]
 			}
 			at := now.Add(time.Duration(rng.IntN(3)) * time.Second)
-			err := e.s.Requeue(e.ctx, r.id, at)
+			err := e.s.Requeue(e.ctx, r.id, 0, at)
 			if r.status != turnframe.OutboxFailed {
 				check(fmt.Sprintf("requeue %v row %v", r.status, r.id), err, turnframe.ErrConflict)
 				break

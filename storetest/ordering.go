@@ -92,7 +92,7 @@ func testOrderedFailedHead(t *testing.T, e *env) {
 	got := e.claim(at(time.Second), 10, worker)
 	is.Equal(claimedIDs(got), []turnframe.OutboxID{rows[1].ID}) // a failed row holds nothing back
 	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, got[0], "", at(time.Second)))
-	is.NoErr(e.s.Requeue(e.ctx, rows[0].ID, at(2*time.Second))) // an operator requeues the failed head
+	is.NoErr(e.s.Requeue(e.ctx, rows[0].ID, 0, at(2*time.Second))) // an operator requeues the failed head
 	got = e.claim(at(2*time.Second), 10, worker)
 	is.Equal(claimedIDs(got), []turnframe.OutboxID{rows[0].ID}) // requeued, it is the earliest holder again: the third row waits
 }

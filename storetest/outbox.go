@@ -337,7 +337,7 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"release_claim", turnframe.OutboxDispatching, turnframe.OutboxPending,
 			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
-				return e.s.ReleaseClaim(e.ctx, id, now) // the lease runs until 11s
+				return e.s.ReleaseClaim(e.ctx, id, 0, now) // the lease runs until 11s
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.Equal(after.Attempts, before.Attempts) // attempts kept
@@ -444,7 +444,7 @@ func testRowAllowed(t *testing.T, e *env) {
 			}},
 		{"requeue", turnframe.OutboxFailed, turnframe.OutboxPending,
 			func(e *env, id turnframe.OutboxID, _ turnframe.Claim) error {
-				return e.s.Requeue(e.ctx, id, at(time.Hour))
+				return e.s.Requeue(e.ctx, id, 0, at(time.Hour))
 			},
 			func(is *is.I, before, after turnframe.OutboxRecord) {
 				is.True(after.DueAt.Equal(at(time.Hour)))    // due at the given time
@@ -524,7 +524,7 @@ func testRowRefused(t *testing.T, e *env) {
 			t.Run(fmt.Sprintf("requeue_from_%v", from), func(t *testing.T) {
 				e := newEnv(t, e.open)
 				r, _ := e.rowIn(from, false)
-				e.refusedOp("requeue", turnframe.ErrConflict, func() error { return e.s.Requeue(e.ctx, r.ID, at(3*time.Second)) })
+				e.refusedOp("requeue", turnframe.ErrConflict, func() error { return e.s.Requeue(e.ctx, r.ID, 0, at(3*time.Second)) })
 			})
 		}
 		if from != turnframe.OutboxPending {
@@ -541,7 +541,7 @@ func testRowRefused(t *testing.T, e *env) {
 			t.Run(fmt.Sprintf("release_claim_from_%v", from), func(t *testing.T) {
 				e := newEnv(t, e.open)
 				r, _ := e.rowIn(from, true)
-				e.refusedOp("release claim", turnframe.ErrConflict, func() error { return e.s.ReleaseClaim(e.ctx, r.ID, at(3*time.Second)) })
+				e.refusedOp("release claim", turnframe.ErrConflict, func() error { return e.s.ReleaseClaim(e.ctx, r.ID, 0, at(3*time.Second)) })
 			})
 			// A pending row here was retried: its claim is the last one made.
 			t.Run(fmt.Sprintf("extend_from_%v", from), func(t *testing.T) {
@@ -570,7 +570,7 @@ func testLostClaim(t *testing.T, e *env) {
 
 			// The same worker holds it again, at another attempt, after an
 			// operator released it.
-			is.NoErr(e.s.ReleaseClaim(e.ctx, r.ID, other.LeaseUntil)) // released
+			is.NoErr(e.s.ReleaseClaim(e.ctx, r.ID, 0, other.LeaseUntil)) // released
 			mine := e.claimOne(other.LeaseUntil, worker)
 			is.Equal(mine.Attempts, 3) // the third attempt
 			later := mine.ClaimedAt.Add(time.Second)
@@ -699,7 +699,7 @@ func testRequeueBudget(t *testing.T, e *env) {
 	is.NoErr(turnframe.FailClaim(e.ctx, e.s, c, "attempts_exhausted", at(3*time.Second))) // second attempt failed
 	is.Equal(e.row(r.ID).AttemptBase, 0)                                                  // no requeue yet
 
-	is.NoErr(e.s.Requeue(e.ctx, r.ID, at(4*time.Second))) // requeued
+	is.NoErr(e.s.Requeue(e.ctx, r.ID, 0, at(4*time.Second))) // requeued
 	got := e.row(r.ID)
 	is.Equal(got.Attempts, 2)    // attempts kept
 	is.Equal(got.AttemptBase, 2) // the new budget begins after them
@@ -708,7 +708,7 @@ func testRequeueBudget(t *testing.T, e *env) {
 	is.Equal(c.Attempts, 3)                                                               // attempts keep rising: the fence never repeats
 	is.Equal(c.AttemptBase, 2)                                                            // the claim carries the budget's base
 	is.NoErr(turnframe.FailClaim(e.ctx, e.s, c, "attempts_exhausted", at(5*time.Second))) // the new budget spent
-	is.NoErr(e.s.Requeue(e.ctx, r.ID, at(6*time.Second)))                                 // requeued again
+	is.NoErr(e.s.Requeue(e.ctx, r.ID, 0, at(6*time.Second)))                              // requeued again
 	is.Equal(e.row(r.ID).AttemptBase, 3)                                                  // a fresh budget again
 	c = e.claimOne(at(6*time.Second), worker)
 	is.Equal(c.Attempts, 4) // the fourth attempt
@@ -832,9 +832,9 @@ func testOutboxMissing(t *testing.T, e *env) {
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // get
 	err = e.s.Resolve(e.ctx, turnframe.Resolution{ID: id, Verdict: turnframe.VerdictCompleted, Now: at(0)})
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // resolve
-	err = e.s.Requeue(e.ctx, id, at(0))
+	err = e.s.Requeue(e.ctx, id, 0, at(0))
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // requeue
-	err = e.s.ReleaseClaim(e.ctx, id, at(0))
+	err = e.s.ReleaseClaim(e.ctx, id, 0, at(0))
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // release claim
 	err = extendOne(e, turnframe.Claim{OutboxEntry: turnframe.OutboxEntry{ID: id, Attempts: 1}, Worker: worker}, at(0), lease)
 	is.True(errors.Is(err, turnframe.ErrClaimLost)) // extend: no row is held by a claim

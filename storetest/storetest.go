@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) turnframe.Store) {
 	all = append(all, eventTests()...)
 	all = append(all, outboxTests()...)
 	all = append(all, leaseTests()...)
+	all = append(all, opFenceTests()...)
 	all = append(all, expireTests()...)
 	all = append(all, interventionTests()...)
 	all = append(all, approvalTests()...)

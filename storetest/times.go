@@ -110,7 +110,7 @@ func testTimesOutOfRange(t *testing.T, e *env) {
 				return e.s.Resolve(e.ctx, turnframe.Resolution{ID: unknown, Verdict: turnframe.VerdictResend, Now: bad})
 			}
 		}},
-		{"Requeue", func(bad time.Time) func() error { return func() error { return e.s.Requeue(e.ctx, failed, bad) } }},
+		{"Requeue", func(bad time.Time) func() error { return func() error { return e.s.Requeue(e.ctx, failed, 0, bad) } }},
 		{"ExpireClaims", func(bad time.Time) func() error {
 			return func() error { _, err := e.s.ExpireClaims(e.ctx, bad); return err }
 		}},
@@ -119,7 +119,7 @@ func testTimesOutOfRange(t *testing.T, e *env) {
 				return e.s.RecordEvidence(e.ctx, turnframe.NewEvidence(turnframe.OutboxSubject(acme, unknown), "", turnframe.ActorPolicy, "", "", "", bad))
 			}
 		}},
-		{"ReleaseClaim", func(bad time.Time) func() error { return func() error { return e.s.ReleaseClaim(e.ctx, c.ID, bad) } }},
+		{"ReleaseClaim", func(bad time.Time) func() error { return func() error { return e.s.ReleaseClaim(e.ctx, c.ID, 0, bad) } }},
 		{"Prune", func(bad time.Time) func() error {
 			return func() error { _, err := e.s.Prune(e.ctx, bad); return err }
 		}},
@@ -214,12 +214,12 @@ func testTimesAtTheBounds(t *testing.T, e *env) {
 	same(e.row(ids[2]).DueAt, hi, "retry due at MaxTime")
 	is.NoErr(turnframe.FailClaim(e.ctx, e.s, cs[2], "declined", lo)) // failed at MinTime
 	same(e.row(ids[3]).FinishedAt, lo, "finished at MinTime")
-	is.NoErr(e.s.Requeue(e.ctx, ids[3], hi)) // requeued at MaxTime
+	is.NoErr(e.s.Requeue(e.ctx, ids[3], 0, hi)) // requeued at MaxTime
 	same(e.row(ids[3]).DueAt, hi, "requeued due at MaxTime")
 	is.NoErr(turnframe.MarkClaimUnknown(e.ctx, e.s, cs[3], "", lo))                                           // unknown at MinTime
 	is.NoErr(e.s.Resolve(e.ctx, turnframe.Resolution{ID: ids[4], Verdict: turnframe.VerdictResend, Now: hi})) // resolved at MaxTime
 	same(e.row(ids[4]).DueAt, hi, "resend due at MaxTime")
-	is.NoErr(e.s.ReleaseClaim(e.ctx, ids[5], lo)) // force-released at MinTime
+	is.NoErr(e.s.ReleaseClaim(e.ctx, ids[5], 0, lo)) // force-released at MinTime
 	same(e.row(ids[5]).UpdatedAt, lo, "released at MinTime")
 	same(e.row(ids[5]).DueAt, lo, "due time kept")
 

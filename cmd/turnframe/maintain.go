@@ -119,15 +119,19 @@ type releaseJSON struct {
 }
 
 // forceRelease puts one row back to pending with OutboxStore.ReleaseClaim,
-// first telling the operator whose claim it was and how its lease stood.
+// fenced on the claim it read first, and tells the operator whose claim it
+// was and how its lease stood.
 func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.OutboxID, now time.Time) error {
 	rec, err := store.GetOutbox(ctx, id)
 	if err != nil {
 		return fmt.Errorf("no outbox row %s: %w", id, err)
 	}
-	if err := store.ReleaseClaim(ctx, id, now); err != nil {
+	// Fenced on the claim just read, so the claim told below is the one
+	// released: one taken since (the row expired, was resolved and claimed
+	// again) is refused.
+	if err := store.ReleaseClaim(ctx, id, rec.Attempts, now); err != nil {
 		if errors.Is(err, turnframe.ErrConflict) {
-			return fmt.Errorf("refused, nothing changed (only a dispatching row is released): %w", err)
+			return fmt.Errorf("refused, nothing changed (only a dispatching row, under the claim just read, is released): %w", err)
 		}
 		return err
 	}

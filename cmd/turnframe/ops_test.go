@@ -249,7 +249,7 @@ func TestShow(t *testing.T) {
 		is := is.New(t)
 		store := openFixture(t, f)
 		ctx := context.Background()
-		is.NoErr(store.Requeue(ctx, f.failed, f.t0.Add(time.Minute)))
+		is.NoErr(store.Requeue(ctx, f.failed, 1, f.t0.Add(time.Minute)))
 		code, out, _ := cli(t, "show", "--db", f.path, f.failed.String())
 		is.Equal(code, exitOK)
 		is.True(strings.Contains(out, "attempts:     1 (0 this budget: requeued after attempt 1)"))

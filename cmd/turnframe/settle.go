@@ -228,9 +228,10 @@ when it failed, even while one of them is still being sent.
 With --attempt N (the row's attempts, as 'turnframe show ID' prints them),
 it requeues only what you looked at: a row no longer failed, or failed again
 at another attempt (requeued and sent again since), is refused (exit 2),
-unchanged. The check is a read of the row just before the requeue, not part
-of its write: a look minutes old is fenced, two operators requeuing the same
-row within the same instant are not.`,
+unchanged. The store checks it in the requeue's own transaction, so of two
+operators requeuing the same row at once, one is refused. Without --attempt
+the requeue is still fenced on the row as this command reads it just before,
+so what it prints is what it moved.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			attempt := fs.String("attempt", "", "requeue only if the row is still failed at `N` attempts ('turnframe show ID' prints them)")
@@ -258,7 +259,7 @@ row within the same instant are not.`,
 				if err := fence.check(before); err != nil {
 					return explainWrite(err, db)
 				}
-				if err := store.Requeue(ctx, id, e.now()); err != nil {
+				if err := store.Requeue(ctx, id, before.Attempts, e.now()); err != nil {
 					return explainWrite(err, db)
 				}
 				fmt.Fprintf(e.stdout, "requeued %s: failed (%s) → pending, due now, with a fresh attempt budget after %d attempt(s)\n",
@@ -270,8 +271,9 @@ row within the same instant are not.`,
 }
 
 // requeueFence is the attempts a requeue was decided at: the row must still
-// be failed at that many attempts. The store's Requeue takes no fence, so
-// the check is a read before the write, not part of it.
+// be failed at that many attempts. check words a refusal on the row as
+// read; the store's Requeue, handed the same attempts, enforces it in its
+// own transaction.
 type requeueFence struct {
 	attempts int
 	set      bool // false: no fence, the store's own rule alone (failed)

@@ -43,9 +43,8 @@ the page serves on: on loopback a loopback host name; elsewhere the host of
 The settle and requeue forms carry the attempt the page showed: a row or
 entry sent again since the page was drawn, or a row no longer failed, is
 refused (409), so a re-posted form or a late double click never acts on an
-outcome nobody looked at. A settle's check is part of its write; a requeue's
-is a read of the row just before it, which fences a page minutes old but not
-two operators requeuing one row in the same instant. A bad id or form (400),
+outcome nobody looked at. Both checks are part of the write, so of two
+operators acting on one row at once, one is refused. A bad id or form (400),
 an id of nothing (404), a form the database moved past (409), or a file that
 stayed locked past --busy-timeout (503) is answered with a message; nothing
 is changed. Before every page and every write the page reads

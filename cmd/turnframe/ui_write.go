@@ -82,7 +82,7 @@ func (s *uiServer) requeue(r *http.Request) (string, error) {
 	if err := fence.check(before); err != nil {
 		return "", err
 	}
-	if err := s.store.Requeue(r.Context(), id, s.e.now()); err != nil {
+	if err := s.store.Requeue(r.Context(), id, before.Attempts, s.e.now()); err != nil {
 		return "", explainWrite(err, s.db)
 	}
 	return fmt.Sprintf("requeued %s: failed (%s) → pending, due now, with a fresh attempt budget after %d attempt(s)",

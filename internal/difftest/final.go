@@ -76,7 +76,7 @@ func (r *runner) compareClosed() {
 	})
 	unknown := r.ids.OutboxID(r.now)
 	r.do("release claim after close", func(w *world) (any, error) {
-		return nil, w.store.ReleaseClaim(ctx, outboxAt(w, 0, unknown), r.now)
+		return nil, w.store.ReleaseClaim(ctx, outboxAt(w, 0, unknown), 0, r.now)
 	})
 	r.do("read after close", func(w *world) (any, error) { return w.store.TurnPhase(ctx, acct, turn) })
 	r.do("expire after close", func(w *world) (any, error) { return w.store.ExpireClaims(ctx, r.now) })

@@ -807,7 +807,7 @@ func (r *runner) opResolveOrRequeue() {
 		at, tl := r.timeAt(t, r.now.Add(time.Duration(v&0x1f)*time.Millisecond))
 		r.do(fmt.Sprintf("requeue row=%d/%d%s", c, i, tl), func(w *world) (any, error) {
 			id := rowAt(w, i, c, unknown)
-			if err := w.store.Requeue(r.ctx, id, at); err != nil {
+			if err := w.store.Requeue(r.ctx, id, 0, at); err != nil {
 				return nil, err
 			}
 			return w.store.GetOutbox(r.ctx, id)
@@ -1000,7 +1000,7 @@ func (r *runner) opReleaseClaim() {
 	}
 	_, errs := r.do(fmt.Sprintf("releaseclaim row=%d state=%s%s", c, state, tl), func(w *world) (any, error) {
 		id := rowAt(w, i, c, unknown)
-		if err := w.store.ReleaseClaim(r.ctx, id, now); err != nil {
+		if err := w.store.ReleaseClaim(r.ctx, id, 0, now); err != nil {
 			return nil, err
 		}
 		return w.store.GetOutbox(r.ctx, id)
@@ -1206,7 +1206,7 @@ func (r *runner) opExhaustRequeue() {
 			if i >= len(batch[w]) {
 				return nil, fmt.Errorf("no claim %d", i)
 			}
-			if err := w.store.Requeue(r.ctx, batch[w][i].ID, r.now); err != nil {
+			if err := w.store.Requeue(r.ctx, batch[w][i].ID, 0, r.now); err != nil {
 				return nil, err
 			}
 			return w.store.GetOutbox(r.ctx, batch[w][i].ID)
@@ -1333,11 +1333,11 @@ func (r *runner) opBadCall() {
 			return len(ids), err
 		}
 	case 6:
-		name, do = "ReleaseClaim"+tl, func(w *world) (any, error) { return nil, w.store.ReleaseClaim(r.ctx, outboxAt(w, t, unknown), bad) }
+		name, do = "ReleaseClaim"+tl, func(w *world) (any, error) { return nil, w.store.ReleaseClaim(r.ctx, outboxAt(w, t, unknown), 0, bad) }
 	case 7:
-		name, do = "ReleaseClaim zero id", func(w *world) (any, error) { return nil, w.store.ReleaseClaim(r.ctx, turnframe.OutboxID{}, r.now) }
+		name, do = "ReleaseClaim zero id", func(w *world) (any, error) { return nil, w.store.ReleaseClaim(r.ctx, turnframe.OutboxID{}, 0, r.now) }
 	case 8:
-		name, do = "Requeue"+tl, func(w *world) (any, error) { return nil, w.store.Requeue(r.ctx, outboxAt(w, t, unknown), bad) }
+		name, do = "Requeue"+tl, func(w *world) (any, error) { return nil, w.store.Requeue(r.ctx, outboxAt(w, t, unknown), 0, bad) }
 	case 9:
 		name, do = "Prune"+tl, func(w *world) (any, error) { return w.store.Prune(r.ctx, bad) }
 	case 10:

@@ -275,7 +275,7 @@ func badCallsOfTheNewContract() []call {
 		add("Resolve/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.unknownRow, Verdict: turnframe.VerdictCompleted, Now: at})
 		})
-		add("Requeue/At"+bt.name, "at", func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.unknownRow, at) })
+		add("Requeue/At"+bt.name, "at", func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.unknownRow, 0, at) })
 		add("ExpireClaims/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ExpireClaims(ctx, at)
 			return err
@@ -283,7 +283,7 @@ func badCallsOfTheNewContract() []call {
 		add("RecordEvidence/At"+bt.name, "at", func(ctx context.Context, f *fixture) error {
 			return f.store.RecordEvidence(ctx, turnframe.NewEvidence(turnframe.OutboxSubject(f.account, f.unknownRow), "", turnframe.ActorPolicy, "", "", "", at))
 		})
-		add("ReleaseClaim/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, at) })
+		add("ReleaseClaim/Now"+bt.name, "now", func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, 0, at) })
 		add("Prune/Before"+bt.name, "finished_before", func(ctx context.Context, f *fixture) error {
 			_, err := f.store.Prune(ctx, at)
 			return err
@@ -386,7 +386,7 @@ func badCallsOfTheNewContract() []call {
 		})
 	}
 	add("ReleaseClaim/ZeroID", "id", func(ctx context.Context, f *fixture) error {
-		return f.store.ReleaseClaim(ctx, turnframe.OutboxID{}, t0)
+		return f.store.ReleaseClaim(ctx, turnframe.OutboxID{}, 0, t0)
 	})
 	add("ListUnfinishedTurns/CursorOtherAccount", "account", func(ctx context.Context, f *fixture) error {
 		_, err := f.store.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{Account: " \xff", After: f.turn}, 10)
@@ -699,8 +699,8 @@ func badCallsBefore() []call {
 		{name: "Resolve/ZeroNow", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.claim.ID, Verdict: turnframe.VerdictFailed})
 		}},
-		{name: "Requeue/ZeroID", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, turnframe.OutboxID{}, t0) }},
-		{name: "Requeue/ZeroAt", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, time.Time{}) }},
+		{name: "Requeue/ZeroID", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, turnframe.OutboxID{}, 0, t0) }},
+		{name: "Requeue/ZeroAt", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, 0, time.Time{}) }},
 		{name: "ExpireClaims/ZeroTime", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ExpireClaims(ctx, time.Time{})
 			return err
@@ -779,7 +779,7 @@ func validCalls() []call {
 			_, err := f.store.ExtendClaims(ctx, []turnframe.Claim{f.claim}, t0, fixtureLease)
 			return err
 		}},
-		{name: "ReleaseClaim", do: func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, t0) }},
+		{name: "ReleaseClaim", do: func(ctx context.Context, f *fixture) error { return f.store.ReleaseClaim(ctx, f.claim.ID, 0, t0) }},
 		{name: "Complete", do: func(ctx context.Context, f *fixture) error {
 			return turnframe.CompleteClaim(ctx, f.store, f.claim, "ref", t0)
 		}},
@@ -799,7 +799,7 @@ func validCalls() []call {
 		{name: "Resolve", do: func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.unknownRow, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy, Now: t0})
 		}},
-		{name: "Requeue", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, t0) }},
+		{name: "Requeue", do: func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.claim.ID, 0, t0) }},
 		{name: "ExpireClaims", do: func(ctx context.Context, f *fixture) error {
 			_, err := f.store.ExpireClaims(ctx, t0.Add(2*fixtureLease))
 			return err

@@ -138,14 +138,14 @@ func (s *faultStore) Settle(ctx context.Context, sts []turnframe.OutboxSettlemen
 func (s *faultStore) Resolve(ctx context.Context, res turnframe.Resolution) error {
 	return run0(s, "Resolve", func() error { return s.inner.Resolve(ctx, res) })
 }
-func (s *faultStore) Requeue(ctx context.Context, id turnframe.OutboxID, at time.Time) error {
-	return run0(s, "Requeue", func() error { return s.inner.Requeue(ctx, id, at) })
+func (s *faultStore) Requeue(ctx context.Context, id turnframe.OutboxID, attempts int, at time.Time) error {
+	return run0(s, "Requeue", func() error { return s.inner.Requeue(ctx, id, attempts, at) })
 }
 func (s *faultStore) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
 	return run(s, "ExpireClaims", func() ([]turnframe.OutboxID, error) { return s.inner.ExpireClaims(ctx, now) })
 }
-func (s *faultStore) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, now time.Time) error {
-	return run0(s, "ReleaseClaim", func() error { return s.inner.ReleaseClaim(ctx, id, now) })
+func (s *faultStore) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, attempts int, now time.Time) error {
+	return run0(s, "ReleaseClaim", func() error { return s.inner.ReleaseClaim(ctx, id, attempts, now) })
 }
 func (s *faultStore) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
 	return run(s, "GetOutbox", func() (turnframe.OutboxRecord, error) { return s.inner.GetOutbox(ctx, id) })

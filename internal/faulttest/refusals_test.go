@@ -90,12 +90,12 @@ func refusals() []struct {
 			return res[0]
 		}},
 		{"ReleaseClaim/NotDispatching", conflict, func(ctx context.Context, f *fixture) error {
-			return f.store.ReleaseClaim(ctx, f.unknownRow, t0)
+			return f.store.ReleaseClaim(ctx, f.unknownRow, 0, t0)
 		}},
 		{"ReleaseClaim/Missing", notFound, func(ctx context.Context, f *fixture) error {
-			return f.store.ReleaseClaim(ctx, ids.OutboxID(t0), t0)
+			return f.store.ReleaseClaim(ctx, ids.OutboxID(t0), 0, t0)
 		}},
-		{"Requeue/NotFailed", conflict, func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.unknownRow, t0) }},
+		{"Requeue/NotFailed", conflict, func(ctx context.Context, f *fixture) error { return f.store.Requeue(ctx, f.unknownRow, 0, t0) }},
 		{"Resolve/NotUnknown", conflict, func(ctx context.Context, f *fixture) error {
 			return f.store.Resolve(ctx, turnframe.Resolution{ID: f.claim.ID, Verdict: turnframe.VerdictCompleted, Now: t0})
 		}},
