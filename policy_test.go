@@ -3,6 +3,7 @@ package turnframe_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -317,13 +318,23 @@ func TestNeedsInterventionIsSettledOnlyByTheAppOrAPerson(t *testing.T) {
 	})
 }
 
+// TestSettleOfAnotherTenantsRowIsNotFound: another tenant's row reads as a
+// missing one, by kind and word for word, or an account could learn which
+// row ids exist for others.
 func TestSettleOfAnotherTenantsRowIsNotFound(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
+		ctx := context.Background()
 		row := polUnknownRow(t, store, "k1", "payments")
-		err := turnframe.NewRecovery(store).Settle(context.Background(), turnframe.OutboxSubject(rtOther, row.ID),
-			turnframe.Decision{Verdict: turnframe.VerdictCompleted})
-		is.True(errors.Is(err, turnframe.ErrNotFound)) // another tenant's row reads as absent
+		missing := turnframe.NewIDGenerator().OutboxID(dispNow)
+		rec := turnframe.NewRecovery(store)
+		d := turnframe.Decision{Verdict: turnframe.VerdictCompleted}
+		errOther := rec.Settle(ctx, turnframe.OutboxSubject(rtOther, row.ID), d)
+		errMissing := rec.Settle(ctx, turnframe.OutboxSubject(rtOther, missing), d)
+		is.True(errors.Is(errOther, turnframe.ErrNotFound)) // another tenant's row reads as absent
+		is.True(errors.Is(errMissing, turnframe.ErrNotFound))
+		is.Equal(strings.ReplaceAll(errOther.Error(), row.ID.String(), "ID"),
+			strings.ReplaceAll(errMissing.Error(), missing.String(), "ID")) // the same words
 		is.Equal(dispGet(t, store, row.ID).Status, turnframe.OutboxOutcomeUnknown)
 	})
 }

@@ -52,7 +52,8 @@ type Decision struct {
 // audit trail with d's actor, code and note.
 //
 // For the other verdicts — errors: ErrInvalid for a bad subject, verdict,
-// code, actor, note or attempt;
+// code (CodeApproved and CodeDenied are Runtime.Approve's and Deny's), actor,
+// note or attempt;
 // ErrNotFound for a subject that does not exist for its account;
 // ErrConflict for one whose outcome is not unknown (a concurrent settle won,
 // or it never was), for one at another attempt than d.Attempt, for a
@@ -149,6 +150,9 @@ func checkDecision(subject Subject, d Decision) error {
 	if err := CheckCode("code", d.Code); err != nil {
 		return err
 	}
+	if d.Code == CodeApproved || d.Code == CodeDenied {
+		return invalid("code", "%s is a decision's: Runtime.Approve and Deny settle an entry awaiting approval, Settle an uncertain outcome", d.Code)
+	}
 	if err := checkString("remote_ref", d.RemoteRef, 0, MaxRemoteRefLen); err != nil {
 		return err
 	}
@@ -209,11 +213,12 @@ func (r *Recovery) settleRow(ctx context.Context, subject Subject, d Decision, f
 		return "", prefixed("subject.ref", err)
 	}
 	rec, err := r.store.GetOutbox(ctx, id)
+	if errors.Is(err, ErrNotFound) || (err == nil && rec.Account != subject.Account) {
+		// Another tenant's row reads as absent, word for word.
+		return "", fmt.Errorf("outbox row %v: %w", id, ErrNotFound)
+	}
 	if err != nil {
 		return "", err
-	}
-	if rec.Account != subject.Account {
-		return "", ErrNotFound // another tenant's row reads as absent
 	}
 	return rec.Destination, r.store.Resolve(ctx, Resolution{
 		ID: id, Verdict: d.Verdict, Code: d.Code, RemoteRef: d.RemoteRef,

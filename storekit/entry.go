@@ -23,6 +23,14 @@ func checkApproval(e turnframe.JournalEntry, s turnframe.Settlement, phase turnf
 	return nil
 }
 
+// isDecisionCode reports whether code is an approval's or a denial's
+// (turnframe.CodeApproved, turnframe.CodeDenied): a settlement that carries
+// one is a decision, and moves only an entry awaiting approval. No handler
+// or sender code begins "turnframe.".
+func isDecisionCode(code string) bool {
+	return code == turnframe.CodeApproved || code == turnframe.CodeDenied
+}
+
 // CheckAdmit checks that a turn in phase may admit commands: a terminal turn
 // (Delivered or Abandoned) admits none, ErrConflict. Its answer is out or it
 // was given up; a new command belongs to a new turn.
@@ -137,7 +145,10 @@ func NewEntry(account turnframe.AccountID, turn turnframe.TurnID, cmd turnframe.
 // that MayIntervene moves an entry out of NeedsIntervention, or out of
 // AwaitingApproval — and that only by an approval or a denial (see
 // ApprovalSettlement): to Pending with CodeApproved, never on an abandoned
-// turn, or to Rejected with CodeDenied; nothing else moves it.
+// turn, or to Rejected with CodeDenied; nothing else moves it. A
+// settlement carrying either code moves nothing else: a second decision,
+// late, finds the entry decided (and perhaps run, its outcome unknown) and
+// is refused.
 // events are the events the Write appends for a Committed settlement; each
 // must belong to the command's case (ErrInvalid otherwise).
 func NextEntry(e turnframe.JournalEntry, s turnframe.Settlement, events []turnframe.StoredEvent, phase turnframe.TurnPhase, actor turnframe.Actor, now time.Time) (turnframe.JournalEntry, error) {
@@ -207,6 +218,13 @@ var entryMoves = map[turnframe.JournalStatus][]turnframe.JournalStatus{
 func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase, now time.Time) error {
 	if !slices.Contains(entryMoves[e.Status], s.To) {
 		return fmt.Errorf("%w: entry %q cannot move from %v to %v", turnframe.ErrConflict, e.Key, e.Status, s.To)
+	}
+	if isDecisionCode(s.Code) && e.Status != turnframe.JournalAwaitingApproval {
+		// A decision read the entry awaiting approval; it has been decided
+		// since, and may have run: a late second decision must not resend
+		// or reject an outcome nobody looked at.
+		return fmt.Errorf("%w: entry %q is %v, not awaiting approval: an approval or a denial (code %s) moves only an entry that awaits one",
+			turnframe.ErrConflict, e.Key, e.Status, s.Code)
 	}
 	switch {
 	case s.To == turnframe.JournalExecuting:

@@ -234,6 +234,19 @@ func testApprovalOnce(t *testing.T, e *env) {
 		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Minute),
 			Settle: []turnframe.Settlement{turnframe.ApprovalSettlement(key, false)}}, turnframe.ErrConflict, "deny a pending entry")
 	})
+	// A decision read the entry awaiting; meanwhile another decided it and
+	// the command ran, its outcome now unknown. The late decision, a
+	// reconciliation by its shape, must not resend or reject that outcome.
+	for _, status := range []turnframe.JournalStatus{turnframe.JournalOutcomeUnknown, turnframe.JournalNeedsIntervention} {
+		for _, late := range []bool{true, false} {
+			t.Run("Late_"+decision(late)+"_of_an_entry_now_"+status.String(), func(t *testing.T) {
+				e := newEnv(t, e.open)
+				turn, key, _ := e.entryIn(acme, status, at(0))
+				e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Minute), Actor: turnframe.ActorOperator,
+					Settle: []turnframe.Settlement{turnframe.ApprovalSettlement(key, late)}}, turnframe.ErrConflict, "decide late")
+			})
+		}
+	}
 }
 
 func testAwaitingPhases(t *testing.T, e *env) {
