@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,4 +109,52 @@ func TestAStaleRequeueFormDoesNotResendALaterFailure(t *testing.T) {
 	code, _ = u.post("/requeue", requeue, nil)
 	is.Equal(code, http.StatusBadRequest)                // a form without the attempts it showed is not the page's
 	is.Equal(u.status(f.failed), turnframe.OutboxFailed) // not sent again
+}
+
+// raceAfterRead is an opStore whose first GetOutbox, once it has read,
+// runs during: what another operator and the dispatcher do between a
+// write's read of the row and the write itself.
+type raceAfterRead struct {
+	opStore
+	during func()
+	done   atomic.Bool
+}
+
+func (s *raceAfterRead) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
+	rec, err := s.opStore.GetOutbox(ctx, id)
+	if s.done.CompareAndSwap(false, true) {
+		s.during()
+	}
+	return rec, err
+}
+
+// Two operators requeue one failed row at once. The second's read sees it
+// failed at the attempt its form showed; before its write, the first
+// operator's requeue lands, the row is sent again and fails again. The
+// second requeue is refused by the store, in its own transaction: the
+// later failure nobody looked at is not sent once more.
+func TestARequeueRacingAnotherIsFencedInItsWrite(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	u := newTestUI(t, f, false)
+	ctx := context.Background()
+	racing := &raceAfterRead{opStore: u.ui.store, during: func() {
+		is.NoErr(u.store.Requeue(ctx, f.failed, 1, time.Now())) // the first operator's requeue
+		claims, err := u.store.ClaimDue(ctx, time.Now().Add(time.Second), 10, "w2", time.Minute)
+		is.NoErr(err)
+		for _, c := range claims {
+			if c.ID == f.failed {
+				is.NoErr(turnframe.FailClaim(ctx, u.store, c, "http.400", time.Now().Add(2*time.Second))) // failed again, at attempt 2
+			}
+		}
+	}}
+	requeue := url.Values{"token": {u.pageToken()}, "id": {f.failed.String()}, "attempts": {"1"}}
+	u.ui.store = racing
+	code, _ := u.post("/requeue", requeue, nil)
+	is.Equal(code, http.StatusConflict) // refused in the write
+	is.True(racing.done.Load())         // the race ran
+	got, err := u.store.GetOutbox(ctx, f.failed)
+	is.NoErr(err)
+	is.Equal(got.Status, turnframe.OutboxFailed) // not sent once more
+	is.Equal(got.Attempts, 2)
 }
