@@ -805,9 +805,10 @@ func (r *runner) opResolveOrRequeue() {
 	if v&0x80 != 0 {
 		i := r.rowWith(c, turnframe.OutboxFailed)
 		at, tl := r.timeAt(t, r.now.Add(time.Duration(v&0x1f)*time.Millisecond))
-		r.do(fmt.Sprintf("requeue row=%d/%d%s", c, i, tl), func(w *world) (any, error) {
+		mode := v >> 5 & 3
+		r.do(fmt.Sprintf("requeue row=%d/%d fence=%s%s", c, i, fenceModes[mode], tl), func(w *world) (any, error) {
 			id := rowAt(w, i, c, unknown)
-			if err := w.store.Requeue(r.ctx, id, 0, at); err != nil {
+			if err := w.store.Requeue(r.ctx, id, fenceFor(r, w, id, mode), at); err != nil {
 				return nil, err
 			}
 			return w.store.GetOutbox(r.ctx, id)
@@ -978,10 +979,31 @@ func (r *runner) opExtend() {
 	}
 }
 
+// fenceModes name the attempts fence an operator's move carries, by mode:
+// none, the attempts the row is at, one fewer (a look before its last
+// claim; none for a row at one attempt) or one more (a number it never
+// reached).
+var fenceModes = [4]string{"none", "seen", "stale", "ahead"}
+
+// fenceFor returns the fence of mode for row id as world w holds it: the
+// row's attempts read there, shifted by the mode (0 for none, or for a row
+// that cannot be read: the store's refusal of the id decides then).
+func fenceFor(r *runner, w *world, id turnframe.OutboxID, mode byte) int {
+	if mode == 0 {
+		return 0
+	}
+	rec, err := w.store.GetOutbox(r.ctx, id)
+	if err != nil {
+		return 0
+	}
+	return max(0, rec.Attempts+[4]int{0, 0, -1, 1}[mode])
+}
+
 // opReleaseClaim force-releases one row: live, ended, not dispatching,
 // missing, or the zero id; at a time drawn.
 func (r *runner) opReleaseClaim() {
-	c, t := r.b(), r.b()
+	c, t, f := r.b(), r.b(), r.b()
+	mode := f & 3
 	unknown := r.ids.OutboxID(r.now)
 	now, tl := r.timeAt(t, r.now)
 	i := r.rowWith(c|0x80&^(t&0x80), turnframe.OutboxDispatching) // half the time a Dispatching row
@@ -998,9 +1020,9 @@ func (r *runner) opReleaseClaim() {
 			state = "ended"
 		}
 	}
-	_, errs := r.do(fmt.Sprintf("releaseclaim row=%d state=%s%s", c, state, tl), func(w *world) (any, error) {
+	_, errs := r.do(fmt.Sprintf("releaseclaim row=%d state=%s fence=%s%s", c, state, fenceModes[mode], tl), func(w *world) (any, error) {
 		id := rowAt(w, i, c, unknown)
-		if err := w.store.ReleaseClaim(r.ctx, id, 0, now); err != nil {
+		if err := w.store.ReleaseClaim(r.ctx, id, fenceFor(r, w, id, mode), now); err != nil {
 			return nil, err
 		}
 		return w.store.GetOutbox(r.ctx, id)
