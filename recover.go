@@ -229,7 +229,9 @@ func (r *Recovery) recoverTurn(ctx context.Context, h RecoveryHandler, m TurnPha
 	}
 	if err == nil {
 		report.Turns.Actions[action.Kind]++
-		report.AwaitingApproval = append(report.AwaitingApproval, action.Awaiting...)
+		if action.Phase != PhaseAbandoned { // its commands never run: a new turn's plan adopts them
+			report.AwaitingApproval = append(report.AwaitingApproval, action.Awaiting...)
+		}
 		err = dispatchAction(ctx, h, m, action)
 	}
 	if err != nil {

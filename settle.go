@@ -190,9 +190,12 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 		Account: subject.Account, Turn: e.Turn, Settle: []Settlement{s},
 		Actor: d.Actor, Note: d.Note, Now: r.cfg.now(),
 	})
-	if err == nil && e.Status == JournalExecuting {
+	if err == nil && e.Status == JournalExecuting && r.movedFromExecuting(ctx, subject) {
 		// Settled straight from Executing: an attempt stranded on its
-		// abandoned turn, never declared unknown, is counted so here.
+		// abandoned turn, never declared unknown, is counted so here. Read
+		// Executing, it may have been declared unknown (and counted) by
+		// recovery before this write landed on the same attempt: the
+		// history says which move the write made.
 		r.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name))
 	}
 	if errors.Is(err, ErrNotFound) {
@@ -203,6 +206,30 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 		}
 	}
 	return e.Name, err
+}
+
+// movedFromExecuting reports whether the last move in subject's history
+// (evidence aside) left Executing: whether a settlement that just landed
+// on an entry read Executing settled it from there. A history that cannot
+// be read says no: an unknown is never counted twice, at the cost of one
+// going uncounted.
+func (r *Recovery) movedFromExecuting(ctx context.Context, subject Subject) bool {
+	from := ""
+	for after := int64(0); ; {
+		page, err := r.store.History(ctx, subject, after, MaxLimit)
+		if err != nil {
+			return false
+		}
+		for _, h := range page {
+			if !h.Evidence {
+				from = h.From
+			}
+		}
+		if len(page) < MaxLimit {
+			return from == JournalExecuting.String()
+		}
+		after = page[len(page)-1].Seq
+	}
 }
 
 // settleRow resolves an outbox row, checking first that it is the
