@@ -69,7 +69,7 @@ what awaits approval. An entry that is not awaiting approval is refused
 				return explainWrite(err, db)
 			}
 			fmt.Fprintf(e.stdout, "%s journal entry %s (account %s, command %s, turn %s): %s → %s by %s (code %s); %s\n", verb,
-				cell(string(key)), cell(string(acct)), cell(before.Name), before.Turn, before.Status, after.Status, cell(string(who)),
+				cell(string(key)), cell(string(acct)), cell(before.Name), after.Turn, before.Status, after.Status, cell(string(who)),
 				cell(after.Code), next)
 			return nil
 		}

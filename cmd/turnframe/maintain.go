@@ -126,19 +126,23 @@ func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.Outbo
 	if err != nil {
 		return fmt.Errorf("no outbox row %s: %w", id, err)
 	}
-	// Fenced on the claim just read, so the claim told below is the one
-	// released: one taken since (the row expired, was resolved and claimed
-	// again) is refused.
+	const refused = "refused, nothing changed (only a dispatching row, under the claim just read, is released)"
+	if rec.Status != turnframe.OutboxDispatching {
+		// Refused on the read: its fence, 0 attempts for a row never
+		// claimed, would be none, and a claim taken since would be freed.
+		return fmt.Errorf("%s: outbox row %s is %s: %w", refused, id, rec.Status, turnframe.ErrConflict)
+	}
+	// Fenced on the claim just read (a claimed row has at least one
+	// attempt), so the claim told below is the one released: one taken
+	// since (the row expired, was resolved and claimed again) is refused.
 	if err := store.ReleaseClaim(ctx, id, rec.Attempts, now); err != nil {
 		if errors.Is(err, turnframe.ErrConflict) {
-			return fmt.Errorf("refused, nothing changed (only a dispatching row, under the claim just read, is released): %w", err)
+			return fmt.Errorf("%s: %w", refused, err)
 		}
 		return err
 	}
-	if rec.Status == turnframe.OutboxDispatching {
-		fmt.Fprintf(e.stderr, "turnframe release: %s was claimed by %s at %s; its lease %s\n",
-			id, cell(rec.ClaimedBy), stamp(rec.ClaimedAt), leaseState(now, rec.LeaseUntil))
-	}
+	fmt.Fprintf(e.stderr, "turnframe release: %s was claimed by %s at %s; its lease %s\n",
+		id, cell(rec.ClaimedBy), stamp(rec.ClaimedAt), leaseState(now, rec.LeaseUntil))
 	return nil
 }
 

@@ -259,6 +259,9 @@ so what it prints is what it moved.`,
 				if err := fence.check(before); err != nil {
 					return explainWrite(err, db)
 				}
+				if err := requeuable(before); err != nil {
+					return explainWrite(err, db)
+				}
 				if err := store.Requeue(ctx, id, before.Attempts, e.now()); err != nil {
 					return explainWrite(err, db)
 				}
@@ -304,6 +307,17 @@ func (f requeueFence) check(rec turnframe.OutboxRecord) error {
 	case rec.Attempts != f.attempts:
 		return fmt.Errorf("outbox row %s is at attempt %d, not %d: it was sent again since it was looked at: %w",
 			rec.ID, rec.Attempts, f.attempts, turnframe.ErrConflict)
+	}
+	return nil
+}
+
+// requeuable refuses, with turnframe.ErrConflict, a row read as not
+// failed. Besides saying so before any write, it keeps the fence the
+// requeue hands the store one: a failed row has had at least one attempt,
+// and 0 attempts would be no fence at all.
+func requeuable(rec turnframe.OutboxRecord) error {
+	if rec.Status != turnframe.OutboxFailed {
+		return fmt.Errorf("outbox row %s is %s: only a failed row is requeued: %w", rec.ID, rec.Status, turnframe.ErrConflict)
 	}
 	return nil
 }

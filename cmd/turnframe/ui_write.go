@@ -82,6 +82,9 @@ func (s *uiServer) requeue(r *http.Request) (string, error) {
 	if err := fence.check(before); err != nil {
 		return "", err
 	}
+	if err := requeuable(before); err != nil {
+		return "", err
+	}
 	if err := s.store.Requeue(r.Context(), id, before.Attempts, s.e.now()); err != nil {
 		return "", explainWrite(err, s.db)
 	}
@@ -113,7 +116,7 @@ func (s *uiServer) approval(approve bool) func(*http.Request) (string, error) {
 			return "", explainWrite(err, s.db)
 		}
 		return fmt.Sprintf("%s journal entry %s (account %s, command %s, turn %s): %s → %s by %s (code %s)", verb,
-			cell(string(key)), cell(string(acct)), cell(before.Name), before.Turn, before.Status, after.Status, cell(string(who)),
+			cell(string(key)), cell(string(acct)), cell(before.Name), after.Turn, before.Status, after.Status, cell(string(who)),
 			cell(after.Code)), nil
 	}
 }
