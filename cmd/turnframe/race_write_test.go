@@ -139,3 +139,26 @@ func TestTheUIsApprovalNamesTheTurnThatAdoptedTheEntry(t *testing.T) {
 	is.True(strings.Contains(msg, t2.String()))  // the page names it
 	is.True(!strings.Contains(msg, t1.String())) // not the abandoned one
 }
+
+// 'turnframe settle ID completed' reads the row outcome_unknown; before
+// its settlement, recovery's policy escalates the row. The settlement still
+// lands (an operator may settle what needs intervention), and the line
+// printed names the move the history records, not the status first read.
+func TestSettlePrintsTheMoveItMadeNotTheStatusItRead(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	store := openFixture(t, f)
+	ctx := context.Background()
+	now := time.Now()
+	racing := &raceAfterRead{opStore: sqliteOps{store}, during: func() {
+		is.NoErr(store.Resolve(ctx, turnframe.Resolution{ID: f.unknown, Verdict: turnframe.VerdictEscalate,
+			Actor: turnframe.ActorPolicy, Code: "policy.no_lookup", Now: now})) // escalated meanwhile
+	}}
+	var out strings.Builder
+	e := &env{stdout: &out, stderr: io.Discard, now: func() time.Time { return now }}
+	rec := turnframe.NewRecovery(store, turnframe.WithClock(e.now))
+	req := settleRequest{id: f.unknown, decision: turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: turnframe.ActorOperator}}
+	is.NoErr(settleRow(ctx, e, racing, rec, req, &dbFlags{path: f.path}))
+	is.True(racing.done.Load())                                               // escalated between the read and the settlement
+	is.True(strings.Contains(out.String(), "needs_intervention → completed")) // the move made
+}

@@ -161,9 +161,27 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 	if err != nil {
 		return err
 	}
+	from := movedFrom(ctx, store, turnframe.OutboxSubject(before.Account, req.id), before.Status.String())
 	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
-		cell(before.Destination), before.Status, after.Status, cell(string(req.decision.Actor)), settledDetail(after.LastCode, after.RemoteRef))
+		cell(before.Destination), from, after.Status, cell(string(req.decision.Actor)), settledDetail(after.LastCode, after.RemoteRef))
 	return nil
+}
+
+// movedFrom returns where the last move in subject's history (evidence
+// aside) came from: the status a settlement that just landed moved the
+// subject out of, which may not be the one read before it (recovery may
+// have moved it in between). read, if the history says nothing.
+func movedFrom(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, read string) string {
+	from := read
+	_ = eachHistoryPage(ctx, store, subject, func(page []turnframe.HistoryRecord) error {
+		for _, h := range page {
+			if !h.Evidence {
+				from = h.From
+			}
+		}
+		return nil
+	})
+	return from
 }
 
 // settleEntry settles a journal entry through Recovery.Settle.
@@ -179,8 +197,9 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 	if err != nil {
 		return err
 	}
+	from := movedFrom(ctx, store, turnframe.JournalSubject(req.account, req.key), before.Status.String())
 	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
-		cell(string(req.account)), cell(before.Name), before.Turn, before.Status, after.Status, cell(string(req.decision.Actor)),
+		cell(string(req.account)), cell(before.Name), after.Turn, from, after.Status, cell(string(req.decision.Actor)),
 		settledDetail(after.Code, after.RemoteRef))
 	return nil
 }
