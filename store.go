@@ -220,8 +220,10 @@ type OutboxStore interface {
 	// operator (storekit.RequeueRow). attempts, when not zero, fences it:
 	// the row's Attempts when the operator looked, so a row requeued, sent
 	// and failed again since that look is not sent once more on it; the
-	// fence is checked in the transaction that moves the row. ErrInvalid for
-	// a negative attempts; ErrConflict, changing nothing, for a row in any
+	// fence is checked in the transaction that moves the row. A caller that
+	// hands on the attempts it read must have read the row Failed: a row
+	// never sent has 0 attempts, which is no fence. ErrInvalid for a
+	// negative attempts; ErrConflict, changing nothing, for a row in any
 	// other status or at other attempts.
 	Requeue(ctx context.Context, id OutboxID, attempts int, at time.Time) error
 	// ExpireClaims moves every Dispatching row whose lease ended at now
@@ -238,10 +240,11 @@ type OutboxStore interface {
 	// the operator looked, which names the claim, so a claim taken since
 	// that look (the one looked at ended and the row was claimed again) is
 	// not released on it; the fence is checked in the transaction that
-	// moves the row (storekit.ReleaseRow). ErrInvalid for a negative
-	// attempts; ErrNotFound for no such row; ErrConflict, changing nothing,
-	// for a row that is not Dispatching or at other attempts. Recorded as
-	// ActorOperator, as Requeue is.
+	// moves the row (storekit.ReleaseRow). As with Requeue, hand on the
+	// attempts of a row read Dispatching only: 0 is no fence. ErrInvalid
+	// for a negative attempts; ErrNotFound for no such row; ErrConflict,
+	// changing nothing, for a row that is not Dispatching or at other
+	// attempts. Recorded as ActorOperator, as Requeue is.
 	ReleaseClaim(ctx context.Context, id OutboxID, attempts int, now time.Time) error
 	// GetOutbox returns one row. ErrNotFound if it does not exist.
 	GetOutbox(ctx context.Context, id OutboxID) (OutboxRecord, error)
