@@ -108,7 +108,7 @@ func checkApprovalInput(account AccountID, key IdempotencyKey, actor Actor, note
 	if err := account.Validate(); err != nil {
 		return err
 	}
-	if err := key.Validate(); err != nil {
+	if err := key.ValidateStored(); err != nil {
 		return err
 	}
 	if actor != "" {

@@ -168,7 +168,7 @@ func checkDecision(subject Subject, d Decision) error {
 // (a settlement without an attempt).
 func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision, f fence) (string, error) {
 	key := IdempotencyKey(subject.Ref)
-	if err := key.Validate(); err != nil {
+	if err := key.ValidateStored(); err != nil {
 		return "", prefixed("subject.ref", err)
 	}
 	e, err := r.store.ByKey(ctx, subject.Account, key)

@@ -75,6 +75,15 @@ func (k IdempotencyKey) Validate() error {
 	return nil
 }
 
+// ValidateStored returns ErrInvalid unless k is a key a store may hold: 1–255
+// bytes of UTF-8 without NUL. It is the check of every call that addresses a
+// command already admitted (a settlement, ByKey, Approve, Recovery.Settle,
+// the CLI), and it lets pass the keys an earlier release admitted that
+// Validate now refuses (a '~', white space at an end: refused since schema
+// 2), so that a file such a release wrote keeps every command movable.
+// Admitting a command checks Validate.
+func (k IdempotencyKey) ValidateStored() error { return checkString("key", string(k), 1, MaxKeyLen) }
+
 // CheckLimit returns ErrInvalid naming field unless 1 ≤ n ≤ MaxLimit.
 func CheckLimit(field string, n int) error {
 	if n < 1 || n > MaxLimit {
@@ -424,7 +433,7 @@ func (w Write) validateSettle() (commits int, err error) {
 	seen := make(map[IdempotencyKey]bool, len(w.Settle))
 	for i, s := range w.Settle {
 		field := fmt.Sprintf("settle[%d]", i)
-		if err := s.Key.Validate(); err != nil {
+		if err := s.Key.ValidateStored(); err != nil { // it moves an admitted command
 			return 0, prefixed(field, err)
 		}
 		if seen[s.Key] {

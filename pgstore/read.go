@@ -230,7 +230,7 @@ func (s *Store) dbByKey(ctx context.Context, account turnframe.AccountID, key tu
 	if err := account.Validate(); err != nil {
 		return turnframe.JournalEntry{}, err
 	}
-	if err := key.Validate(); err != nil {
+	if err := key.ValidateStored(); err != nil {
 		return turnframe.JournalEntry{}, err
 	}
 	done, err := s.enter("by key")

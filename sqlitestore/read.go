@@ -176,7 +176,7 @@ func (s *Store) ByKey(ctx context.Context, account turnframe.AccountID, key turn
 	if err := account.Validate(); err != nil {
 		return turnframe.JournalEntry{}, err
 	}
-	if err := key.Validate(); err != nil {
+	if err := key.ValidateStored(); err != nil {
 		return turnframe.JournalEntry{}, err
 	}
 	done, err := s.enter("by key")

@@ -112,7 +112,7 @@ func testBadWrites(t *testing.T, e *env) {
 			w.Events, w.Outbox = nil, nil
 			w.Now = turnframe.MaxTime.Add(-time.Second)
 		}},
-		{"SettlementKeyWithTheRowKeySeparator", "settle[0].key", func(w *turnframe.Write) { w.Settle[0].Key = "k~1" }},
+		{"SettlementKeyWithANUL", "settle[0].key", func(w *turnframe.Write) { w.Settle[0].Key = "k\x001" }}, // a '~' an earlier release admitted
 		{"AResendInTheWriteThatAbandonsTheTurn", "settle[0].to", func(w *turnframe.Write) {
 			w.Settle, w.Events, w.Outbox, w.Expect = []turnframe.Settlement{{Key: key, To: turnframe.JournalPending}}, nil, nil, nil
 			w.Phase = turnframe.PhaseAbandoned

@@ -91,7 +91,7 @@ func parseApproval(args []string, account, actor, note string) (turnframe.Accoun
 		return "", "", "", usagef("give one KEY, the command's idempotency key")
 	}
 	key := turnframe.IdempotencyKey(args[0])
-	if err := key.Validate(); err != nil {
+	if err := key.ValidateStored(); err != nil {
 		return "", "", "", usagef("%q is not an idempotency key: %v", args[0], err)
 	}
 	who := turnframe.Actor(actor)

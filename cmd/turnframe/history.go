@@ -94,7 +94,7 @@ func parseHistoryArgs(args []string, account string) (func(context.Context, opSt
 			return nil, usagef("missing the key of the journal entry")
 		}
 		key := turnframe.IdempotencyKey(args[0])
-		if err := key.Validate(); err != nil {
+		if err := key.ValidateStored(); err != nil {
 			return nil, usagef("%q is not an idempotency key: %v", args[0], err)
 		}
 		return func(ctx context.Context, store opStore) ([]namedSubject, error) {

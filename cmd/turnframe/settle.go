@@ -102,7 +102,7 @@ func parseSettle(args []string, f settleFlags) (settleRequest, error) {
 			return req, usagef("missing the key of the command to settle")
 		}
 		req.key = turnframe.IdempotencyKey(args[0])
-		if err := req.key.Validate(); err != nil {
+		if err := req.key.ValidateStored(); err != nil {
 			return req, usagef("%q is not an idempotency key: %v", args[0], err)
 		}
 	} else {

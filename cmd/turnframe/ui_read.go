@@ -205,7 +205,7 @@ func (s *uiServer) entryPage(r *http.Request) (string, any, error) {
 	if err := acct.Validate(); err != nil {
 		return "", nil, usagef("account: %v", err)
 	}
-	if err := key.Validate(); err != nil {
+	if err := key.ValidateStored(); err != nil {
 		return "", nil, usagef("key: %v", err)
 	}
 	e, err := s.store.ByKey(r.Context(), acct, key)

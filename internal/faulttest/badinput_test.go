@@ -173,10 +173,12 @@ var badTimes = []struct {
 	{"Year10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 }
 
-// badKeys are keys no entry point takes: a control character, an interior
-// tab, white space at either end (HTTP would trim it), the row-key
-// separator.
-var badKeys = []struct {
+// badKeys are keys no command is admitted under: a control character, an
+// interior tab, white space at either end (HTTP would trim it), the row-key
+// separator. A release at schema 1 admitted them, so calls that address an
+// admitted command take them (legacyKeyCalls); only a NUL (storedBadKeys)
+// is refused everywhere.
+var badKeys = append([]struct {
 	name string
 	key  turnframe.IdempotencyKey
 }{
@@ -187,6 +189,14 @@ var badKeys = []struct {
 	{"TrailingSpace", "k1 "},
 	{"TrailingNBSP", "k1\u00a0"},
 	{"Tilde", "k~1"},
+}, storedBadKeys...)
+
+// storedBadKeys are keys no store holds, refused by every call.
+var storedBadKeys = []struct {
+	name string
+	key  turnframe.IdempotencyKey
+}{
+	{"NUL", "k\x001"},
 }
 
 // call is one call of an entry point.
@@ -298,6 +308,9 @@ func badCallsOfTheNewContract() []call {
 		add("Apply/AdmitKey"+bk.name, "write.admit[0].key", func(ctx context.Context, f *fixture) error {
 			return apply(ctx, f, turnframe.Write{Turn: f.planned, Admit: []turnframe.Command{{Key: key, Case: "c1", Name: "n"}}})
 		})
+	}
+	for _, bk := range storedBadKeys {
+		key := bk.key
 		add("Apply/SettleKey"+bk.name, "write.settle[0].key", func(ctx context.Context, f *fixture) error {
 			return apply(ctx, f, turnframe.Write{Turn: f.unknownTurn, Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted}}})
 		})

@@ -286,6 +286,9 @@ func apiCallsOfTheNewContract() []struct {
 			_, err := turnframe.New(f.store).Plan(ctx, f.account, f.planned, turnframe.Plan{Commands: []turnframe.Command{{Key: key, Case: "c1", Name: "book"}}})
 			return err
 		})
+	}
+	for _, bk := range storedBadKeys {
+		key := bk.key
 		add("Recovery.Settle/Key"+bk.name, func(ctx context.Context, f *fixture) error {
 			return turnframe.NewRecovery(f.store).Settle(ctx, turnframe.JournalSubject(f.account, key), turnframe.Decision{Verdict: turnframe.VerdictCompleted})
 		})
