@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -79,12 +80,15 @@ func SameCommand(a, b Command) bool {
 // OutboxKey returns the key of the i-th (0-based) of n outbox rows enqueued
 // by the command admitted under key: key itself when n is 1, else key, the
 // OutboxKeySeparator and the row's 1-based position ("k~1", "k~2", …). A
-// resumed command produces identical keys. No command key holds the
-// separator, so the keys of every row of every command of an account are
-// distinct: no remote that deduplicates by key drops one effect as a replay
-// of another.
+// resumed command produces identical keys. No command key admitted today
+// holds the separator, so the keys of every row of every command of an
+// account are distinct: no remote that deduplicates by key drops one effect
+// as a replay of another. A key a schema-1 release admitted may hold it
+// ("pay~1"); its rows always take the numbered form ("pay~1~1"), which
+// holds the separator twice and so is no row key of a command admitted
+// today, and whose last separator tells the key from the position.
 func OutboxKey(key IdempotencyKey, i, n int) IdempotencyKey {
-	if n == 1 {
+	if n == 1 && !strings.ContainsRune(string(key), OutboxKeySeparator) {
 		return key
 	}
 	return key + IdempotencyKey(string(OutboxKeySeparator)+strconv.Itoa(i+1))

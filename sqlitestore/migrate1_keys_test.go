@@ -81,3 +81,54 @@ func TestAVersion1FilesLegacyKeysStayMovable(t *testing.T) {
 		is.True(errors.Is(err, turnframe.ErrInvalid)) // today's rule for a key admitted anew
 	})
 }
+
+// A command a schema-1 release admitted under "pay~1" runs today and
+// enqueues its one row as "pay~1~1": its own key would be the one today's
+// command "pay" gives the first of two rows. Both commit, each row under a
+// key of its own.
+func TestALegacyTildeKeysRowsNeverTakeANewCommandsRowKey(t *testing.T) {
+	ctx := context.Background()
+	is := is.New(t)
+	var err error
+	path := filepath.Join(t.TempDir(), "v1.db")
+	f := newV1Fixture()
+	executing := f.turns[1] // PhaseExecuting
+	f.entries = append(f.entries, turnframe.JournalEntry{Account: "acme", Turn: executing.ID, Status: turnframe.JournalPending,
+		Command:    turnframe.Command{Key: "pay~1", Case: "order/42", Name: "pay", Payload: []byte(`{}`)},
+		AdmittedAt: t0, UpdatedAt: t0.Add(time.Second)})
+	db := createAtVersion(t, path, 1)
+	f.write(t, db)
+	is.NoErr(db.Close())
+	s := mustOpenPath(t, path)
+	now := t0.Add(time.Hour)
+	rt := turnframe.New(s, turnframe.WithClock(func() time.Time { return now }))
+
+	msg := turnframe.OutboxMessage{Destination: "payments", Payload: []byte(`{}`)}
+	// The legacy command runs and commits one message, its row keyed "pay~1~1".
+	_, err = rt.Execute(ctx, "acme", executing.ID, turnframe.HandlerFunc(func(_ context.Context, c turnframe.Call) turnframe.Outcome {
+		if c.Command.Key == "pay~1" {
+			return turnframe.Commit(nil, msg)
+		}
+		return turnframe.Commit(nil)
+	}))
+	is.NoErr(err)
+	legacy, err := s.ByKey(ctx, "acme", "pay~1")
+	is.NoErr(err)
+	is.Equal(legacy.Status, turnframe.JournalCommitted)
+	rows, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Account: "acme", Limit: 100})
+	is.NoErr(err)
+	is.Equal(rows[len(rows)-1].Key, turnframe.IdempotencyKey("pay~1~1")) // the numbered form, always
+
+	// Today's command "pay" (a valid key) is admitted in a new turn and commits two messages.
+	turn, err := rt.Receive(ctx, "acme", rt.NewConversationID(), "pay order 42")
+	is.NoErr(err)
+	_, err = rt.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{{Key: "pay", Case: "order/43", Name: "pay"}}})
+	is.NoErr(err)
+	_, err = rt.Execute(ctx, "acme", turn, turnframe.HandlerFunc(func(_ context.Context, c turnframe.Call) turnframe.Outcome {
+		return turnframe.Commit(nil, msg, msg)
+	}))
+	e, err2 := s.ByKey(ctx, "acme", "pay")
+	is.NoErr(err2)
+	is.NoErr(err)                                  // a command admitted under today's rule commits
+	is.Equal(e.Status, turnframe.JournalCommitted) // its settlement lands
+}
