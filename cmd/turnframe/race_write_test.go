@@ -162,3 +162,40 @@ func TestSettlePrintsTheMoveItMadeNotTheStatusItRead(t *testing.T) {
 	is.True(racing.done.Load())                                               // escalated between the read and the settlement
 	is.True(strings.Contains(out.String(), "needs_intervention → completed")) // the move made
 }
+
+// settleReadBack is an opStore whose second GetOutbox (settle's read of the
+// row after its settlement) first runs during.
+type settleReadBack struct {
+	opStore
+	n      atomic.Int32
+	during func()
+}
+
+func (s *settleReadBack) GetOutbox(ctx context.Context, id turnframe.OutboxID) (turnframe.OutboxRecord, error) {
+	if s.n.Add(1) == 2 {
+		s.during()
+	}
+	return s.opStore.GetOutbox(ctx, id)
+}
+
+// 'turnframe settle ID resend': the operator's resend lands (outcome_unknown
+// → pending); a live dispatcher claims the row before settle reads it back.
+// The line printed names the operator's move, not the dispatcher's claim.
+func TestSettlePrintsTheOperatorsMoveNotALaterClaim(t *testing.T) {
+	is := is.New(t)
+	f := mustFixture(t)
+	store := openFixture(t, f)
+	ctx := context.Background()
+	now := f.t0.Add(25 * time.Hour)
+	racing := &settleReadBack{opStore: sqliteOps{store}, during: func() {
+		claims, err := store.ClaimDue(ctx, now, 16, "live-dispatcher", 10*time.Minute)
+		is.NoErr(err)
+		is.True(len(claims) > 0)
+	}}
+	var out strings.Builder
+	e := &env{stdout: &out, stderr: io.Discard, now: func() time.Time { return now }}
+	rec := turnframe.NewRecovery(store, turnframe.WithClock(e.now))
+	req := settleRequest{id: f.unknown, decision: turnframe.Decision{Verdict: turnframe.VerdictResend, Actor: turnframe.ActorOperator}}
+	is.NoErr(settleRow(ctx, e, racing, rec, req, &dbFlags{path: f.path}))
+	is.True(strings.Contains(out.String(), "outcome_unknown → pending")) // the move the operator made
+}

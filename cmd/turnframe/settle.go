@@ -161,27 +161,31 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 	if err != nil {
 		return err
 	}
-	from := movedFrom(ctx, store, turnframe.OutboxSubject(before.Account, req.id), before.Status.String())
+	from, to := moveMade(ctx, store, turnframe.OutboxSubject(before.Account, req.id), req.decision.Actor, before.Status.String(), after.Status.String())
 	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
-		cell(before.Destination), from, after.Status, cell(string(req.decision.Actor)), settledDetail(after.LastCode, after.RemoteRef))
+		cell(before.Destination), from, to, cell(string(req.decision.Actor)), settledDetail(after.LastCode, after.RemoteRef))
 	return nil
 }
 
-// movedFrom returns where the last move in subject's history (evidence
-// aside) came from: the status a settlement that just landed moved the
-// subject out of, which may not be the one read before it (recovery may
-// have moved it in between). read, if the history says nothing.
-func movedFrom(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, read string) string {
-	from := read
+// moveMade returns the last move in subject's history (evidence aside)
+// made by actor: the statuses the settlement that just landed, as actor,
+// moved the subject from and to, which may not be the ones read around it
+// (recovery may have moved it before, a dispatcher claimed it after); a
+// move by another actor is not it. from and to as given, if the history
+// says nothing.
+func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, actor turnframe.Actor, from, to string) (string, string) {
+	if actor == "" {
+		actor = turnframe.ActorApp
+	}
 	_ = eachHistoryPage(ctx, store, subject, func(page []turnframe.HistoryRecord) error {
 		for _, h := range page {
-			if !h.Evidence {
-				from = h.From
+			if !h.Evidence && h.Actor == actor {
+				from, to = h.From, h.To
 			}
 		}
 		return nil
 	})
-	return from
+	return from, to
 }
 
 // settleEntry settles a journal entry through Recovery.Settle.
@@ -197,9 +201,9 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 	if err != nil {
 		return err
 	}
-	from := movedFrom(ctx, store, turnframe.JournalSubject(req.account, req.key), before.Status.String())
+	from, to := moveMade(ctx, store, turnframe.JournalSubject(req.account, req.key), req.decision.Actor, before.Status.String(), after.Status.String())
 	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
-		cell(string(req.account)), cell(before.Name), after.Turn, from, after.Status, cell(string(req.decision.Actor)),
+		cell(string(req.account)), cell(before.Name), after.Turn, from, to, cell(string(req.decision.Actor)),
 		settledDetail(after.Code, after.RemoteRef))
 	return nil
 }
