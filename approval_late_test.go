@@ -97,3 +97,22 @@ func TestSettleNeverDecidesAnApproval(t *testing.T) {
 		})
 	}
 }
+
+// A handler's rejection lands whatever its code, also the denial's (a
+// remote that says the user denied it): only a settlement without an
+// attempt that carries a decision's code is a decision, and a decision
+// moves only an entry awaiting approval.
+func TestAHandlersRejectionWithADecisionCodeLands(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rt := turnframe.New(store)
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("pay-1", "order/1", "pay"))
+		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+			return turnframe.Reject(turnframe.CodeDenied)
+		}))
+		e := rtEntry(t, store, "pay-1")
+		is.NoErr(err)                                 // a rejection is recorded whatever its code
+		is.Equal(e.Status, turnframe.JournalRejected) // the outcome lands
+	})
+}

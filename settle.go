@@ -171,10 +171,6 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 	if err := key.ValidateStored(); err != nil {
 		return "", prefixed("subject.ref", err)
 	}
-	e, err := r.store.ByKey(ctx, subject.Account, key)
-	if err != nil {
-		return "", err
-	}
 	s := Settlement{Key: key, Code: d.Code, RemoteRef: d.RemoteRef, Prior: f.attempt}
 	switch d.Verdict {
 	case VerdictCompleted:
@@ -186,51 +182,49 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 	case VerdictEscalate:
 		s.To = JournalNeedsIntervention
 	}
-	_, err = r.store.Apply(ctx, Write{
-		Account: subject.Account, Turn: e.Turn, Settle: []Settlement{s},
-		Actor: d.Actor, Note: d.Note, Now: r.cfg.now(),
-	})
-	if err == nil && e.Status == JournalExecuting && r.movedFromExecuting(ctx, subject) {
-		// Settled straight from Executing: an attempt stranded on its
-		// abandoned turn, never declared unknown, is counted so here. Read
-		// Executing, it may have been declared unknown (and counted) by
-		// recovery before this write landed on the same attempt: the
-		// history says which move the write made.
-		r.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name))
+	e, err := r.store.ByKey(ctx, subject.Account, key)
+	if err != nil {
+		return "", err
 	}
-	if errors.Is(err, ErrNotFound) {
-		// The entry was there when read: a new turn's plan adopted it from
-		// its abandoned turn meanwhile. It is no longer what was settled.
-		if moved, rerr := r.store.ByKey(ctx, subject.Account, key); rerr == nil && moved.Turn != e.Turn {
-			err = fmt.Errorf("%w: turn %v adopted the entry while it was being settled: read it again", ErrConflict, moved.Turn)
+	for try := 1; ; try++ {
+		// Fenced on the status read, so the move made is the one read
+		// (a dead attempt settled straight from Executing is counted
+		// unknown here, and one recovery declared unknown meanwhile is
+		// not counted again); an entry moved since is read again.
+		s.From = e.Status
+		_, err = r.store.Apply(ctx, Write{
+			Account: subject.Account, Turn: e.Turn, Settle: []Settlement{s},
+			Actor: d.Actor, Note: d.Note, Now: r.cfg.now(),
+		})
+		if err == nil {
+			if e.Status == JournalExecuting {
+				// An attempt stranded on its abandoned turn, never
+				// declared unknown, is counted so here.
+				r.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name))
+			}
+			return e.Name, nil
 		}
+		if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
+			return e.Name, err // not a refusal: it may even have landed
+		}
+		again, rerr := r.store.ByKey(ctx, subject.Account, key)
+		switch {
+		case rerr != nil:
+			return e.Name, err
+		case again.Turn != e.Turn && errors.Is(err, ErrNotFound):
+			// A new turn's plan adopted it from its abandoned turn
+			// meanwhile: it is no longer what was settled.
+			return e.Name, fmt.Errorf("%w: turn %v adopted the entry while it was being settled: read it again", ErrConflict, again.Turn)
+		case again.Status == e.Status || try == settleTries:
+			return e.Name, err // refused for what it is, not for a move since the read
+		}
+		e = again
 	}
-	return e.Name, err
 }
 
-// movedFromExecuting reports whether the last move in subject's history
-// (evidence aside) left Executing: whether a settlement that just landed
-// on an entry read Executing settled it from there. A history that cannot
-// be read says no: an unknown is never counted twice, at the cost of one
-// going uncounted.
-func (r *Recovery) movedFromExecuting(ctx context.Context, subject Subject) bool {
-	from := ""
-	for after := int64(0); ; {
-		page, err := r.store.History(ctx, subject, after, MaxLimit)
-		if err != nil {
-			return false
-		}
-		for _, h := range page {
-			if !h.Evidence {
-				from = h.From
-			}
-		}
-		if len(page) < MaxLimit {
-			return from == JournalExecuting.String()
-		}
-		after = page[len(page)-1].Seq
-	}
-}
+// settleTries bounds how often Settle reads an entry again that moved
+// between its read and its write.
+const settleTries = 3
 
 // settleRow resolves an outbox row, checking first that it is the
 // account's.

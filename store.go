@@ -121,6 +121,12 @@ type Settlement struct {
 	Lease     time.Duration
 	Code      string // Rejected: the reason code
 	RemoteRef string // OutcomeUnknown: the remote's reference, if any
+	// From, when not the zero JournalStatus, fences the settlement on the
+	// entry's status: it must still be in From, the status the caller
+	// read, else ErrConflict and nothing of the Write is written. With it
+	// the caller knows which move it made (Recovery.Settle counts a dead
+	// attempt settled straight from Executing as an unknown outcome).
+	From JournalStatus
 }
 
 // Applied is what one Store.Apply wrote.

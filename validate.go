@@ -440,6 +440,9 @@ func (w Write) validateSettle() (commits int, err error) {
 			return 0, invalid(field+".key", "%q settled twice in one write", s.Key)
 		}
 		seen[s.Key] = true
+		if s.From > JournalAwaitingApproval {
+			return 0, invalid(field+".from", "%v is not a journal status", s.From)
+		}
 		if s.To < JournalPending || s.To > JournalNeedsIntervention {
 			return 0, invalid(field+".to", "%v is not a journal status", s.To)
 		}

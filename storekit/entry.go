@@ -24,9 +24,9 @@ func checkApproval(e turnframe.JournalEntry, s turnframe.Settlement, phase turnf
 }
 
 // isDecisionCode reports whether code is an approval's or a denial's
-// (turnframe.CodeApproved, turnframe.CodeDenied): a settlement that carries
-// one is a decision, and moves only an entry awaiting approval. No handler
-// or sender code begins "turnframe.".
+// (turnframe.CodeApproved, turnframe.CodeDenied): a settlement without an
+// attempt that carries one is a decision, and moves only an entry awaiting
+// approval.
 func isDecisionCode(code string) bool {
 	return code == turnframe.CodeApproved || code == turnframe.CodeDenied
 }
@@ -146,10 +146,12 @@ func NewEntry(account turnframe.AccountID, turn turnframe.TurnID, cmd turnframe.
 // AwaitingApproval — and that only by an approval or a denial (see
 // ApprovalSettlement): to Pending with CodeApproved, never on an abandoned
 // turn, or to Rejected with CodeDenied; nothing else moves it. A
-// settlement carrying either code moves nothing else: a second decision,
-// late, finds the entry decided (and perhaps run, its outcome unknown) and
-// is refused.
-// events are the events the Write appends for a Committed settlement; each
+// settlement without an attempt carrying either code moves nothing else: a
+// second decision, late, finds the entry decided (and perhaps run, its
+// outcome unknown) and is refused.
+// A settlement whose From is set moves the entry only from that status (a
+// compare-and-set on what its caller read). events are the events the
+// Write appends for a Committed settlement; each
 // must belong to the command's case (ErrInvalid otherwise).
 func NextEntry(e turnframe.JournalEntry, s turnframe.Settlement, events []turnframe.StoredEvent, phase turnframe.TurnPhase, actor turnframe.Actor, now time.Time) (turnframe.JournalEntry, error) {
 	if err := checkEntryMove(e, s, phase, now); err != nil {
@@ -216,13 +218,18 @@ var entryMoves = map[turnframe.JournalStatus][]turnframe.JournalStatus{
 }
 
 func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase, now time.Time) error {
+	if s.From != 0 && s.From != e.Status {
+		return fmt.Errorf("%w: entry %q is %v, not %v as the settlement read it", turnframe.ErrConflict, e.Key, e.Status, s.From)
+	}
 	if !slices.Contains(entryMoves[e.Status], s.To) {
 		return fmt.Errorf("%w: entry %q cannot move from %v to %v", turnframe.ErrConflict, e.Key, e.Status, s.To)
 	}
-	if isDecisionCode(s.Code) && e.Status != turnframe.JournalAwaitingApproval {
+	if s.Attempt.IsZero() && isDecisionCode(s.Code) && e.Status != turnframe.JournalAwaitingApproval {
 		// A decision read the entry awaiting approval; it has been decided
 		// since, and may have run: a late second decision must not resend
-		// or reject an outcome nobody looked at.
+		// or reject an outcome nobody looked at. A decision carries no
+		// attempt; an attempt's own settlement (a handler's rejection,
+		// whatever its code) always lands.
 		return fmt.Errorf("%w: entry %q is %v, not awaiting approval: an approval or a denial (code %s) moves only an entry that awaits one",
 			turnframe.ErrConflict, e.Key, e.Status, s.Code)
 	}

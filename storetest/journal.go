@@ -24,7 +24,23 @@ func journalTests() []test {
 		{"ATerminalTurnAdmitsNoCommand", testAdmitTerminal},
 		{"ACommittedEntryRecordsTheEventsItAppended", testCommittedEventIDs},
 		{"ByKeyOfAKeyNeverUsedIsNotFound", testByKeyMissing},
+		{"ASettlementFencedOnAStatusTheEntryLeftIsConflictAndChangesNothing", testSettleFrom},
 	}
+}
+
+// testSettleFrom: Settlement.From is a compare-and-set on the entry's
+// status, judged in the store's transaction: a reconciliation that read
+// the entry OutcomeUnknown lands only while it still is.
+func testSettleFrom(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, _ := e.entryIn(acme, turnframe.JournalOutcomeUnknown, at(0))
+	for _, stale := range []turnframe.JournalStatus{turnframe.JournalExecuting, turnframe.JournalNeedsIntervention, turnframe.JournalPending} {
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Minute),
+			Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, From: stale}}}, turnframe.ErrConflict, "settle from "+stale.String())
+	}
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Minute),
+		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalCommitted, From: turnframe.JournalOutcomeUnknown}}})
+	is.Equal(e.entry(acme, key).Status, turnframe.JournalCommitted) // the status read: it lands
 }
 
 var allEntryStatuses = []turnframe.JournalStatus{
