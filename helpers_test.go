@@ -2,6 +2,7 @@ package turnframe_test
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -200,4 +201,39 @@ func evidenceOf(t *testing.T, store turnframe.Store, subject turnframe.Subject, 
 		}
 	}
 	return out
+}
+
+// chargeFixture is a turn of rtAccount planned with one command, k-charge
+// ("charge", no Remote declared), on a clock a test moves by hand, with a
+// recording observer: the ground of the tests that count unknown outcomes.
+type chargeFixture struct {
+	ctx   context.Context
+	clock *stepClock
+	obs   *recorder
+	opts  []turnframe.Option
+	rt    *turnframe.Runtime
+	turn  turnframe.TurnID
+}
+
+func newChargeFixture(t *testing.T, store turnframe.Store) chargeFixture {
+	t.Helper()
+	f := chargeFixture{ctx: context.Background(), clock: newStepClock(time.Now().UTC().Truncate(time.Microsecond)), obs: &recorder{}}
+	f.opts = []turnframe.Option{turnframe.WithClock(f.clock.read), turnframe.WithObserver(f.obs),
+		turnframe.WithCommand("charge", turnframe.Remote{}), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
+	f.rt = turnframe.New(store, f.opts...)
+	f.turn = rtPlanned(t, f.rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+	return f
+}
+
+// takeAndDie has a new attempt take k-charge, after prior, under a lease of
+// a minute, as a process that then dies mid-call, and returns the attempt.
+func (f chargeFixture) takeAndDie(t *testing.T, store turnframe.Store, prior turnframe.AttemptID) turnframe.AttemptID {
+	t.Helper()
+	attempt := turnframe.NewIDGenerator().AttemptID(f.clock.read())
+	_, err := store.Apply(f.ctx, turnframe.Write{Account: rtAccount, Turn: f.turn, Now: f.clock.read(),
+		Settle: []turnframe.Settlement{{Key: "k-charge", To: turnframe.JournalExecuting, Attempt: attempt, Prior: prior, Lease: time.Minute}}})
+	if err != nil {
+		t.Fatalf("take k-charge: %v", err)
+	}
+	return attempt
 }

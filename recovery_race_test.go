@@ -19,35 +19,23 @@ import (
 func TestASettleRacingRecoverCountsAStrandedAttemptsUnknownOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx := context.Background()
-		clock := newStepClock(time.Now().UTC().Truncate(time.Microsecond))
-		obs := &recorder{}
-		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithObserver(obs),
-			turnframe.WithCommand("charge", turnframe.Remote{}), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
-		rt := turnframe.New(store, opts...)
-		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
-		gen := turnframe.NewIDGenerator()
-		attempt := gen.AttemptID(clock.read())
-		_, err := store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.read(),
-			Settle: []turnframe.Settlement{{Key: "k-charge", To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}}})
-		is.NoErr(err) // an attempt took k-charge; its process died mid-call
-		is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
-		clock.set(clock.read().Add(2 * time.Minute)) // the lease ended: stranded
-
+		f := newChargeFixture(t, store)
+		attempt := f.takeAndDie(t, store, turnframe.AttemptID{})
+		is.NoErr(f.rt.Abandon(f.ctx, rtAccount, f.turn, "user.left"))
+		f.clock.set(f.clock.read().Add(2 * time.Minute)) // the lease ended: stranded
 		racing := &readThenRace{Store: store, during: func() {
-			rep, err := turnframe.NewRecovery(store, opts...).Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
+			rep, err := turnframe.NewRecovery(store, f.opts...).Recover(f.ctx, turnframe.RecoveryScope{}, &recHandler{})
 			is.NoErr(err)
 			is.True(len(rep.Policy) > 0) // recovery declared the dead attempt unknown and escalated it
 		}}
 		// the person fences on the attempt they looked at
-		err = turnframe.NewRecovery(racing, opts...).Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+		err := turnframe.NewRecovery(racing, f.opts...).Settle(f.ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
 			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana", Attempt: attempt.String()})
 		is.NoErr(err)
 		is.True(racing.once.Load()) // the recovery pass ran between the read and the write
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted)
-		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
-		is.Equal(unknown, 1)    // one attempt died: one unknown outcome, counted once
-		is.Equal(reconciled, 1) // settled once, by the person
+		is.Equal(f.obs.count(turnframe.SignalExternalOutcomeUnknown), 1) // one attempt died: one unknown outcome, counted once
+		is.Equal(f.obs.count(turnframe.SignalExternalReconciled), 1)     // settled once, by the person
 	})
 }
 

@@ -512,22 +512,12 @@ func TestAnExpiredClaimIsCountedAsAnUnknownOutcome(t *testing.T) {
 func TestRecoverCountsADeadAttemptItDeclaresUnknown(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx := context.Background()
-		clock := newStepClock(time.Now().UTC().Truncate(time.Microsecond))
-		obs := &recorder{}
-		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithObserver(obs),
-			turnframe.WithCommand("charge", turnframe.Remote{}), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
-		rt := turnframe.New(store, opts...)
-		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
-		gen := turnframe.NewIDGenerator()
-		_, err := store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.read(),
-			Settle: []turnframe.Settlement{{Key: "k-charge", To: turnframe.JournalExecuting, Attempt: gen.AttemptID(clock.read()), Lease: time.Minute}}})
-		is.NoErr(err) // an attempt took k-charge and its process died
-		clock.set(clock.read().Add(2 * time.Minute))
+		f := newChargeFixture(t, store)
+		f.takeAndDie(t, store, turnframe.AttemptID{})
+		f.clock.set(f.clock.read().Add(2 * time.Minute))
 
-		recRecoverThenSettle(t, store, opts, turnframe.JournalNeedsIntervention)
-		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
-		t.Logf("outcome_unknown=%d reconciled=%d", unknown, reconciled)
+		recRecoverThenSettle(t, store, f.opts, turnframe.JournalNeedsIntervention)
+		unknown, reconciled := f.obs.count(turnframe.SignalExternalOutcomeUnknown), f.obs.count(turnframe.SignalExternalReconciled)
 		is.Equal(unknown, 1)           // the dead attempt's unknown is counted where it became unknown
 		is.True(reconciled <= unknown) // a count of reconciliations never exceeds the count of unknowns
 	})

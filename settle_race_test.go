@@ -2,7 +2,6 @@ package turnframe_test
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,35 +34,23 @@ func (s *raceAroundSettle) ByKey(ctx context.Context, a turnframe.AccountID, k t
 func TestASettleOfAnAttemptDeclaredUnknownMeanwhileCountsItOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx := context.Background()
-		clock := newStepClock(time.Now().UTC().Truncate(time.Microsecond))
-		obs := &recorder{}
-		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithObserver(obs),
-			turnframe.WithCommand("charge", turnframe.Remote{}), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
-		rt := turnframe.New(store, opts...)
-		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
-		attempt := turnframe.NewIDGenerator().AttemptID(clock.read())
-		_, err := store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.read(),
-			Settle: []turnframe.Settlement{{Key: "k-charge", To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}}})
-		is.NoErr(err) // an attempt took k-charge; its process died mid-call
-		clock.set(clock.read().Add(2 * time.Minute))
+		f := newChargeFixture(t, store)
+		f.takeAndDie(t, store, turnframe.AttemptID{})
+		f.clock.set(f.clock.read().Add(2 * time.Minute))
 		commit := turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome { return turnframe.Commit(nil) })
-
-		racing := &raceAroundSettle{Store: store,
-			beforeWrite: func() {
-				_, err := rt.Execute(ctx, rtAccount, turn, commit) // declares the dead attempt unknown
-				is.NoErr(err)
-				is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown)
-			}}
-		err = turnframe.NewRecovery(racing, opts...).Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+		racing := &raceAroundSettle{Store: store, beforeWrite: func() {
+			_, err := f.rt.Execute(f.ctx, rtAccount, f.turn, commit) // declares the dead attempt unknown
+			is.NoErr(err)
+			is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown)
+		}}
+		err := turnframe.NewRecovery(racing, f.opts...).Settle(f.ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
 			turnframe.Decision{Verdict: turnframe.VerdictResend, Actor: "operator:ana"})
 		is.NoErr(err)
-		is.True(racing.read.Load())                       // the declaration landed between the read and the write
-		_, err = rt.Execute(ctx, rtAccount, turn, commit) // runs the resent command
+		is.True(racing.read.Load())                             // the declaration landed between the read and the write
+		_, err = f.rt.Execute(f.ctx, rtAccount, f.turn, commit) // runs the resent command
 		is.NoErr(err)
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalCommitted)
-		unknown := obs.count(turnframe.SignalExternalOutcomeUnknown)
-		is.Equal(unknown, 1) // one attempt died: one unknown outcome, counted once
+		is.Equal(f.obs.count(turnframe.SignalExternalOutcomeUnknown), 1) // one attempt died: one unknown outcome, counted once
 	})
 }
 
@@ -78,40 +65,27 @@ func TestASettleOfAnAttemptDeclaredUnknownMeanwhileCountsItOnce(t *testing.T) {
 func TestASettleReadUnknownThatLandsFromExecutingCountsTheUnknown(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx := context.Background()
-		clock := newStepClock(time.Now().UTC().Truncate(time.Microsecond))
-		obs := &recorder{}
-		opts := []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithObserver(obs),
-			turnframe.WithCommand("charge", turnframe.Remote{}), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
-		rt := turnframe.New(store, opts...)
-		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
-		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+		f := newChargeFixture(t, store)
+		_, err := f.rt.Execute(f.ctx, rtAccount, f.turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
 			return turnframe.Unknown("ref-1")
 		}))
 		is.NoErr(err)
 		first := rtEntry(t, store, "k-charge")
 		is.Equal(first.Status, turnframe.JournalOutcomeUnknown) // attempt 1: unknown, counted
-
 		racing := &readThenRace{Store: store, during: func() {
-			// Another operator resends it (the remote never got it).
-			is.NoErr(turnframe.NewRecovery(store, opts...).Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
-				turnframe.Decision{Verdict: turnframe.VerdictResend, Actor: "operator:bob", Attempt: first.Attempt.String()}))
-			// Attempt 2 takes it, and its process dies mid-call.
-			second := turnframe.NewIDGenerator().AttemptID(clock.read())
-			_, err := store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.read(),
-				Settle: []turnframe.Settlement{{Key: "k-charge", To: turnframe.JournalExecuting, Attempt: second, Prior: first.Attempt, Lease: time.Minute}}})
-			is.NoErr(err)
-			is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
-			clock.set(clock.read().Add(2 * time.Minute)) // stranded
+			is.NoErr(turnframe.NewRecovery(store, f.opts...).Settle(f.ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+				turnframe.Decision{Verdict: turnframe.VerdictResend, Actor: "operator:bob", Attempt: first.Attempt.String()})) // another operator resends it
+			f.takeAndDie(t, store, first.Attempt) // attempt 2
+			is.NoErr(f.rt.Abandon(f.ctx, rtAccount, f.turn, "user.left"))
+			f.clock.set(f.clock.read().Add(2 * time.Minute)) // stranded
 		}}
-		err = turnframe.NewRecovery(racing, opts...).Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
+		err = turnframe.NewRecovery(racing, f.opts...).Settle(f.ctx, turnframe.JournalSubject(rtAccount, "k-charge"),
 			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:ana"})
 		is.NoErr(err)
 		is.True(racing.once.Load())
 		h := histOf(t, store, turnframe.JournalSubject(rtAccount, "k-charge"))
-		last := h[len(h)-1]
-		is.Equal(last.From, turnframe.JournalExecuting.String()) // the write settled attempt 2 straight from Executing
-		unknown, reconciled := obs.count(turnframe.SignalExternalOutcomeUnknown), obs.count(turnframe.SignalExternalReconciled)
+		is.Equal(h[len(h)-1].From, turnframe.JournalExecuting.String()) // attempt 2 settled straight from Executing
+		unknown, reconciled := f.obs.count(turnframe.SignalExternalOutcomeUnknown), f.obs.count(turnframe.SignalExternalReconciled)
 		is.Equal(unknown, 2)           // two attempts, each unknown: each counted once
 		is.True(reconciled <= unknown) // reconciliations never exceed unknowns
 	})
