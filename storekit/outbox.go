@@ -146,9 +146,9 @@ func ExpireRow(r turnframe.OutboxRecord, now time.Time) (turnframe.OutboxRecord,
 // fence never repeats). attempts, when not zero, is the fence: the row's
 // Attempts when the operator decided to requeue it. ErrConflict for a row
 // in another status, or failed at another number of attempts (requeued,
-// sent and failed again since that look). The rows of its order key after it went out when it
-// failed; it goes out after them, even while one of them is in flight (the
-// ordering rule looks only at earlier rows).
+// sent and failed again since that look). The rows of its order key after
+// it went out when it failed; it goes out after them, even while one of
+// them is in flight (the ordering rule looks only at earlier rows).
 func RequeueRow(r turnframe.OutboxRecord, attempts int, at time.Time) (turnframe.OutboxRecord, error) {
 	if r.Status != turnframe.OutboxFailed {
 		return turnframe.OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only a failed row is requeued", turnframe.ErrConflict, r.ID, r.Status)
@@ -165,10 +165,10 @@ func RequeueRow(r turnframe.OutboxRecord, attempts int, at time.Time) (turnframe
 // lease cleared. The row was due when it was claimed, so it keeps its due
 // time and is due again at once, in its place. attempts, when not zero, is
 // the fence: the row's Attempts when the operator decided to release it,
-// which names the claim (every claim adds one). ErrConflict for a row in another status, or
-// under another claim (its claim ended and it was claimed again since that
-// look). A send of it may have started: released, it is sent again under
-// the same key (at least once, for this case).
+// which names the claim (every claim adds one). ErrConflict for a row in
+// another status, or under another claim (its claim ended and it was
+// claimed again since that look). A send of it may have started: released,
+// it is sent again under the same key (at least once, for this case).
 func ReleaseRow(r turnframe.OutboxRecord, attempts int, now time.Time) (turnframe.OutboxRecord, error) {
 	if r.Status != turnframe.OutboxDispatching {
 		return turnframe.OutboxRecord{}, fmt.Errorf("%w: row %v is %v; only a dispatching row is released", turnframe.ErrConflict, r.ID, r.Status)
