@@ -319,6 +319,10 @@ func badCallsOfTheNewContract() []call {
 			return err
 		})
 	}
+	add("Apply/SettleFromNoStatus", "write.settle[0].from", func(ctx context.Context, f *fixture) error {
+		return apply(ctx, f, turnframe.Write{Turn: f.unknownTurn,
+			Settle: []turnframe.Settlement{{Key: "u1", To: turnframe.JournalCommitted, From: turnframe.JournalAwaitingApproval + 1}}})
+	})
 	take := func(f *fixture, lease time.Duration) turnframe.Settlement {
 		return turnframe.Settlement{Key: "p1", To: turnframe.JournalExecuting, Attempt: turnframe.NewIDGenerator().AttemptID(t0), Lease: lease}
 	}
