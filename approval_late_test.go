@@ -101,7 +101,8 @@ func TestSettleNeverDecidesAnApproval(t *testing.T) {
 // A handler's rejection lands whatever its code, also the denial's (a
 // remote that says the user denied it): only a settlement without an
 // attempt that carries a decision's code is a decision, and a decision
-// moves only an entry awaiting approval.
+// moves only an entry awaiting approval. The code is replaced: on the
+// entry, CodeDenied says a person denied the command and it never ran.
 func TestAHandlersRejectionWithADecisionCodeLands(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
@@ -112,7 +113,8 @@ func TestAHandlersRejectionWithADecisionCodeLands(t *testing.T) {
 			return turnframe.Reject(turnframe.CodeDenied)
 		}))
 		e := rtEntry(t, store, "pay-1")
-		is.NoErr(err)                                 // a rejection is recorded whatever its code
-		is.Equal(e.Status, turnframe.JournalRejected) // the outcome lands
+		is.NoErr(err)                                     // a rejection is recorded whatever its code
+		is.Equal(e.Status, turnframe.JournalRejected)     // the outcome lands
+		is.Equal(e.Code, turnframe.CodeInvalidRejectCode) // not the code of a command that never ran
 	})
 }

@@ -117,12 +117,13 @@ func Commit(events []Event, msgs ...OutboxMessage) Outcome {
 
 // Reject is the outcome of a command the domain refused: it took no effect.
 // code (at most 200 bytes of UTF-8; may be empty) says why and is kept on
-// the journal entry; a code no store keeps is replaced by
+// the journal entry; a code no store keeps, or a decision's, is replaced by
 // CodeInvalidRejectCode (and logged), so the rejection is still recorded.
 func Reject(code string) Outcome { return Outcome{kind: OutcomeReject, code: code} }
 
 // CodeInvalidRejectCode replaces the code of a handler's Reject that no
-// store keeps (over 200 bytes, not UTF-8, a NUL byte).
+// store keeps (over 200 bytes, not UTF-8, a NUL byte), or that is a
+// decision's (CodeApproved, CodeDenied: a command that ran was not denied).
 const CodeInvalidRejectCode = "turnframe.handler.invalid_code"
 
 // Unknown is the outcome of a command that reached a remote system and got no
@@ -597,7 +598,13 @@ func (x *execution) settlement(ctx context.Context, e JournalEntry, s Settlement
 		w.Expect = map[CaseKey]CaseRevision{e.Case: rev}
 	case OutcomeReject:
 		s.To, s.Code = JournalRejected, out.code
-		if err := CheckCode("code", out.code); err != nil {
+		err := CheckCode("code", out.code)
+		if out.code == CodeApproved || out.code == CodeDenied {
+			// A decision's code: on the entry it would say a person
+			// denied the command and it never ran, and this one ran.
+			err = invalid("code", "%s is a decision's, not a handler's", out.code)
+		}
+		if err != nil {
 			// The rejection must be recorded whatever its code: refused,
 			// the entry would stay executing and run again.
 			x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a rejection's code replaced: it is not a code a store keeps",

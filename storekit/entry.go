@@ -13,7 +13,9 @@ import (
 // ApprovalSettlement, and an approval needs a turn that still runs its
 // commands. The actor is checked by NextEntry.
 func checkApproval(e turnframe.JournalEntry, s turnframe.Settlement, phase turnframe.TurnPhase) error {
-	if s != turnframe.ApprovalSettlement(e.Key, s.To == turnframe.JournalPending) {
+	decision := s
+	decision.From = 0 // a decision may be fenced on the status it read, AwaitingApproval (checked before)
+	if decision != turnframe.ApprovalSettlement(e.Key, s.To == turnframe.JournalPending) {
 		return fmt.Errorf("%w: entry %q awaits approval: only an approval (to pending, code %s) or a denial (to rejected, code %s) moves it",
 			turnframe.ErrConflict, e.Key, turnframe.CodeApproved, turnframe.CodeDenied)
 	}

@@ -23,6 +23,7 @@ func approvalTests() []test {
 		{"NothingButAnApprovalOrADenialMovesAnAwaitingEntry", testAwaitingRefusesOtherMoves},
 		{"RecoveryThePolicyAndWorkersNeitherApproveNorDeny", testApprovalActors},
 		{"AnEntryIsApprovedOrDeniedOnce", testApprovalOnce},
+		{"ADecisionFencedOnTheStatusItReadLands", testApprovalFenced},
 		{"AnAwaitingEntryHoldsNoPhaseBackAndKeepsADeliveredTurnUnfinishedUntilDecided", testAwaitingPhases},
 		{"AnApprovedEntryOfADeliveredTurnRunsThereLeavingThePhase", testApprovedAfterDelivery},
 		{"AnAwaitingEntryOfAnAbandonedTurnIsDeniedNotApprovedAndAdoptedStillAwaiting", testAwaitingAbandoned},
@@ -246,6 +247,24 @@ func testApprovalOnce(t *testing.T, e *env) {
 					Settle: []turnframe.Settlement{turnframe.ApprovalSettlement(key, late)}}, turnframe.ErrConflict, "decide late")
 			})
 		}
+	}
+}
+
+// testApprovalFenced: a decision may carry Settlement.From, the status its
+// caller read; while the entry still awaits approval, it lands.
+func testApprovalFenced(t *testing.T, e *env) {
+	for _, approve := range []bool{true, false} {
+		t.Run(decision(approve), func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			turn, key := e.awaiting(at(0))
+			s := turnframe.ApprovalSettlement(key, approve)
+			s.From = turnframe.JournalAwaitingApproval
+			_, err := e.try(turnframe.Write{Account: acme, Turn: turn, Now: at(time.Minute), Actor: turnframe.ActorOperator,
+				Settle: []turnframe.Settlement{s}})
+			is.NoErr(err) // fenced on the status it still is in
+			is.True(e.entry(acme, key).Status != turnframe.JournalAwaitingApproval)
+		})
 	}
 }
 
