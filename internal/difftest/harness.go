@@ -569,7 +569,7 @@ func (r *runner) run() {
 }
 
 func (r *runner) step(op byte) {
-	switch op % 36 {
+	switch op % 37 {
 	case 0, 1:
 		r.opBegin()
 	case 2, 3:
@@ -626,5 +626,7 @@ func (r *runner) step(op byte) {
 		r.opIntervene()
 	case 35:
 		r.opRowIntervene()
+	case 36:
+		r.opDecide()
 	}
 }

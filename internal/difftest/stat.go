@@ -76,6 +76,15 @@ var mustReach = []string{
 	// Issue 15: a Begin under a message id a turn of the account began
 	// already, the same message again.
 	"redelivered",
+	// Approvals: an awaiting entry approved or denied once, by a decision
+	// fenced on the status read or on none, refused when fenced on a stale
+	// one or when it carries an attempt; a second, late decision of an
+	// entry decided since is refused.
+	"decide/admit ok",
+	"decide/first/awaiting_approval/approve/seen/decision ok", "decide/first/awaiting_approval/deny/none/decision ok",
+	"decide/first/awaiting_approval/approve/stale/decision Conflict",
+	"decide/first/awaiting_approval/approve/none/with-attempt Conflict",
+	"decide/second/pending/approve/seen/decision Conflict", "decide/second/rejected/deny/seen/decision Conflict",
 }
 
 // DecoderReachesRealFlows proves the random inputs the differential run
