@@ -33,10 +33,14 @@ age could only take a live claim too early. With --force and row ids, release
 puts those rows back to pending whatever their lease, for when you know their
 dispatcher is gone for good and that sending them again is safe. If it is in
 fact still sending, or its request had left, the row may be sent twice (under
-the same idempotency key): release says so.`,
+the same idempotency key): release says so. With --attempt N (one ID), it
+releases only the claim of attempt N, the one you looked at ('turnframe
+show ID'): a row claimed again since, by a dispatcher that may be alive, is
+refused (exit 2), unchanged.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			force := fs.Bool("force", false, "put the rows named by id back to pending, whatever their lease (the row may be sent twice)")
+			attempt := fs.String("attempt", "", "with --force and one ID: release only the claim of this `attempt` (the one you looked at); a claim taken since is refused")
 			fs.Var(removedOlderThan{}, "older-than", "refused: an `age` cannot tell a live claim from a dead one; claims are leases, and release takes exactly the ended ones")
 			jsonOut := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -46,6 +50,12 @@ the same idempotency key): release says so.`,
 					return usagef("naming rows releases them whatever their lease, which needs --force: 'turnframe release --force %s'", args[0])
 				case *force && len(args) == 0:
 					return usagef("--force needs the ids of the rows to release")
+				case *attempt != "" && (!*force || len(args) != 1):
+					return usagef("--attempt names the claim of one row: 'turnframe release --force --attempt N ID'")
+				}
+				seen, err := parseRequeueFence(*attempt, "--attempt")
+				if err != nil {
+					return err
 				}
 				for _, a := range args {
 					id, err := turnframe.ParseOutboxID(a)
@@ -74,7 +84,7 @@ the same idempotency key): release says so.`,
 					fmt.Fprintf(e.stderr, "turnframe release: warning: --force releases a claim whatever its lease: "+
 						"if its dispatcher is in fact still sending the row, the row may be sent twice (under the same key)\n")
 					for _, id := range ids {
-						if err := forceRelease(ctx, e, store, id, now); err != nil {
+						if err := forceRelease(ctx, e, store, id, seen, now); err != nil {
 							failed = append(failed, describeBusy(err, db.busy))
 							continue
 						}
@@ -121,7 +131,7 @@ type releaseJSON struct {
 // forceRelease puts one row back to pending with OutboxStore.ReleaseClaim,
 // fenced on the claim it read first, and tells the operator whose claim it
 // was and how its lease stood.
-func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.OutboxID, now time.Time) error {
+func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.OutboxID, seen requeueFence, now time.Time) error {
 	rec, err := store.GetOutbox(ctx, id)
 	if err != nil {
 		return fmt.Errorf("no outbox row %s: %w", id, err)
@@ -131,6 +141,11 @@ func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.Outbo
 		// Refused on the read: its fence, 0 attempts for a row never
 		// claimed, would be none, and a claim taken since would be freed.
 		return fmt.Errorf("%s: outbox row %s is %s: %w", refused, id, rec.Status, turnframe.ErrConflict)
+	}
+	if seen.set && rec.Attempts != seen.attempts {
+		// The operator knows the claim they looked at is dead, not this one.
+		return fmt.Errorf("%s: outbox row %s is claimed at attempt %d, not %d: claimed again since it was looked at: %w",
+			refused, id, rec.Attempts, seen.attempts, turnframe.ErrConflict)
 	}
 	// Fenced on the claim just read (a claimed row has at least one
 	// attempt), so the claim told below is the one released: one taken

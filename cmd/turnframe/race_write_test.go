@@ -37,7 +37,7 @@ func TestForceReleaseOfARowReadUnclaimedNeverFreesAClaimTakenSince(t *testing.T)
 		is.NoErr(err) // a live dispatcher claims the row
 	}}
 	e := &env{stdout: io.Discard, stderr: io.Discard, now: func() time.Time { return now }}
-	err = forceRelease(ctx, e, racing, f.later, now)
+	err = forceRelease(ctx, e, racing, f.later, requeueFence{}, now)
 	is.True(racing.done.Load())                    // the claim landed between the read and the write
 	is.True(errors.Is(err, turnframe.ErrConflict)) // the row read was not dispatching: refused
 	after, err := store.GetOutbox(ctx, f.later)

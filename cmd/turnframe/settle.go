@@ -161,31 +161,34 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 	if err != nil {
 		return err
 	}
-	from, to := moveMade(ctx, store, turnframe.OutboxSubject(before.Account, req.id), req.decision.Actor, before.Status.String(), after.Status.String())
+	m := moveMade(ctx, store, turnframe.OutboxSubject(before.Account, req.id), req.decision,
+		turnframe.HistoryRecord{From: before.Status.String(), To: after.Status.String(), Code: after.LastCode, RemoteRef: after.RemoteRef})
 	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
-		cell(before.Destination), from, to, cell(string(req.decision.Actor)), settledDetail(after.LastCode, after.RemoteRef))
+		cell(before.Destination), m.From, m.To, cell(string(req.decision.Actor)), settledDetail(m.Code, m.RemoteRef))
 	return nil
 }
 
-// moveMade returns the last move in subject's history (evidence aside)
-// made by actor: the statuses the settlement that just landed, as actor,
-// moved the subject from and to, which may not be the ones read around it
-// (recovery may have moved it before, a dispatcher claimed it after); a
-// move by another actor is not it. from and to as given, if the history
-// says nothing.
-func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, actor turnframe.Actor, from, to string) (string, string) {
+// moveMade returns the last record in subject's history (evidence aside)
+// of the move d made: by d's actor, with d's code and note. Its statuses,
+// code and reference are those the settlement that just landed left, which
+// may not be the ones read around it (recovery may have moved it before, a
+// dispatcher claimed and settled it after, another operator under the same
+// actor settled it again); a move by another actor, or with another code or
+// note, is not it. def, if the history says nothing.
+func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, d turnframe.Decision, def turnframe.HistoryRecord) turnframe.HistoryRecord {
+	actor := d.Actor
 	if actor == "" {
 		actor = turnframe.ActorApp
 	}
 	_ = eachHistoryPage(ctx, store, subject, func(page []turnframe.HistoryRecord) error {
 		for _, h := range page {
-			if !h.Evidence && h.Actor == actor {
-				from, to = h.From, h.To
+			if !h.Evidence && h.Actor == actor && h.Code == d.Code && h.Note == d.Note {
+				def = h
 			}
 		}
 		return nil
 	})
-	return from, to
+	return def
 }
 
 // settleEntry settles a journal entry through Recovery.Settle.
@@ -201,10 +204,11 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 	if err != nil {
 		return err
 	}
-	from, to := moveMade(ctx, store, turnframe.JournalSubject(req.account, req.key), req.decision.Actor, before.Status.String(), after.Status.String())
+	m := moveMade(ctx, store, turnframe.JournalSubject(req.account, req.key), req.decision,
+		turnframe.HistoryRecord{From: before.Status.String(), To: after.Status.String(), Code: after.Code, RemoteRef: after.RemoteRef})
 	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
-		cell(string(req.account)), cell(before.Name), after.Turn, from, to, cell(string(req.decision.Actor)),
-		settledDetail(after.Code, after.RemoteRef))
+		cell(string(req.account)), cell(before.Name), after.Turn, m.From, m.To, cell(string(req.decision.Actor)),
+		settledDetail(m.Code, m.RemoteRef))
 	return nil
 }
 
