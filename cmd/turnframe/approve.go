@@ -115,7 +115,9 @@ func approvalsCommand() *command {
 with NeedsApproval that nobody approved or denied yet — oldest first (at most
 100), read through the read pool. Approve one with 'turnframe approve
 --account A KEY', deny it with 'turnframe deny --account A KEY'. Such a command
-never runs before it is approved; recovery lists its turn and leaves it.`,
+never runs before it is approved; recovery lists its turn and leaves it. An
+entry whose turn was abandoned is listed too: it can only be denied (approve
+refuses it), unless a new turn admits its key and adopts it, still awaiting.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
