@@ -25,7 +25,7 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 		return nil, err
 	}
 	defer done()
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return nil, s.fail(ctx, "begin", err)
 	}
@@ -46,6 +46,18 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 // Unlike Apply it never retries: a deadlock or a serialization failure is
 // returned as ErrBusy, and the caller decides.
 //
+// tx must run at READ COMMITTED, as BeginTx's do and the store's own: each
+// statement then reads what its locks protect as committed now (an order
+// key's earlier rows, a case's revision), where a snapshot taken before a
+// lock wait would misread them (a row held back for good). A transaction at
+// REPEATABLE READ or SERIALIZABLE is refused with ErrInvalid, nothing of w
+// written and tx as it was. A context that ends while ApplyTx runs cancels
+// its statement, and tx survives rolled back to the savepoint, on a pool
+// Open made (it cancels a statement on the server, not the connection); a
+// pool of the caller's (New) needs the same setting,
+// pgconn.CancelRequestContextWatcherHandler, or pgx closes the connection
+// and tx with it.
+//
 // Enqueued rows are announced to listeners (ListenEnqueued, so Dispatcher.Run
 // in every process) by a pg_notify that PostgreSQL delivers when tx commits,
 // and never if it rolls back. The store's Enqueued channel is not closed:
@@ -62,20 +74,37 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 		return turnframe.Applied{}, err
 	}
 	defer done()
-	var (
-		f         frame
-		callerNow time.Time
-	)
+	var callerNow time.Time
 	if s.clock == DatabaseClock && w.Begin == nil {
 		callerNow = w.Now // the frame is read as the turn is locked (lockTurnSQL)
-	} else if f, err = s.frameAt(ctx, tx, "apply", w.Now); err != nil {
-		return turnframe.Applied{}, err
 	}
-	applied, err := s.applySavepoint(ctx, tx, f.writeIn(w), callerNow)
+	// A Begin locks no turn: its frame is read with the savepoint.
+	readClock := s.clock == DatabaseClock && w.Begin != nil && !w.Now.IsZero()
+	applied, err := s.applySavepoint(ctx, tx, w, callerNow, readClock)
 	if err != nil {
 		return turnframe.Applied{}, s.fail(ctx, "apply", err)
 	}
-	return f.appliedOut(applied), nil
+	return applied, nil
+}
+
+// savepoint opens ApplyTx's savepoint in tx and, in the same round trip,
+// reads tx's isolation and the database's clock. made says whether the
+// savepoint exists (then an error after it must be undone to it, or the
+// caller's transaction stays aborted); nothing runs in tx before it, so a
+// statement a context cancels never aborts the caller's transaction whole.
+func savepoint(ctx context.Context, tx pgx.Tx) (made bool, iso string, db time.Time, err error) {
+	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT " + savepointName)
+	b.Queue(`SELECT current_setting('transaction_isolation'), clock_timestamp()`)
+	br := tx.SendBatch(ctx, b)
+	if _, err = br.Exec(); err == nil {
+		made = true
+		err = br.QueryRow().Scan(&iso, &db)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return made, iso, db, err
 }
 
 // applySavepoint writes w in tx under a savepoint of its own name, rolled
@@ -84,11 +113,7 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 // ending just then kept from the server (pgx sends nothing, yet counts a
 // nested transaction closed) must still be undone, or the caller's commit
 // would commit a Write it was told failed.
-func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write, callerNow time.Time) (turnframe.Applied, error) {
-	if _, err := tx.Exec(ctx, "SAVEPOINT "+savepointName); err != nil {
-		return turnframe.Applied{}, fmt.Errorf("savepoint: %w", err)
-	}
-	wt := &wtx{q: tx, app: tx, callerNow: callerNow}
+func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write, callerNow time.Time, readClock bool) (turnframe.Applied, error) {
 	undo := func() error {
 		uctx := context.WithoutCancel(ctx)
 		if _, err := tx.Exec(uctx, "ROLLBACK TO SAVEPOINT "+savepointName); err != nil {
@@ -97,6 +122,30 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 		_, err := tx.Exec(uctx, "RELEASE SAVEPOINT "+savepointName)
 		return err
 	}
+	// The caller's isolation is read with the savepoint: the store's rules
+	// read what they lock at READ COMMITTED, each statement on a fresh
+	// snapshot; a snapshot older than a lock (REPEATABLE READ,
+	// SERIALIZABLE) misreads what the lock protects (an order key's held
+	// marks, a case's revision).
+	made, iso, db, err := savepoint(ctx, tx)
+	if err == nil && iso != "read committed" {
+		err = &turnframe.InvalidError{Field: "tx", Reason: "a transaction at " + iso + " isolation; ApplyTx needs read committed (BeginTx)"}
+	}
+	if err != nil {
+		err = fmt.Errorf("savepoint: %w", err)
+		if made {
+			if rerr := undo(); rerr != nil {
+				return turnframe.Applied{}, fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr)
+			}
+		}
+		return turnframe.Applied{}, err
+	}
+	var f frame
+	if readClock {
+		f = frameOf(db, w.Now)
+		w = f.writeIn(w)
+	}
+	wt := &wtx{q: tx, app: tx, callerNow: callerNow}
 	defer func() {
 		if p := recover(); p != nil {
 			undo() // a panic of w.App: a caller that recovers it and commits commits nothing of w
@@ -109,7 +158,7 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	}
 	if err == nil {
 		if _, err = tx.Exec(ctx, "RELEASE SAVEPOINT "+savepointName); err == nil {
-			return wt.frame.appliedOut(applied), nil
+			return f.appliedOut(wt.frame.appliedOut(applied)), nil
 		}
 		err = wt.appAborted(fmt.Errorf("release savepoint: %w", err))
 	} else {

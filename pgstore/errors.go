@@ -25,7 +25,10 @@ const (
 // turnframe.ErrConflict; a serialization failure, a deadlock or a lock
 // refused is turnframe.ErrBusy (retryable tells the transaction loop to run
 // it again first); a string PostgreSQL cannot keep in text (a NUL byte) is
-// turnframe.ErrInvalid; a closed pool is turnframe.ErrClosed. The driver's
+// turnframe.ErrInvalid; a closed pool is turnframe.ErrClosed; a connection
+// that could not be opened, or that broke before the transaction's COMMIT
+// was sent (errConnLost: the server rolled it back), is turnframe.ErrBusy
+// (one that broke during the COMMIT is not: its outcome is unknown). The driver's
 // error stays in the chain. Errors that are already turnframe's pass
 // unchanged, and so does an App function's (turnframe.ErrAppWrite): an
 // app's unique violation is not ErrConflict.
@@ -38,6 +41,9 @@ func translate(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, puddle.ErrClosedPool) && !errors.Is(err, turnframe.ErrClosed) {
 		return fmt.Errorf("%w: %w", turnframe.ErrClosed, err)
+	}
+	if errors.Is(err, errConnLost) && !errors.Is(err, turnframe.ErrBusy) {
+		return fmt.Errorf("%w: %w", turnframe.ErrBusy, err)
 	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || errors.Is(err, turnframe.ErrConflict) || errors.Is(err, turnframe.ErrBusy) ||
@@ -58,6 +64,9 @@ func translate(ctx context.Context, err error) error {
 // retryable reports whether err ended a transaction that may be run again
 // as it was: PostgreSQL broke a deadlock, or refused a serialization.
 func retryable(err error) bool {
+	if errors.Is(err, errConnLost) {
+		return true
+	}
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected)
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/turnframe/turnframe"
 )
@@ -68,7 +70,13 @@ func (s *Store) ListenEnqueued(ctx context.Context) (wake <-chan struct{}, stop 
 		return nil, nil, err
 	}
 	defer done()
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	cc := s.pool.Config().ConnConfig.Copy()
+	// No statement runs while it waits: an ended context must end the
+	// wait at once, not after a cancel request's grace (open.go).
+	cc.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return nil, nil, s.fail(ctx, "listen: connect", err)
 	}

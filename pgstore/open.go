@@ -3,7 +3,10 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/turnframe/turnframe"
 )
@@ -25,6 +28,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, &turnframe.InvalidError{Field: "url", Reason: err.Error()}
 	}
+	// A context that ends mid-statement cancels the statement on the
+	// server (a cancel request), not the connection: an App's transaction
+	// (BeginTx, ApplyTx) survives a cancelled call, rolled back to its
+	// savepoint. Only a server that does not answer the request within
+	// the delay has its connection closed.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 5 * time.Second}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
@@ -44,6 +55,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // idempotent, and safe when several processes start at once), so a store
 // is never used on a schema it does not know (WithExisting: checks it,
 // changing nothing). Close leaves pool open.
+//
+// A pool of the application's keeps its own settings. Open's pool answers
+// an ended context by cancelling the statement on the server
+// (pgconn.CancelRequestContextWatcherHandler), not by closing the
+// connection, so that a transaction of the caller's survives a cancelled
+// ApplyTx; set ConnConfig.BuildContextWatcherHandler alike for the same.
 //
 // Errors: ErrInvalid for a nil pool; otherwise the error of a migration, or
 // with WithExisting a *SchemaError for a schema that is not this build's.

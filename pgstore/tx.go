@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 	"github.com/turnframe/turnframe"
 )
 
@@ -77,6 +79,12 @@ func (s *Store) inTxFor(ctx context.Context, op string, app bool, f func(tx *wtx
 func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wtx, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, puddle.ErrClosedPool) {
+			// No connection could be opened: nothing was sent. Not
+			// retried here (each try may wait out a connect timeout):
+			// ErrBusy, for the caller to try again.
+			return nil, fmt.Errorf("%w: %w", errConnLost, err)
+		}
 		return nil, err
 	}
 	// Released last: a connection still in a transaction (a rollback
@@ -85,13 +93,13 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 	conn := c.Conn()
 	tx := &wtx{q: conn}
 	if app {
-		ptx, err := conn.Begin(ctx)
+		ptx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
-			return nil, err
+			return tx, connLost(ctx, conn, err)
 		}
 		tx.q, tx.app = ptx, ptx
 	} else {
-		tx.queue(nil, "begin")
+		tx.queue(nil, "begin isolation level read committed")
 	}
 	committed := false
 	defer func() {
@@ -102,10 +110,10 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 		}
 	}()
 	if err := f(tx); err != nil {
-		return tx, tx.appAborted(tx.flushFirst(ctx, err))
+		return tx, connLost(ctx, conn, tx.appAborted(tx.flushFirst(ctx, err)))
 	}
 	if err := tx.flushHistory(ctx); err != nil {
-		return tx, tx.appAborted(err)
+		return tx, connLost(ctx, conn, tx.appAborted(err))
 	}
 	tag, err := tx.Exec(ctx, "commit")
 	if err != nil {
@@ -131,5 +139,25 @@ func (tx *wtx) appAborted(err error) error {
 	if errors.Is(err, pgx.ErrTxCommitRollback) || (errors.As(err, &pgErr) && pgErr.Code == "25P02") {
 		return fmt.Errorf("%w: a statement of the app's failed and aborted the transaction (its function returned nil): %w", turnframe.ErrAppWrite, err)
 	}
+	// An integrity violation after the App ran is one of its deferred
+	// constraints, checked at the COMMIT: the store's own constraints are
+	// all immediate, and its statements ran before the App.
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "23") {
+		return fmt.Errorf("%w: a deferred constraint of the app's failed at the commit: %w", turnframe.ErrAppWrite, err)
+	}
 	return err
+}
+
+// errConnLost says the connection broke before the transaction's COMMIT was
+// sent: the server rolled the transaction back with the connection, so
+// nothing was written and the call may run again (on another connection).
+var errConnLost = errors.New("the server could not be reached, or the connection was lost before the commit: nothing was written")
+
+// connLost marks err, met before the COMMIT was sent, as errConnLost when
+// the connection is gone and the caller's context did not end it.
+func connLost(ctx context.Context, conn *pgx.Conn, err error) error {
+	if err == nil || ctx.Err() != nil || !conn.IsClosed() {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errConnLost, err)
 }
