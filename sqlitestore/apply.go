@@ -31,7 +31,8 @@ import (
 // recorded), each row enqueued (storekit.RowHistory). w.App, if any, runs
 // last in the same transaction (SQLTx gives it the *sql.Tx), after every
 // check passed: its error rolls all of w back, its rows included, and is
-// returned wrapping turnframe.ErrAppWrite. A crash before the commit leaves
+// returned wrapping turnframe.ErrAppWrite, as is a deferred constraint of
+// the app's tables that fails at the commit. A crash before the commit leaves
 // nothing of w, the app's rows included; after it, all of w.
 //
 // Apply is BeginTx, ApplyTx and Commit; use those to write the
@@ -55,7 +56,7 @@ func (s *Store) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied
 		return turnframe.Applied{}, s.fail(ctx, "apply", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return turnframe.Applied{}, s.fail(ctx, "apply: commit", err)
+		return turnframe.Applied{}, s.fail(ctx, "apply: commit", appCommitFailed(w, err))
 	}
 	s.notifyEnqueued(applied)
 	return applied, nil

@@ -3,9 +3,12 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/turnframe/turnframe"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // appTx is the turnframe.Tx a Write's App function is handed: the Write's
@@ -48,4 +51,17 @@ func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
 		return fmt.Errorf("%w: %w", turnframe.ErrAppWrite, err)
 	}
 	return nil
+}
+
+// appCommitFailed returns err, the commit's, as turnframe.ErrAppWrite when
+// w's App ran and the commit failed on a constraint: the store's own
+// constraints are checked as each of its statements runs, so one checked
+// at the commit is a deferred one of the app's tables (a foreign key
+// DEFERRABLE INITIALLY DEFERRED). Nothing was written.
+func appCommitFailed(w turnframe.Write, err error) error {
+	var se *sqlite.Error
+	if w.App == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CONSTRAINT {
+		return err
+	}
+	return fmt.Errorf("%w: a deferred constraint of the app's failed at the commit: %w", turnframe.ErrAppWrite, err)
 }
