@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ type bounded[T any] struct {
 	panic any    // callPanicked: the panic's value
 	stack []byte // callPanicked: where it panicked
 	cause error  // callTimedOut: why the call's context ended
+	// notStarted: callTimedOut because the call was stopped before f
+	// started (callUnlessStopped); f never ran.
+	notStarted bool
 }
 
 // callOutcome is where a bounded call and its waiter meet: the first of the
@@ -35,6 +39,7 @@ type bounded[T any] struct {
 type callOutcome[T any] struct {
 	mu      sync.Mutex
 	decided bool
+	started bool // f was started
 	r       bounded[T]
 }
 
@@ -59,12 +64,23 @@ type callOutcome[T any] struct {
 // after its context ended) on f's goroutine, after the waiter decided: the
 // answer is never read as the call's outcome, only kept as evidence.
 func callWithin[T any](ctx context.Context, timeout time.Duration, f func(context.Context) T, late func(bounded[T])) bounded[T] {
+	return callUnlessStopped(ctx, nil, timeout, f, late)
+}
+
+// callUnlessStopped is callWithin, except that f is never called once stop
+// (when not nil) ended: a call stop ended before f started is callTimedOut
+// with notStarted set, and f never runs.
+func callUnlessStopped[T any](ctx, stop context.Context, timeout time.Duration, f func(context.Context) T, late func(bounded[T])) bounded[T] {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := &callOutcome[T]{}
+	stopped := func() bool { return stop != nil && stop.Err() != nil }
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
+		if !out.start(cctx, stopped) {
+			return // stopped before it started: f is never called
+		}
 		r := runRecovered(cctx, f)
 		if !out.settle(r, cctx) && late != nil {
 			late(r) // the waiter timed the call out: evidence, never the outcome
@@ -78,9 +94,36 @@ func callWithin[T any](ctx context.Context, timeout time.Duration, f func(contex
 	defer out.mu.Unlock()
 	if !out.decided {
 		out.decided = true
-		out.r = bounded[T]{end: callTimedOut, cause: context.Cause(cctx)}
+		cause := context.Cause(cctx)
+		if cause == nil { // f's goroutine ended with neither an answer nor a panic, before the deadline
+			cause = errCallExited
+		}
+		out.r = bounded[T]{end: callTimedOut, cause: cause, notStarted: !out.started && stopped()}
 	}
 	return out.r
+}
+
+// errCallExited is the cause of a call whose goroutine ended without an
+// answer or a panic (runtime.Goexit, as t.FailNow does): it may have acted,
+// so it counts as timed out.
+var errCallExited = errors.New("the call ended its goroutine without an answer (runtime.Goexit)")
+
+// start is f's goroutine asking to call f: false, and the call's end
+// decided as not started, once stopped says so; otherwise f is started
+// (even when the waiter timed the call out first: its answer is then
+// evidence, as any late one).
+func (out *callOutcome[T]) start(cctx context.Context, stopped func() bool) bool {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if stopped() {
+		if !out.decided {
+			out.decided = true
+			out.r = bounded[T]{end: callTimedOut, cause: context.Cause(cctx), notStarted: true}
+		}
+		return false
+	}
+	out.started = true
+	return true
 }
 
 // settle decides the call's end from f's side, unless the waiter decided

@@ -124,10 +124,14 @@ func (c DispatchConfig) withDefaults() DispatchConfig {
 }
 
 // Lease returns how long a claim is leased for, and extended by, at a time:
-// SendTimeout + LeaseMargin, defaults filled in.
+// SendTimeout + LeaseMargin, defaults filled in, at most a hundred years
+// (a huge timeout must not overflow it: every claim would be refused).
 func (c DispatchConfig) Lease() time.Duration {
 	c = c.withDefaults()
-	return c.SendTimeout + c.LeaseMargin
+	if c.SendTimeout > maxLease-c.LeaseMargin {
+		return maxLease
+	}
+	return min(c.SendTimeout+c.LeaseMargin, maxLease)
 }
 
 // positiveOr returns v when it is positive, else def.

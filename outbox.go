@@ -174,7 +174,8 @@ func rowAttrs(c Claim) []slog.Attr {
 // send calls the sender through callWithin under SendTimeout. A send that
 // has not answered by then (or answered only after), or that panicked, is
 // DispatchUnknown; so is a kind out of range.
-func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
+// A send that stop ended before it started is not made: sent is false.
+func (d *Dispatcher) send(ctx, stop context.Context, c Claim) (out Dispatched, sent bool) {
 	entry := c.OutboxEntry
 	entry.Payload = bytes.Clone(entry.Payload) // a sender that outlives us keeps its own copy
 	start := d.clock.clock()
@@ -185,9 +186,12 @@ func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 		}
 		d.recordLate(ctx, c, b.value.RemoteRef, note)
 	}
-	r := callWithin(ctx, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) }, late)
+	r := callUnlessStopped(ctx, stop, d.cfg.SendTimeout, func(sctx context.Context) Dispatched { return d.sender.Send(sctx, entry) }, late)
+	if r.notStarted {
+		return Dispatched{}, false
+	}
 	elapsed := d.clock.clock().Sub(start)
-	out := r.value
+	out = r.value
 	if kept := SenderCode(out.Code); r.end == callAnswered && kept != out.Code {
 		d.obs.logf(ctx, slog.LevelWarn, "turnframe: sender code replaced: it is the library's (it begins \"turnframe.\") or not one a store keeps",
 			append(rowAttrs(c), slog.String("code", keepable(out.Code, MaxNameLen)), slog.Int("code_bytes", len(out.Code)),
@@ -213,7 +217,7 @@ func (d *Dispatcher) send(ctx context.Context, c Claim) Dispatched {
 	d.obs.logf(ctx, slog.LevelDebug, "turnframe: outbox row sent",
 		append(rowAttrs(c), slog.String("outcome", out.Kind.String()), slog.String("code", out.Code),
 			slog.Duration("elapsed", elapsed))...)
-	return out
+	return out, true
 }
 
 // recordLate records a late answer about c's row as evidence, when the
@@ -258,6 +262,12 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 		return s, fateFailed
 	default:
 		s.To, s.RemoteRef = OutboxOutcomeUnknown, ref
+		// It became unknown when the send ended, not at the claim: the
+		// policy's SettleDelay counts from then (to the whole second, as
+		// retryAt: a send's usual milliseconds leave it at now).
+		if answered.After(now) {
+			s.Now = now.Add(answered.Sub(now).Truncate(time.Second))
+		}
 		return s, fateUnknown
 	}
 }

@@ -108,8 +108,8 @@ func (sw *sweep) run() {
 // settlement its outcome calls for.
 func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	d, c := sw.d, sw.claims[idx]
-	if !d.limits.acquire(sw.stop, c.Destination) {
-		d.obs.logf(sw.ctx, slog.LevelInfo, "turnframe: outbox row not sent: the sweep was cancelled",
+	notSent := func(why string) queuedSettlement {
+		d.obs.logf(sw.ctx, slog.LevelInfo, "turnframe: outbox row not sent: "+why,
 			append(rowAttrs(c), slog.String("code", CodeNotSent))...)
 		return queuedSettlement{
 			idx:        idx,
@@ -118,8 +118,22 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 			out:        Dispatched{Kind: DispatchRetryable, Code: CodeNotSent},
 		}
 	}
-	out := d.send(sw.ctx, c)
+	if !d.limits.acquire(sw.stop, c.Destination) {
+		return notSent("the sweep was cancelled")
+	}
+	if !sw.clock().Before(sw.leaseEnd()) {
+		// Its lease ran out while it waited for its turn (the keeper could
+		// not extend it): recovery may have expired the row and handed it
+		// on. A send needs the claim; the settlement, fenced on it, puts
+		// the row back only if it still holds.
+		d.limits.release(c.Destination)
+		return notSent("its lease ended before its send started")
+	}
+	out, sent := d.send(sw.ctx, sw.stop, c)
 	d.limits.release(c.Destination)
+	if !sent { // stopped after it took its place, before its send started
+		return notSent("the sweep was cancelled")
+	}
 	s, fate := d.settlementFor(sw.ctx, c, out, sw.now, sw.clock())
 	return queuedSettlement{idx: idx, settlement: s, fate: fate, out: out}
 }
@@ -177,7 +191,7 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 			// so an operator can settle it.
 			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row could not be settled; settle it by hand",
 				append(attrs, slog.String("settle_to", q.settlement.To.String()), slog.String("error", rowErr.Error()))...)
-			if errors.Is(rowErr, ErrClaimLost) {
+			if errors.Is(rowErr, ErrClaimLost) && q.out.Code != CodeNotSent { // a row not sent gave no answer
 				d.recordLate(sw.ctx, c, q.out.RemoteRef, fmt.Sprintf("the send answered after its claim was lost: %v %s", q.out.Kind, q.out.Code))
 			}
 			continue
