@@ -45,7 +45,8 @@ type OutboxEntry struct {
 	// It only grows: a claim's fence never repeats.
 	Attempts int
 	// AttemptBase is the number of attempts made before the current attempt
-	// budget began: 0, or Attempts at the row's last Requeue. The
+	// budget began: 0, or Attempts at the row's last Requeue, plus one for
+	// each claim since put back unsent (CodeNotSent: it spent nothing). The
 	// dispatcher gives a row MaxAttempts attempts per budget.
 	AttemptBase int
 	CreatedAt   time.Time

@@ -54,7 +54,10 @@ func checkHeld(r turnframe.OutboxRecord, c turnframe.Claim) error {
 // must not change, unless r is still Dispatching under the same worker and
 // attempt number the claim holds. The settlement's code becomes the row's
 // last code, whatever the status (a completed row shows how it completed,
-// not an earlier failure; an unknown one shows why it is unknown).
+// not an earlier failure; an unknown one shows why it is unknown). A
+// claim put back Pending with turnframe.CodeNotSent sent nothing, so it
+// spends none of the attempt budget: AttemptBase rises with the attempt it
+// counted (Attempts still rises, so no claim's fence repeats).
 func SettleRow(r turnframe.OutboxRecord, s turnframe.OutboxSettlement) (turnframe.OutboxRecord, error) {
 	if err := checkHeld(r, s.Claim); err != nil {
 		return turnframe.OutboxRecord{}, err
@@ -68,6 +71,9 @@ func SettleRow(r turnframe.OutboxRecord, s turnframe.OutboxSettlement) (turnfram
 		r.RemoteRef, r.FinishedAt = s.RemoteRef, s.Now
 	case turnframe.OutboxPending:
 		r.DueAt = s.RetryAt
+		if s.Code == turnframe.CodeNotSent {
+			r.AttemptBase++
+		}
 	case turnframe.OutboxFailed:
 		r.FinishedAt = s.Now
 	case turnframe.OutboxOutcomeUnknown:

@@ -27,6 +27,7 @@ func outboxTests() []test {
 		{"SettleKeepsTheSendersCodeAsLastCodeForEveryStatus", testSettleCode},
 		{"ACompletedRowShowsTheCompletionsCodeNotAnEarlierFailure", testCompletedCode},
 		{"RequeueGivesAFreshAttemptBudgetWhileAttemptsKeepRising", testRequeueBudget},
+		{"AClaimPutBackUnsentSpendsNoneOfTheBudgetWhileAttemptsKeepRising", testNotSentBudget},
 		{"PruneRemovesOnlyRowsFinishedBeforeTheCutoff", testPrune},
 		{"PruneNeverForgetsAJournalKey", testPruneKeepsKeys},
 		{"ListOutboxFiltersByStatusAndAccountOldestFirst", testListOutbox},
@@ -712,6 +713,31 @@ func testRequeueBudget(t *testing.T, e *env) {
 	is.Equal(e.row(r.ID).AttemptBase, 3)                                                  // a fresh budget again
 	c = e.claimOne(at(6*time.Second), worker)
 	is.Equal(c.Attempts, 4) // the fourth attempt
+}
+
+// testNotSentBudget: a claim settled back to Pending with CodeNotSent (the
+// dispatcher stopped before its send began) sent nothing, so it spends none
+// of the row's attempt budget: AttemptBase rises with Attempts. Attempts
+// itself still rises, so the claim's fence never repeats; a retry that was
+// sent spends its attempt as before.
+func testNotSentBudget(t *testing.T, e *env) {
+	is := is.New(t)
+	r := e.enqueue(acme, at(0), message(""))[0]
+	for i := 1; i <= 3; i++ {
+		c := e.claimOne(at(time.Duration(i)*time.Second), worker)
+		is.Equal(c.Attempts, i)                                                                                // attempts keep rising
+		is.NoErr(turnframe.RetryClaim(e.ctx, e.s, c, turnframe.CodeNotSent, at(time.Duration(i)*time.Second))) // put back unsent
+		got := e.row(r.ID)
+		is.Equal(got.Attempts, i)    // the claim counted
+		is.Equal(got.AttemptBase, i) // but spent nothing of the budget
+		is.Equal(got.Status, turnframe.OutboxPending)
+		is.Equal(got.LastCode, turnframe.CodeNotSent)
+	}
+	c := e.claimOne(at(4*time.Second), worker)
+	is.NoErr(turnframe.RetryClaim(e.ctx, e.s, c, "http.503", at(5*time.Second))) // a send that went out
+	got := e.row(r.ID)
+	is.Equal(got.Attempts, 4)    // counted
+	is.Equal(got.AttemptBase, 3) // and spent: one attempt of the budget
 }
 
 func testUnknownNotClaimed(t *testing.T, e *env) {
