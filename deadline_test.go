@@ -112,7 +112,7 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 		cfg := turnframe.DefaultDispatchConfig("w1")
 		cfg.SendTimeout = time.Millisecond
 		unknown := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
-		d := turnframe.NewDispatcher(store, unknown, cfg)
+		d := turnframe.NewDispatcher(store, unknown, cfg, turnframe.WithClock(func() time.Time { return dispNow })) // the recovery's one clock
 		late := turnframe.VerifierFunc(func(ctx context.Context, _ turnframe.Uncertain) turnframe.Verification {
 			<-ctx.Done()
 			return turnframe.Verification{Found: turnframe.FoundNotHappened} // would send it again

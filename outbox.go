@@ -263,10 +263,11 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 	default:
 		s.To, s.RemoteRef = OutboxOutcomeUnknown, ref
 		// It became unknown when the send ended, not at the claim: the
-		// policy's SettleDelay counts from then (to the whole second, as
-		// retryAt: a send's usual milliseconds leave it at now).
+		// policy's SettleDelay counts from then. Not cut to the whole
+		// second: a date before the end would shorten the delay by up to
+		// a second (to the microsecond a store keeps, never earlier).
 		if answered.After(now) {
-			s.Now = now.Add(answered.Sub(now).Truncate(time.Second))
+			s.Now = now.Add(answered.Sub(now).Truncate(time.Microsecond))
 		}
 		return s, fateUnknown
 	}

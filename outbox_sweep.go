@@ -37,6 +37,7 @@ type sweep struct {
 
 	mu         sync.Mutex
 	open       map[int]bool // rows not settled and not given up: the keeper extends their leases
+	lost       map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
 	leaseUntil time.Time    // the latest lease end the store granted the open rows
 }
 
@@ -55,6 +56,7 @@ func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now time
 		ctx: ctx, stop: stop, d: d, claims: claims, now: now, start: d.clock.clock(),
 		fates: make([]rowFate, len(claims)),
 		open:  make(map[int]bool, len(claims)),
+		lost:  make(map[int]bool),
 	}
 	for i, c := range claims {
 		sw.open[i] = true
@@ -121,10 +123,10 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	if !d.limits.acquire(sw.stop, c.Destination) {
 		return notSent("the sweep was cancelled")
 	}
-	if !sw.clock().Before(sw.leaseEnd()) {
+	if !sw.clock().Before(sw.leaseEnd()) || sw.claimLost(idx) {
 		// Its lease ran out while it waited for its turn (the keeper could
-		// not extend it): recovery may have expired the row and handed it
-		// on. A send needs the claim; the settlement, fenced on it, puts
+		// not extend it), or an extension found its claim lost: recovery may
+		// have expired the row and handed it on. A send needs the claim; the settlement, fenced on it, puts
 		// the row back only if it still holds.
 		d.limits.release(c.Destination)
 		return notSent("its lease ended before its send started")
@@ -257,6 +259,13 @@ func (sw *sweep) tryWrite(ctx context.Context, settlements []OutboxSettlement, i
 	return results, true, err
 }
 
+// claimLost reports whether an extension found row idx's claim lost.
+func (sw *sweep) claimLost(idx int) bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.lost[idx]
+}
+
 // leaseEnd is the latest lease end the store granted the rows still open.
 func (sw *sweep) leaseEnd() time.Time {
 	sw.mu.Lock()
@@ -323,6 +332,9 @@ func (sw *sweep) extend() {
 	sw.mu.Unlock()
 	for i, rerr := range results {
 		if rerr != nil {
+			sw.mu.Lock()
+			sw.lost[idx[i]] = true // not extended: its send, if not started, never starts
+			sw.mu.Unlock()
 			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row lost its claim while its send may run; it may be sent twice",
 				append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
 		}

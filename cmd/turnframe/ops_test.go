@@ -252,7 +252,7 @@ func TestShow(t *testing.T) {
 		is.NoErr(store.Requeue(ctx, f.failed, 1, f.t0.Add(time.Minute)))
 		code, out, _ := cli(t, "show", "--db", f.path, f.failed.String())
 		is.Equal(code, exitOK)
-		is.True(strings.Contains(out, "attempts:     1 (0 this budget: requeued after attempt 1)"))
+		is.True(strings.Contains(out, "attempts:     1 (0 this budget: 1 before it, requeued or put back unsent)"))
 		is.True(strings.Contains(out, "last code:    http.400")) // the refusal it was requeued from
 	})
 	t.Run("AnExecutingEntryWithItsLease", func(t *testing.T) {

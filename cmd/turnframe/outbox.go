@@ -15,8 +15,9 @@ func outboxCommand() *command {
 		help: `Lists outbox rows in enqueue order, oldest first, read through the read pool.
 --status keeps one status (pending, dispatching, completed, failed,
 outcome_unknown, needs_intervention); --account keeps one tenant. ATTEMPTS
-counts every attempt, BASE the ones made before the row's last requeue (the
-dispatcher allows a full budget beyond it); DUE is shown for pending rows,
+counts every attempt, BASE the ones outside its budget: made before the
+row's last requeue, or claims put back unsent (the dispatcher allows a full
+budget beyond it); DUE is shown for pending rows,
 LEASE UNTIL for dispatching ones. A cell holding a control character prints as a quoted Go
 string, so no stored value can forge a row.
 

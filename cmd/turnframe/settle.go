@@ -154,6 +154,7 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 	if err != nil {
 		return fmt.Errorf("no outbox row %s: %w", req.id, err)
 	}
+	seen := lastHistorySeq(ctx, store, turnframe.OutboxSubject(before.Account, req.id))
 	if err := rec.Settle(ctx, turnframe.OutboxSubject(before.Account, req.id), req.decision); err != nil {
 		return explainWrite(err, db)
 	}
@@ -161,34 +162,51 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 	if err != nil {
 		return err
 	}
-	m := moveMade(ctx, store, turnframe.OutboxSubject(before.Account, req.id), req.decision,
+	m := moveMade(ctx, store, turnframe.OutboxSubject(before.Account, req.id), req.decision, seen,
 		turnframe.HistoryRecord{From: before.Status.String(), To: after.Status.String(), Code: after.LastCode, RemoteRef: after.RemoteRef})
 	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
 		cell(before.Destination), m.From, m.To, cell(string(req.decision.Actor)), settledDetail(m.Code, m.RemoteRef))
 	return nil
 }
 
-// moveMade returns the last record in subject's history (evidence aside)
-// of the move d made: by d's actor, with d's code and note. Its statuses,
+// moveMade returns the first record in subject's history after seen (the
+// last record before the settle), evidence aside, of the move d made: by
+// d's actor, with d's code and note. Its statuses,
 // code and reference are those the settlement that just landed left, which
 // may not be the ones read around it (recovery may have moved it before, a
 // dispatcher claimed and settled it after, another operator under the same
 // actor settled it again); a move by another actor, or with another code or
 // note, is not it. def, if the history says nothing.
-func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, d turnframe.Decision, def turnframe.HistoryRecord) turnframe.HistoryRecord {
+func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, d turnframe.Decision, seen int64, def turnframe.HistoryRecord) turnframe.HistoryRecord {
 	actor := d.Actor
 	if actor == "" {
 		actor = turnframe.ActorApp
 	}
+	found := errors.New("found")
 	_ = eachHistoryPage(ctx, store, subject, func(page []turnframe.HistoryRecord) error {
 		for _, h := range page {
-			if !h.Evidence && h.Actor == actor && h.Code == d.Code && h.Note == d.Note {
+			// The first matching move written after the settle's own read:
+			// an identical decision made later (by another person under the
+			// same actor, at a later attempt) is not this one.
+			if h.Seq > seen && !h.Evidence && h.Actor == actor && h.Code == d.Code && h.Note == d.Note {
 				def = h
+				return found
 			}
 		}
 		return nil
 	})
 	return def
+}
+
+// lastHistorySeq is the sequence number of the last record of subject's
+// history (0 if none, or if it cannot be read).
+func lastHistorySeq(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject) int64 {
+	var last int64
+	_ = eachHistoryPage(ctx, store, subject, func(page []turnframe.HistoryRecord) error {
+		last = page[len(page)-1].Seq
+		return nil
+	})
+	return last
 }
 
 // settleEntry settles a journal entry through Recovery.Settle.
@@ -197,6 +215,7 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 	if err != nil {
 		return fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(req.account)), cell(string(req.key)), err)
 	}
+	seen := lastHistorySeq(ctx, store, turnframe.JournalSubject(req.account, req.key))
 	if err := rec.Settle(ctx, turnframe.JournalSubject(req.account, req.key), req.decision); err != nil {
 		return explainWrite(err, db)
 	}
@@ -204,7 +223,7 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 	if err != nil {
 		return err
 	}
-	m := moveMade(ctx, store, turnframe.JournalSubject(req.account, req.key), req.decision,
+	m := moveMade(ctx, store, turnframe.JournalSubject(req.account, req.key), req.decision, seen,
 		turnframe.HistoryRecord{From: before.Status.String(), To: after.Status.String(), Code: after.Code, RemoteRef: after.RemoteRef})
 	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
 		cell(string(req.account)), cell(before.Name), after.Turn, m.From, m.To, cell(string(req.decision.Actor)),

@@ -119,12 +119,13 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 }
 
 // attemptsText says how many attempts a row had, and, once it was
-// requeued, how many of them count against its current attempt budget.
+// requeued or a claim of it was put back unsent (CodeNotSent), how many of
+// them count against its current attempt budget.
 func attemptsText(r turnframe.OutboxRecord) string {
 	if r.AttemptBase == 0 {
 		return itoa(r.Attempts)
 	}
-	return fmt.Sprintf("%d (%d this budget: requeued after attempt %d)", r.Attempts, r.Attempts-r.AttemptBase, r.AttemptBase)
+	return fmt.Sprintf("%d (%d this budget: %d before it, requeued or put back unsent)", r.Attempts, r.Attempts-r.AttemptBase, r.AttemptBase)
 }
 
 // leaseState says whether a lease ending at until still runs at now.

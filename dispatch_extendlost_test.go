@@ -1,0 +1,92 @@
+package turnframe_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// flakyExtensions refuses every lease extension as busy until heal is
+// called; after that it passes extensions to the store and hands the
+// number of each one that went through to passed.
+type flakyExtensions struct {
+	turnframe.Store
+	mu     sync.Mutex
+	healed bool
+	n      int
+	passed chan int
+}
+
+func (f *flakyExtensions) heal() { f.mu.Lock(); f.healed = true; f.mu.Unlock() }
+
+func (f *flakyExtensions) ExtendClaims(ctx context.Context, cs []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	f.mu.Lock()
+	healed := f.healed
+	if healed {
+		f.n++
+	}
+	n := f.n
+	f.mu.Unlock()
+	if !healed {
+		return nil, turnframe.ErrBusy
+	}
+	select {
+	case f.passed <- n:
+	default:
+	}
+	return f.Store.ExtendClaims(ctx, cs, now, lease)
+}
+
+// TestARowWhoseClaimWasExpiredIsNotSentOnceTheStoreAnswersAgain: the
+// case 091a06a fixed (a row waiting for its DestinationLimits place while
+// its lease ends and recovery expires and escalates it), except that the
+// store answers the keeper again before the place frees. The keeper's
+// extension is refused for every row (ErrClaimLost), yet the sweep takes
+// the extension's time as its lease end, and the row is sent on a claim
+// recovery took: a person resends the escalated row, the effect twice.
+func TestARowWhoseClaimWasExpiredIsNotSentOnceTheStoreAnswersAgain(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		rows := dispEnqueue(t, store, rtAccount, "k1", dispMessages(2, "bakery", "")...)
+		clock := newStepClock(dispNow)
+		sender := &gatedSends{first: make(chan turnframe.OutboxID, 1), proceed: make(chan struct{})}
+		cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond,
+			DestinationLimits: map[string]int{"bakery": 1}}
+		flaky := &flakyExtensions{Store: store, passed: make(chan int, 8)}
+		d := turnframe.NewDispatcher(flaky, sender, cfg, turnframe.WithClock(clock.read))
+		done := make(chan turnframe.DispatchReport, 1)
+		go func() {
+			report, err := d.RunOnce(ctx, dispNow)
+			if err != nil {
+				t.Errorf("run once: %v", err)
+			}
+			done <- report
+		}()
+		holder := await(t, sender.first, "the first send holds the place")
+		waiter := rows[0].ID
+		if holder == waiter {
+			waiter = rows[1].ID
+		}
+
+		clock.set(dispNow.Add(2 * time.Hour)) // every lease the claim granted has ended
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{}))
+		_, err := rec.Recover(ctx, turnframe.RecoveryScope{Account: "nobody"}, polNoTurns{t})
+		is.NoErr(err)
+		is.Equal(dispGet(t, store, waiter).Status, turnframe.OutboxNeedsIntervention) // a person decides now
+
+		flaky.heal() // the store answers the keeper again: every extension is ErrClaimLost
+		for n := 0; n < 2; {
+			n = await(t, (<-chan int)(flaky.passed), "an extension reaches the store") // the second starts after the first was taken in
+		}
+		close(sender.proceed) // the place frees
+		await(t, done, "RunOnce returns")
+		sender.mu.Lock()
+		defer sender.mu.Unlock()
+		is.Equal(sender.sent, []turnframe.OutboxID{holder}) // the row whose claim recovery took was never sent
+	})
+}
