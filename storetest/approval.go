@@ -28,6 +28,7 @@ func approvalTests() []test {
 		{"AnApprovedEntryOfADeliveredTurnRunsThereLeavingThePhase", testApprovedAfterDelivery},
 		{"AnAwaitingEntryOfAnAbandonedTurnIsDeniedNotApprovedAndAdoptedStillAwaiting", testAwaitingAbandoned},
 		{"AKeyReadmittedWithAnotherApprovalRequirementIsAConflict", testReadmitOtherApproval},
+		{"AnAttemptsOwnSettlementCarryingADecisionsCodeLands", testAttemptWithDecisionCode},
 	}
 }
 
@@ -332,4 +333,31 @@ func testReadmitOtherApproval(t *testing.T, e *env) {
 	e.refused(turnframe.Write{Account: acme, Turn: turn2, Now: at(time.Second), Admit: []turnframe.Command{awaitingCommand(key2)}},
 		turnframe.ErrConflict, "readmit needing approval")
 	is.Equal(e.entry(acme, key).Status, turnframe.JournalAwaitingApproval)
+}
+
+// testAttemptWithDecisionCode: only a settlement without an attempt that
+// carries CodeApproved or CodeDenied is a decision. An attempt's own
+// settlement — the holder rejecting its entry, a local attempt settling a
+// Pending one — lands whatever its code, so no handler's answer leaves its
+// entry running to run again.
+func testAttemptWithDecisionCode(t *testing.T, e *env) {
+	for _, code := range []string{turnframe.CodeDenied, turnframe.CodeApproved} {
+		t.Run("TheHolder_"+code, func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			turn, key, attempt := e.entryIn(acme, turnframe.JournalExecuting, at(0))
+			got := e.settle(acme, turn, at(time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalRejected, Attempt: attempt, Code: code})
+			is.Equal(got.Status, turnframe.JournalRejected)                // the holder's rejection landed
+			is.Equal(e.entry(acme, key).Status, turnframe.JournalRejected) // as stored
+		})
+		t.Run("ALocalAttempt_"+code, func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			turn, key, _ := e.entryIn(acme, turnframe.JournalPending, at(0))
+			attempt := e.ids.AttemptID(at(time.Second))
+			got := e.settle(acme, turn, at(time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalRejected, Attempt: attempt, Code: code})
+			is.Equal(got.Status, turnframe.JournalRejected) // the local attempt's rejection landed
+			is.Equal(got.Attempt, attempt)
+		})
+	}
 }

@@ -25,6 +25,7 @@ func expireTests() []test {
 		{"AnExpiredRowIsNotClaimedAgainUntilResolved", testExpiredNotClaimed},
 		{"AnExpiredRowHoldsItsOrderKeyUntilResolved", testExpiredHoldsOrder},
 		{"ExpireClaimsTouchesNoRowThatIsNotDispatching", testExpireOtherStatuses},
+		{"AnExpiryIsRecordedWithANoteSayingWhyTheOutcomeIsUnknown", testExpireNote},
 	}
 }
 
@@ -181,4 +182,21 @@ func testExpireOtherStatuses(t *testing.T, e *env) {
 			e.unchanged(before, "expire")
 		})
 	}
+}
+
+// testExpireNote: ExpireClaims names no note, yet its record must tell a
+// person reading the trail why the row is unknown: its claim's lease ended
+// and its send may have started (storekit.RowHistory gives the note).
+func testExpireNote(t *testing.T, e *env) {
+	is := is.New(t)
+	r := e.enqueue(acme, at(0), message(""))[0]
+	c := e.claimOne(at(time.Second), worker)
+	is.Equal(e.expire(c.LeaseUntil), []turnframe.OutboxID{r.ID})
+	hist := e.history(turnframe.OutboxSubject(acme, r.ID))
+	last := hist[len(hist)-1]
+	is.Equal(last.From, turnframe.OutboxDispatching.String())
+	is.Equal(last.To, turnframe.OutboxOutcomeUnknown.String())
+	is.Equal(last.Code, turnframe.CodeLeaseEnded)
+	is.Equal(last.Actor, turnframe.ActorRecovery)
+	is.True(last.Note != "") // says why: the lease ended, and the send may have started
 }

@@ -23,6 +23,9 @@ func historyTests() []test {
 		{"EveryMoveOfATurnsPhaseIsRecordedOnceInOrder", testHistoryTurn},
 		{"EveryMoveOfAnOutboxRowIsRecordedOnceInOrder", testHistoryRow},
 		{"LeaseRenewalsAndExtensionsRecordNothing", testHistoryRenewals},
+		{"ATakeOverOfAnEntryWhoseLeaseEndedIsRecordedUnderTheNewAttempt", testHistoryTakeOver},
+		{"ARowsRecordNamesItsAttemptNumberAndNoneBeforeItsFirstClaim", testHistoryRowAttempt},
+		{"AnEntrysRecordKeepsTheCodeTheRemotesReferenceAndTheAttemptOfItsMove", testHistoryEntryRef},
 		{"ARefusedWriteOrCallRecordsNothing", testHistoryRefused},
 		{"AnAdoptedEntryKeepsItsHistoryAndRecordsNoMove", testHistoryAdoption},
 		{"SeqIncreasesAcrossSubjectsInTheOrderTheMovesWereMade", testHistorySeq},
@@ -483,4 +486,65 @@ func testEvidenceMissing(t *testing.T, e *env) {
 			return e.s.RecordEvidence(e.ctx, turnframe.NewEvidence(subject, "", turnframe.ActorOperator, "", "", "looked", at(2*time.Hour)))
 		})
 	}
+}
+
+// testHistoryTakeOver: a new attempt taking over an entry whose attempt
+// died moves it from Executing to Executing; the status is the same, the
+// attempt is not, and the trail records the move under the new attempt
+// (a renewal by the holder records nothing).
+func testHistoryTakeOver(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, first := e.running(acme, "booking/1", at(0))
+	subject := turnframe.JournalSubject(acme, key)
+	before, n := e.entry(acme, key), len(e.history(subject))
+
+	now := at(lease + time.Second) // the first attempt's lease ended
+	second := e.ids.AttemptID(now)
+	moved := e.settle(acme, turn, now, take(key, second, first))
+	is.Equal(moved.Attempt, second) // taken over
+
+	got := e.history(subject)
+	is.Equal(len(got), n+1) // the take-over is one record
+	checkHistory(t, got[n:], []turnframe.HistoryRecord{storekit.EntryHistory(before, moved, "", "", now)}, "take-over")
+	is.Equal(got[n].From, turnframe.JournalExecuting.String())
+	is.Equal(got[n].To, turnframe.JournalExecuting.String())
+	is.Equal(got[n].Attempt, second.String()) // under the attempt that took it over
+}
+
+// testHistoryRowAttempt: a row's record names its attempt number as the
+// trail names attempts (Uncertain.attemptName): none ("") while the row was
+// never claimed, then 1, 2, … .
+func testHistoryRowAttempt(t *testing.T, e *env) {
+	is := is.New(t)
+	r := e.enqueue(acme, at(0), message(""))[0]
+	c := e.claimOne(at(time.Second), worker)
+	is.NoErr(turnframe.RetryClaim(e.ctx, e.s, c, "http.503", at(2*time.Second)))
+	e.claimOne(at(2*time.Second), worker)
+	hist := e.history(turnframe.OutboxSubject(acme, r.ID))
+	is.Equal(len(hist), 4)         // enqueued, claimed, retried, claimed again
+	is.Equal(hist[0].Attempt, "")  // enqueued: no attempt yet
+	is.Equal(hist[1].Attempt, "1") // the first claim
+	is.Equal(hist[2].Attempt, "1") // its retry
+	is.Equal(hist[3].Attempt, "2") // the second claim
+}
+
+// testHistoryEntryRef: the record of an entry's move keeps what the move
+// wrote: its code and the remote's reference, if it gave one; and it names
+// the attempt that moved it, none for a reconciliation
+// (HistoryRecord.Attempt).
+func testHistoryEntryRef(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, attempt := e.running(acme, "booking/1", at(0))
+	e.settle(acme, turn, at(time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalOutcomeUnknown, Attempt: attempt, Code: "http.timeout", RemoteRef: "req-1"})
+	e.settle(acme, turn, at(2*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Code: "verified", RemoteRef: "ch_1"})
+	hist := e.history(turnframe.JournalSubject(acme, key))
+	unknown, committed := hist[len(hist)-2], hist[len(hist)-1]
+	is.Equal(unknown.To, turnframe.JournalOutcomeUnknown.String())
+	is.Equal(unknown.Code, "http.timeout")
+	is.Equal(unknown.RemoteRef, "req-1")        // what the remote said when the call went unanswered
+	is.Equal(unknown.Attempt, attempt.String()) // the attempt's own settlement
+	is.Equal(committed.To, turnframe.JournalCommitted.String())
+	is.Equal(committed.Code, "verified")
+	is.Equal(committed.RemoteRef, "ch_1") // the reconciliation's reference
+	is.Equal(committed.Attempt, "")       // a reconciliation names no attempt
 }
