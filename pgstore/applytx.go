@@ -49,8 +49,9 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 // tx must run at READ COMMITTED, as BeginTx's do and the store's own: each
 // statement then reads what its locks protect as committed now (an order
 // key's earlier rows, a case's revision), where a snapshot taken before a
-// lock wait would misread them (a row held back for good). A transaction at
-// REPEATABLE READ or SERIALIZABLE is refused with ErrInvalid, nothing of w
+// lock wait would misread them (a row held back for good); READ
+// UNCOMMITTED, which PostgreSQL runs as READ COMMITTED, is taken too. A
+// transaction at REPEATABLE READ or SERIALIZABLE is refused with ErrInvalid, nothing of w
 // written and tx as it was. A context that ends while ApplyTx runs cancels
 // its statement, and tx survives rolled back to the savepoint, on a pool
 // Open made (it cancels a statement on the server, not the connection); a
@@ -128,7 +129,8 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	// SERIALIZABLE) misreads what the lock protects (an order key's held
 	// marks, a case's revision).
 	made, iso, db, err := savepoint(ctx, tx)
-	if err == nil && iso != "read committed" {
+	// PostgreSQL's READ UNCOMMITTED is READ COMMITTED by another name.
+	if err == nil && iso != "read committed" && iso != "read uncommitted" {
 		err = &turnframe.InvalidError{Field: "tx", Reason: "a transaction at " + iso + " isolation; ApplyTx needs read committed (BeginTx)"}
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ const (
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeLockNotAvailable     = "55P03"
+	codeQueryCanceled        = "57014" // a cancel request (a late one of Open's handler) or statement_timeout
 	codeUntranslatable       = "22P05" // untranslatable_character
 	codeBadEncoding          = "22021" // character_not_in_repertoire: a NUL byte in text
 )
@@ -33,11 +34,16 @@ const (
 // unchanged, and so does an App function's (turnframe.ErrAppWrite): an
 // app's unique violation is not ErrConflict.
 func translate(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, turnframe.ErrAppWrite) {
+	if err == nil {
 		return err
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		// An App's statement the context cut fails on the server (57014,
+		// Open's cancel request), not with pgx's context error.
 		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	if errors.Is(err, turnframe.ErrAppWrite) {
+		return err
 	}
 	if errors.Is(err, puddle.ErrClosedPool) && !errors.Is(err, turnframe.ErrClosed) {
 		return fmt.Errorf("%w: %w", turnframe.ErrClosed, err)
@@ -53,7 +59,10 @@ func translate(ctx context.Context, err error) error {
 	switch pe.Code {
 	case codeUniqueViolation:
 		return fmt.Errorf("%w: %w", turnframe.ErrConflict, err)
-	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable:
+	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable, codeQueryCanceled:
+		// 57014 under a live context (an ended one returned above): the
+		// statement was cut by a cancel not the caller's, the transaction
+		// rolled back.
 		return fmt.Errorf("%w: %w", turnframe.ErrBusy, err)
 	case codeBadEncoding, codeUntranslatable:
 		return fmt.Errorf("%w: a string PostgreSQL cannot store as text: %w", turnframe.ErrInvalid, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/turnframe/turnframe"
 )
 
@@ -37,10 +38,26 @@ func (s *Store) frameAt(ctx context.Context, q querier, op string, callerNow tim
 	}
 	defer done()
 	var db time.Time
-	if err := q.QueryRow(ctx, clockNowSQL).Scan(&db); err != nil {
+	if err := s.readClock(ctx, q, &db); err != nil {
 		return frame{}, s.fail(ctx, op+": read the database clock", err)
 	}
 	return frameOf(db, callerNow), nil
+}
+
+// readClock reads the database's clock through q. On the pool it holds the
+// connection, so that one the server dropped (nothing was written: the
+// call's transaction has not begun) is errConnLost, ErrBusy, as in runTx.
+func (s *Store) readClock(ctx context.Context, q querier, db *time.Time) error {
+	p, ok := q.(*pgxpool.Pool)
+	if !ok {
+		return q.QueryRow(ctx, clockNowSQL).Scan(db)
+	}
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return acquireLost(ctx, err)
+	}
+	defer c.Release()
+	return connLost(ctx, c.Conn(), c.QueryRow(ctx, clockNowSQL).Scan(db))
 }
 
 // frameOf returns the frame of a call whose caller's time is callerNow,

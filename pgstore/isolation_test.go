@@ -90,22 +90,48 @@ func TestAHeldMarkSurvivesWhenTheDatabaseDefaultIsRepeatableRead(t *testing.T) {
 	}
 }
 
-// waitForLockWaiter returns once some backend of the database waits for a
-// lock (the call under test, blocked behind conn's lock). It polls the
-// server, never sleeps.
+// waitForLockWaiter returns once a backend waits for a lock conn holds
+// (the call under test, blocked behind conn's lock); never another
+// session's, which a concurrent test run may have. It polls the server from
+// a connection of its own, outside any transaction (pg_stat_activity is
+// read once per transaction), and never sleeps.
 func waitForLockWaiter(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	watch, err := pgx.ConnectConfig(ctx, conn.Config())
+	if err != nil {
+		t.Fatalf("wait for a lock waiter: %v", err)
+	}
+	defer watch.Close(context.Background())
 	for {
 		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE $1::int = ANY(pg_blocking_pids(pid))`, conn.PgConn().PID()).Scan(&n); err != nil {
 			t.Fatalf("wait for a lock waiter: %v", err)
 		}
 		if n > 0 {
 			return
 		}
+	}
+}
+
+// cancelMyWaiter waits for a backend conn's locks block and cancels exactly
+// that one (pg_cancel_backend), never another session's; from a connection
+// of its own, as waitForLockWaiter reads.
+func cancelMyWaiter(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	waitForLockWaiter(t, conn)
+	ctx := context.Background()
+	c, err := pgx.ConnectConfig(ctx, conn.Config())
+	if err != nil {
+		t.Fatalf("cancel the waiter: %v", err)
+	}
+	defer c.Close(ctx)
+	var cancelled bool
+	if err := c.QueryRow(ctx, `SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+		WHERE $1::int = ANY(pg_blocking_pids(pid)) LIMIT 1`, conn.PgConn().PID()).Scan(&cancelled); err != nil || !cancelled {
+		t.Fatalf("cancel the waiter: %v (cancelled %v)", err, cancelled)
 	}
 }
 

@@ -2,12 +2,14 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pressly/goose/v3"
 	"github.com/turnframe/turnframe"
 )
 
@@ -74,7 +76,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		migrate = checkExisting
 	}
 	if err := migrate(ctx, pool); err != nil {
-		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
+		terr := translate(ctx, err)
+		var pe *goose.PartialError
+		if errors.Is(terr, turnframe.ErrBusy) && errors.As(err, &pe) && len(pe.Applied) > 0 {
+			// Some migrations were committed before the one cut: not
+			// ErrBusy's "nothing was written".
+			terr = err
+		}
+		return nil, fmt.Errorf("pgstore: open: %w", terr)
 	}
 	channel, err := enqueueChannel(ctx, pool)
 	if err != nil {

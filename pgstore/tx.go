@@ -79,13 +79,7 @@ func (s *Store) inTxFor(ctx context.Context, op string, app bool, f func(tx *wtx
 func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wtx, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, puddle.ErrClosedPool) {
-			// No connection could be opened: nothing was sent. Not
-			// retried here (each try may wait out a connect timeout):
-			// ErrBusy, for the caller to try again.
-			return nil, fmt.Errorf("%w: %w", errConnLost, err)
-		}
-		return nil, err
+		return nil, acquireLost(ctx, err)
 	}
 	// Released last: a connection still in a transaction (a rollback
 	// that failed) is closed by the pool, never reused.
@@ -160,4 +154,14 @@ func connLost(ctx context.Context, conn *pgx.Conn, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errConnLost, err)
+}
+
+// acquireLost marks an Acquire's error as errConnLost: no connection could
+// be opened, nothing was sent. Not retried (each try may wait out a connect
+// timeout): ErrBusy, for the caller to try again.
+func acquireLost(ctx context.Context, err error) error {
+	if ctx.Err() == nil && !errors.Is(err, puddle.ErrClosedPool) {
+		return fmt.Errorf("%w: %w", errConnLost, err)
+	}
+	return err
 }

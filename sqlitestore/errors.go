@@ -19,11 +19,16 @@ import (
 // already turnframe's pass unchanged, and so does an App function's error
 // (turnframe.ErrAppWrite): an app's UNIQUE violation is not ErrConflict.
 func translate(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, turnframe.ErrAppWrite) {
-		return err // the app's own error: not the store's to classify
+	if err == nil {
+		return err
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		// An App's statement the context cut too: its error says
+		// "interrupted", and the caller asked for the context's.
 		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	if errors.Is(err, turnframe.ErrAppWrite) {
+		return err // the app's own error: not the store's to classify
 	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) || errors.Is(err, turnframe.ErrConflict) || errors.Is(err, turnframe.ErrBusy) {

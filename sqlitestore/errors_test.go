@@ -50,3 +50,17 @@ func TestLockedIsBusy(t *testing.T) {
 	is.True(errors.As(got, &se))                                   // the driver's error stays in the chain
 	is.Equal(sqlitestore.Translate(ctx, got).Error(), got.Error()) // translating again changes nothing
 }
+
+// An App's statement its caller's context cut fails with the driver's
+// "interrupted", which the App hands back as its own error: the caller gets
+// the context's error, ErrAppWrite kept in the chain, as on PostgreSQL.
+func TestAnAppsWriteCutByTheContextIsTheContextError(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	app := errors.Join(turnframe.ErrAppWrite, errors.New("interrupted (9)"))
+	got := sqlitestore.Translate(ctx, app)
+	is.True(errors.Is(got, context.Canceled))                       // the context's error
+	is.True(errors.Is(got, turnframe.ErrAppWrite))                  // the app's write kept in the chain
+	is.Equal(sqlitestore.Translate(context.Background(), app), app) // under a live context, the app's error as it is
+}
