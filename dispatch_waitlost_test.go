@@ -10,12 +10,35 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-// busyExtensions refuses every lease extension as busy: another writer holds
-// the store whenever the keeper tries.
-type busyExtensions struct{ turnframe.Store }
+// flakyExtensions refuses every lease extension as busy until heal is
+// called; after that it passes extensions to the store and hands the
+// number of each one that went through to passed.
+type flakyExtensions struct {
+	turnframe.Store
+	mu     sync.Mutex
+	healed bool
+	n      int
+	passed chan int
+}
 
-func (busyExtensions) ExtendClaims(context.Context, []turnframe.Claim, time.Time, time.Duration) ([]error, error) {
-	return nil, turnframe.ErrBusy
+func (f *flakyExtensions) heal() { f.mu.Lock(); f.healed = true; f.mu.Unlock() }
+
+func (f *flakyExtensions) ExtendClaims(ctx context.Context, cs []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	f.mu.Lock()
+	healed := f.healed
+	if healed {
+		f.n++
+	}
+	n := f.n
+	f.mu.Unlock()
+	if !healed {
+		return nil, turnframe.ErrBusy
+	}
+	select {
+	case f.passed <- n:
+	default:
+	}
+	return f.Store.ExtendClaims(ctx, cs, now, lease)
 }
 
 // gatedSends blocks the first send until proceed is closed and records
@@ -43,46 +66,58 @@ func (g *gatedSends) Send(_ context.Context, e turnframe.OutboxEntry) turnframe.
 // destination's place (DestinationLimits) while the keeper cannot extend
 // its lease (every extension busy). Its lease ends; recovery expires it —
 // the send "may have started" — and its Remote (neither) escalates it to
-// NeedsIntervention: a person must decide, and nothing may send it. When
-// the place frees, the sweep sends it anyway, on a claim that ended before
-// its send started: the person who checks the remote finds nothing, resends,
-// and the effect happens twice. A claim is what makes a send exclusive
-// (DESIGN §1, §5: a settlement or an extension needs the claim); a send
-// should need it too, at least once its lease has run out.
+// NeedsIntervention: a person must decide, and nothing may send it. Were
+// the sweep to send it when the place frees, on a claim that ended before
+// its send started, the person who checks the remote would find nothing,
+// resend, and the effect would happen twice. So also when the store
+// answers the keeper again before the place frees: its extensions come back
+// ErrClaimLost, and the lease end they carry must not revive the claim.
 func TestARowWhoseClaimEndedWhileItWaitedIsNotSent(t *testing.T) {
-	eachStore(t, func(t *testing.T, store turnframe.Store) {
-		is := is.New(t)
-		ctx := context.Background()
-		rows := dispEnqueue(t, store, rtAccount, "k1", dispMessages(2, "bakery", "")...)
-		clock := newStepClock(dispNow)
-		sender := &gatedSends{first: make(chan turnframe.OutboxID, 1), proceed: make(chan struct{})}
-		cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond,
-			DestinationLimits: map[string]int{"bakery": 1}}
-		d := turnframe.NewDispatcher(busyExtensions{store}, sender, cfg, turnframe.WithClock(clock.read))
-		done := make(chan turnframe.DispatchReport, 1)
-		go func() {
-			report, err := d.RunOnce(ctx, dispNow)
-			if err != nil {
-				t.Errorf("run once: %v", err)
-			}
-			done <- report
-		}()
-		holder := await(t, sender.first, "the first send holds the place")
-		waiter := rows[0].ID
-		if holder == waiter {
-			waiter = rows[1].ID
-		}
+	for _, heals := range []bool{false, true} {
+		name := map[bool]string{false: "TheStoreStaysBusy", true: "TheStoreAnswersAgainBeforeThePlaceFrees"}[heals]
+		t.Run(name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				is := is.New(t)
+				ctx := context.Background()
+				rows := dispEnqueue(t, store, rtAccount, "k1", dispMessages(2, "bakery", "")...)
+				clock := newStepClock(dispNow)
+				sender := &gatedSends{first: make(chan turnframe.OutboxID, 1), proceed: make(chan struct{})}
+				cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond,
+					DestinationLimits: map[string]int{"bakery": 1}}
+				flaky := &flakyExtensions{Store: store, passed: make(chan int, 8)}
+				d := turnframe.NewDispatcher(flaky, sender, cfg, turnframe.WithClock(clock.read))
+				done := make(chan turnframe.DispatchReport, 1)
+				go func() {
+					report, err := d.RunOnce(ctx, dispNow)
+					if err != nil {
+						t.Errorf("run once: %v", err)
+					}
+					done <- report
+				}()
+				holder := await(t, sender.first, "the first send holds the place")
+				waiter := rows[0].ID
+				if holder == waiter {
+					waiter = rows[1].ID
+				}
 
-		clock.set(dispNow.Add(2 * time.Hour)) // two hours on: every lease the claim granted has ended
-		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{}))
-		_, err := rec.Recover(ctx, turnframe.RecoveryScope{Account: "nobody"}, polNoTurns{t})
-		is.NoErr(err)
-		is.Equal(dispGet(t, store, waiter).Status, turnframe.OutboxNeedsIntervention) // a person decides now
+				clock.set(dispNow.Add(2 * time.Hour)) // two hours on: every lease the claim granted has ended
+				rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{}))
+				_, err := rec.Recover(ctx, turnframe.RecoveryScope{Account: "nobody"}, polNoTurns{t})
+				is.NoErr(err)
+				is.Equal(dispGet(t, store, waiter).Status, turnframe.OutboxNeedsIntervention) // a person decides now
 
-		close(sender.proceed) // the place frees
-		await(t, done, "RunOnce returns")
-		sender.mu.Lock()
-		defer sender.mu.Unlock()
-		is.Equal(sender.sent, []turnframe.OutboxID{holder}) // the row waiting when its claim ended was never sent
-	})
+				if heals {
+					flaky.heal() // the store answers the keeper again: every extension is ErrClaimLost
+					for n := 0; n < 2; {
+						n = await(t, (<-chan int)(flaky.passed), "an extension reaches the store") // the second starts after the first was taken in
+					}
+				}
+				close(sender.proceed) // the place frees
+				await(t, done, "RunOnce returns")
+				sender.mu.Lock()
+				defer sender.mu.Unlock()
+				is.Equal(sender.sent, []turnframe.OutboxID{holder}) // the row waiting when its claim ended was never sent
+			})
+		})
+	}
 }
