@@ -34,23 +34,9 @@ func TestAHeldMarkSurvivesWhenTheDatabaseDefaultIsRepeatableRead(t *testing.T) {
 			s, err := pgstore.Open(ctx, u, pgstore.WithClock(pgstore.CallerClock))
 			is.NoErr(err)
 			t.Cleanup(func() { s.Close() })
-			ids := turnframe.NewIDGenerator()
 			now := base
-
-			// r1, the head of order key "k", claimed.
-			is.NoErr(enqueueRows(ctx, s, ids, "acme", "first", now, turnframe.OutboxMessage{Destination: "d", OrderKey: "k"}))
-			claims, err := s.ClaimDue(ctx, now, 10, "w", time.Minute)
-			is.NoErr(err)
-			is.Equal(len(claims), 1)
-
-			// A second command, taken, that will enqueue r2 on the same key.
-			turn, attempt := ids.TurnID(now), ids.AttemptID(now)
-			_, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
-				Begin:  &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "send"},
-				Admit:  []turnframe.Command{{Key: "second", Case: "case-second", Name: "send"}},
-				Settle: []turnframe.Settlement{{Key: "second", To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}},
-			})
-			is.NoErr(err)
+			head, turn, attempt := headClaimedSecondTaken(t, s, now)
+			claims := []turnframe.Claim{head}
 
 			// Another connection holds the turn's row: the commit waits for it.
 			x, err := pgx.Connect(ctx, u)
@@ -163,20 +149,9 @@ func TestApplyTxInARepeatableReadTransactionLeavesARowHeldForGood(t *testing.T) 
 	is := is.New(t)
 	ctx := context.Background()
 	s := mustOpen(t, pgstore.WithClock(pgstore.CallerClock))
-	ids := turnframe.NewIDGenerator()
 	now := base
-
-	is.NoErr(enqueueRows(ctx, s, ids, "acme", "first", now, turnframe.OutboxMessage{Destination: "d", OrderKey: "k"}))
-	claims, err := s.ClaimDue(ctx, now, 10, "w", time.Minute)
-	is.NoErr(err)
-	is.Equal(len(claims), 1)
-	turn, attempt := ids.TurnID(now), ids.AttemptID(now)
-	_, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
-		Begin:  &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "send"},
-		Admit:  []turnframe.Command{{Key: "second", Case: "case-second", Name: "send"}},
-		Settle: []turnframe.Settlement{{Key: "second", To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}},
-	})
-	is.NoErr(err)
+	head, turn, attempt := headClaimedSecondTaken(t, s, now)
+	claims := []turnframe.Claim{head}
 
 	tx, err := s.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	is.NoErr(err)
@@ -199,4 +174,27 @@ func TestApplyTxInARepeatableReadTransactionLeavesARowHeldForGood(t *testing.T) 
 	got, err := s.ClaimDue(ctx, now.Add(time.Hour), 10, "w2", time.Minute)
 	is.NoErr(err)
 	is.Equal(len(got), 1) // the row is due: nothing before it holds its key
+}
+
+// headClaimedSecondTaken enqueues r1, the head of order key "k", and claims
+// it; then begins a turn and takes a second command on it, which will
+// enqueue r2 on the same key. It returns r1's claim, the turn and the
+// second command's attempt.
+func headClaimedSecondTaken(t *testing.T, s *pgstore.Store, now time.Time) (turnframe.Claim, turnframe.TurnID, turnframe.AttemptID) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	ids := turnframe.NewIDGenerator()
+	is.NoErr(enqueueRows(ctx, s, ids, "acme", "first", now, turnframe.OutboxMessage{Destination: "d", OrderKey: "k"}))
+	claims, err := s.ClaimDue(ctx, now, 10, "w", time.Minute)
+	is.NoErr(err)
+	is.Equal(len(claims), 1) // the head claimed
+	turn, attempt := ids.TurnID(now), ids.AttemptID(now)
+	_, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
+		Begin:  &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "send"},
+		Admit:  []turnframe.Command{{Key: "second", Case: "case-second", Name: "send"}},
+		Settle: []turnframe.Settlement{{Key: "second", To: turnframe.JournalExecuting, Attempt: attempt, Lease: time.Minute}},
+	})
+	is.NoErr(err) // the second command taken
+	return claims[0], turn, attempt
 }
