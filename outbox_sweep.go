@@ -125,11 +125,12 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	}
 	if !sw.clock().Before(sw.leaseEnd()) || sw.claimLost(idx) {
 		// Its lease ran out while it waited for its turn (the keeper could
-		// not extend it), or an extension found its claim lost: recovery may
-		// have expired the row and handed it on. A send needs the claim; the settlement, fenced on it, puts
-		// the row back only if it still holds.
+		// not extend it), or an extension found its claim lost: recovery
+		// may have expired the row and handed it on. A send needs the
+		// claim; the settlement, fenced on it, puts the row back only if
+		// it still holds.
 		d.limits.release(c.Destination)
-		return notSent("its lease ended before its send started")
+		return notSent("its claim ended (lease run out or lost) before its send started")
 	}
 	out, sent := d.send(sw.ctx, sw.stop, c)
 	d.limits.release(c.Destination)
