@@ -304,15 +304,7 @@ func executeOutcome(t *testing.T, ctx context.Context, rt *turnframe.Runtime, st
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
-	var rows []turnframe.OutboxRecord
-	for _, id := range report.Results[0].OutboxIDs {
-		r, err := store.GetOutbox(ctx, id)
-		if err != nil {
-			t.Fatalf("get outbox %v: %v", id, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows
+	return storedRows(t, ctx, store, report.Results[0].OutboxIDs)
 }
 
 // WithTraceContext stamps the rows, never the handler's Outcome: an Outcome

@@ -38,8 +38,14 @@ func executeOne(t *testing.T, ctx context.Context, rt *turnframe.Runtime, store 
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
+	return storedRows(t, ctx, store, report.Results[0].OutboxIDs)
+}
+
+// storedRows reads the outbox rows ids names, as stored.
+func storedRows(t *testing.T, ctx context.Context, store turnframe.Store, ids []turnframe.OutboxID) []turnframe.OutboxRecord {
+	t.Helper()
 	var rows []turnframe.OutboxRecord
-	for _, id := range report.Results[0].OutboxIDs {
+	for _, id := range ids {
 		r, err := store.GetOutbox(ctx, id)
 		if err != nil {
 			t.Fatalf("get outbox %v: %v", id, err)

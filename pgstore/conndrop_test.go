@@ -56,6 +56,22 @@ func eachClock(t *testing.T, f func(t *testing.T, clock pgstore.Clock)) {
 	}
 }
 
+// oneRowAndAKiller opens a store on clock with one row enqueued at now, and
+// a connection of its own to terminate the store's backends with (closed
+// when the test ends).
+func oneRowAndAKiller(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *pgx.Conn, time.Time) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	s := mustOpen(t, pgstore.WithClock(clock))
+	killer, err := pgx.Connect(ctx, s.Pool().Config().ConnConfig.ConnString())
+	is.NoErr(err)
+	t.Cleanup(func() { killer.Close(context.Background()) })
+	now := time.Now()
+	is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+	return s, killer, now
+}
+
 // DESIGN.md §8: "A settlement always lands. One refused as ErrBusy is
 // tried again with backoff until it lands"; RunOnce: "a send whose outcome
 // is known is never sent again because one write failed". §4: "ErrBusy —
@@ -73,12 +89,7 @@ func TestASettlementOnADroppedConnectionLands(t *testing.T) {
 	eachClock(t, func(t *testing.T, clock pgstore.Clock) {
 		is := is.New(t)
 		ctx := context.Background()
-		s := mustOpen(t, pgstore.WithClock(clock))
-		killer, err := pgx.Connect(ctx, s.Pool().Config().ConnConfig.ConnString())
-		is.NoErr(err)
-		defer killer.Close(ctx)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		s, killer, now := oneRowAndAKiller(t, clock)
 
 		sends := 0
 		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
@@ -106,12 +117,7 @@ func TestACallOnADroppedConnectionIsBusyOrLands(t *testing.T) {
 	eachClock(t, func(t *testing.T, clock pgstore.Clock) {
 		is := is.New(t)
 		ctx := context.Background()
-		s := mustOpen(t, pgstore.WithClock(clock))
-		killer, err := pgx.Connect(ctx, s.Pool().Config().ConnConfig.ConnString())
-		is.NoErr(err)
-		defer killer.Close(ctx)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		s, killer, now := oneRowAndAKiller(t, clock)
 		claims, err := s.ClaimDue(ctx, now, 10, "w", time.Minute)
 		is.NoErr(err)
 		is.Equal(len(claims), 1)
