@@ -35,10 +35,10 @@ type sweep struct {
 	// settled: a lost claim it reports is someone else's doing.
 	writing sync.Mutex
 
-	mu         sync.Mutex
-	open       map[int]bool // rows not settled and not given up: the keeper extends their leases
-	lost       map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
-	leaseUntil time.Time    // the latest lease end the store granted the open rows
+	mu    sync.Mutex
+	open  map[int]bool // rows not settled and not given up: the keeper extends their leases
+	lost  map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
+	until []time.Time  // each row's lease end, as the store last granted it
 }
 
 // queuedSettlement is a sent row's settlement, waiting for the settler.
@@ -57,12 +57,11 @@ func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now time
 		fates: make([]rowFate, len(claims)),
 		open:  make(map[int]bool, len(claims)),
 		lost:  make(map[int]bool),
+		until: make([]time.Time, len(claims)),
 	}
 	for i, c := range claims {
 		sw.open[i] = true
-		if c.LeaseUntil.After(sw.leaseUntil) {
-			sw.leaseUntil = c.LeaseUntil
-		}
+		sw.until[i] = c.LeaseUntil
 	}
 	return sw
 }
@@ -123,7 +122,7 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	if !d.limits.acquire(sw.stop, c.Destination) {
 		return notSent("the sweep was cancelled")
 	}
-	if !sw.clock().Before(sw.leaseEnd()) || sw.claimLost(idx) {
+	if !sw.clock().Before(sw.leaseEnd(idx)) || sw.claimLost(idx) {
 		// Its lease ran out while it waited for its turn (the keeper could
 		// not extend it), or an extension found its claim lost: recovery
 		// may have expired the row and handed it on. A send needs the
@@ -131,6 +130,13 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 		// it still holds.
 		d.limits.release(c.Destination)
 		return notSent("its claim ended (lease run out or lost) before its send started")
+	}
+	if !sw.covered(idx) {
+		// It waited while the keeper could not extend its lease, and what
+		// is left would end before the send's deadline: recovery could
+		// expire the row and hand it on while this send still runs.
+		d.limits.release(c.Destination)
+		return notSent("its lease could not be renewed to cover its send")
 	}
 	out, sent := d.send(sw.ctx, sw.stop, c)
 	d.limits.release(c.Destination)
@@ -247,7 +253,7 @@ func (sw *sweep) tryWrite(ctx context.Context, settlements []OutboxSettlement, i
 	defer sw.writing.Unlock()
 	results, err = sw.d.store.Settle(ctx, settlements)
 	if err != nil && errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) {
-		if sw.ctx.Err() == nil || sw.clock().Before(sw.leaseEnd()) {
+		if sw.ctx.Err() == nil || sw.clock().Before(sw.leaseEnd(idx...)) {
 			return nil, false, err
 		}
 		err = fmt.Errorf("%w (the sweep's context ended and its leases too: given up)", err)
@@ -267,11 +273,48 @@ func (sw *sweep) claimLost(idx int) bool {
 	return sw.lost[idx]
 }
 
-// leaseEnd is the latest lease end the store granted the rows still open.
-func (sw *sweep) leaseEnd() time.Time {
+// leaseEnd is the latest lease end the store granted the rows idx.
+func (sw *sweep) leaseEnd(idx ...int) time.Time {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	return sw.leaseUntil
+	var end time.Time
+	for _, i := range idx {
+		if sw.until[i].After(end) {
+			end = sw.until[i]
+		}
+	}
+	return end
+}
+
+// covered reports whether row idx's lease covers a send started now to its
+// deadline, as a fresh claim's does (Lease less LeaseMargin: SendTimeout,
+// unless Lease is capped). When it does not, because the row waited for a
+// sender or a destination's place while the keeper could not extend its
+// lease, covered extends that row's claim alone and reports whether the
+// store granted it; a claim the store says is lost is marked lost.
+func (sw *sweep) covered(idx int) bool {
+	d := sw.d
+	need := d.cfg.Lease() - d.cfg.LeaseMargin
+	if sw.leaseEnd(idx).Sub(sw.clock()) >= need {
+		return true
+	}
+	sw.writing.Lock()
+	defer sw.writing.Unlock()
+	now := sw.clock()
+	results, err := d.store.ExtendClaims(context.WithoutCancel(sw.ctx), []Claim{sw.claims[idx]}, now, d.cfg.Lease())
+	if err != nil || len(results) != 1 {
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox row's lease could not be renewed before its send",
+			append(rowAttrs(sw.claims[idx]), slog.Any("error", err), slog.Int("results", len(results)))...)
+		return false
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if results[0] != nil {
+		sw.lost[idx] = true
+		return false
+	}
+	sw.until[idx] = now.Add(d.cfg.Lease())
+	return true
 }
 
 // keepLeases extends the leases of the open rows every LeaseMargin/2 until
@@ -326,18 +369,17 @@ func (sw *sweep) extend() {
 			slog.Int("rows", len(claims)), slog.Int("results", len(results)))
 		return
 	}
-	sw.mu.Lock()
-	if until := now.Add(lease); until.After(sw.leaseUntil) {
-		sw.leaseUntil = until
-	}
-	sw.mu.Unlock()
 	for i, rerr := range results {
-		if rerr != nil {
+		if rerr == nil {
 			sw.mu.Lock()
-			sw.lost[idx[i]] = true // not extended: its send, if not started, never starts
+			sw.until[idx[i]] = now.Add(lease)
 			sw.mu.Unlock()
-			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row lost its claim while its send may run; it may be sent twice",
-				append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
+			continue
 		}
+		sw.mu.Lock()
+		sw.lost[idx[i]] = true // not extended: its send, if not started, never starts
+		sw.mu.Unlock()
+		d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row lost its claim while its send may run; it may be sent twice",
+			append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
 	}
 }

@@ -1,0 +1,140 @@
+package turnframe_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// keeperRefused refuses as busy every lease extension of more than one
+// claim (the keeper's, while two rows are open) and, when alone is set,
+// of one claim too (a renewal before a send).
+type keeperRefused struct {
+	turnframe.Store
+	alone bool
+}
+
+func (k keeperRefused) ExtendClaims(ctx context.Context, claims []turnframe.Claim, now time.Time, lease time.Duration) ([]error, error) {
+	if len(claims) > 1 || k.alone {
+		return nil, turnframe.ErrBusy
+	}
+	return k.Store.ExtendClaims(ctx, claims, now, lease)
+}
+
+// effects is a remote that takes each send as one effect and, asked, says
+// whether the effect of a row has arrived.
+type effects struct {
+	mu  sync.Mutex
+	got map[turnframe.OutboxID]int
+}
+
+func (e *effects) land(id turnframe.OutboxID) { e.mu.Lock(); e.got[id]++; e.mu.Unlock() }
+func (e *effects) count(id turnframe.OutboxID) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.got[id]
+}
+
+// A row waits for its destination's place (DestinationLimits 1) while the
+// keeper cannot extend the sweep's leases. The place frees 10 ms before the
+// row's lease ends, with the send's deadline (SendTimeout, an hour) far
+// past it. Sent on that claim, recovery could expire the row while the send
+// still runs, ask the remote (nothing arrived yet) and hand it on: two
+// sends of one effect at a remote that does not deduplicate (found by the
+// sixth outside attack; RELIABILITY §16). The row is sent only once its
+// claim is renewed to cover the send; a store that refuses the renewal
+// gets it back unsent.
+func TestARowThatWaitedIsSentOnlyUnderALeaseThatCoversItsSend(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused bool // the renewal of the waiting row is refused too
+	}{
+		{"the store renews the claim", false},
+		{"the store refuses the renewal", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) {
+				leaseCoverRun(t, store, tc.refused)
+			})
+		})
+	}
+}
+
+func leaseCoverRun(t *testing.T, store turnframe.Store, refused bool) {
+	is := is.New(t)
+	ctx := context.Background()
+	rows := dispEnqueue(t, store, rtAccount, "k1", dispMessages(2, "bakery", "")...)
+	clock := newStepClock(dispNow)
+	remote := &effects{got: map[turnframe.OutboxID]int{}}
+	first, second := make(chan turnframe.OutboxID, 1), make(chan turnframe.OutboxID, 1)
+	proceed1, proceed2 := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	n := 0
+	sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		if k == 1 {
+			first <- e.ID
+			<-proceed1
+		} else {
+			second <- e.ID // the waiting row's send has started
+			<-proceed2     // …and is on its way
+		}
+		remote.land(e.ID)
+		return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
+	})
+	cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond,
+		DestinationLimits: map[string]int{"bakery": 1}}
+	d := turnframe.NewDispatcher(keeperRefused{store, refused}, sender, cfg, turnframe.WithClock(clock.read))
+	done := make(chan turnframe.DispatchReport, 1)
+	go func() {
+		report, err := d.RunOnce(ctx, dispNow)
+		if err != nil {
+			t.Errorf("run once: %v", err)
+		}
+		done <- report
+	}()
+	holder := await(t, first, "the first send holds the place")
+	waiter := rows[0].ID
+	if holder == waiter {
+		waiter = rows[1].ID
+	}
+	clock.set(dispNow.Add(time.Hour)) // the claim's lease (an hour and 10 ms) has 10 ms left
+	close(proceed1)                   // the place frees
+	select {
+	case id := <-second:
+		is.True(!refused) // sent although its lease could not cover the send
+		is.Equal(id, waiter)
+	case report := <-done:
+		is.True(refused) // not sent although the store renewed its claim
+		close(proceed2)
+		is.Equal(len(report.Completed), 1)                                  // the holder only
+		is.Equal(report.Retried, []turnframe.OutboxID{waiter})              // the waiter, put back
+		is.Equal(dispGet(t, store, waiter).Status, turnframe.OutboxPending) // put back unsent
+		is.Equal(dispGet(t, store, waiter).LastCode, turnframe.CodeNotSent)
+		is.Equal(remote.count(waiter), 0)
+		return
+	}
+
+	clock.set(dispNow.Add(90 * time.Minute)) // the claim's first lease ended while the send runs
+	verifier := turnframe.VerifierFunc(func(_ context.Context, u turnframe.Uncertain) turnframe.Verification {
+		if remote.count(waiter) > 0 {
+			return turnframe.Verification{Found: turnframe.FoundHappened}
+		}
+		return turnframe.Verification{Found: turnframe.FoundNotHappened}
+	})
+	rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{Verifier: verifier}))
+	_, err := rec.Recover(ctx, turnframe.RecoveryScope{Account: "nobody"}, polNoTurns{t})
+	is.NoErr(err)
+	is.Equal(dispGet(t, store, waiter).Status, turnframe.OutboxDispatching) // the renewed lease holds: recovery leaves it alone
+	close(proceed2)
+	await(t, done, "RunOnce returns")
+	is.Equal(remote.count(waiter), 1) // one effect
+	is.Equal(dispGet(t, store, waiter).Status, turnframe.OutboxCompleted)
+}
