@@ -156,8 +156,9 @@ type Recovery struct {
 // NewRecovery returns a Recovery over store. It honours WithObserver,
 // WithLogger, WithClock (the time against which it judges whether a lease
 // ended, and every time it writes: expiries, policy steps, settlements) and
-// the Remote declarations (WithDestination, WithCommand). A nil store
-// panics.
+// the Remote declarations (WithDestination, WithCommand), and
+// WithCommandTimeout and WithLeaseMargin, whose command lease is
+// RecoveryLoop.StaleAfter's default. A nil store panics.
 func NewRecovery(store Store, opts ...Option) *Recovery {
 	if store == nil {
 		panic("turnframe: NewRecovery with a nil store")

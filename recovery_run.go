@@ -17,8 +17,8 @@ const DefaultRecoveryInterval = 30 * time.Second
 type RecoveryLoop struct {
 	// Scope is the first pass's scope (at start-up, a zero scope recovers
 	// everything). Later passes keep its Account and set UpdatedBefore to
-	// now − StaleAfter, so a turn in flight in this or another process is
-	// left alone.
+	// now − StaleAfter (MinTime if that is earlier: no turn), so a turn in
+	// flight in this or another process is left alone.
 	Scope RecoveryScope
 	// Handler acts on each turn's decision, as for Recover.
 	Handler RecoveryHandler
@@ -71,7 +71,14 @@ func (r *Recovery) Run(ctx context.Context, loop RecoveryLoop) error {
 			return nil
 		case <-t.C:
 		}
-		scope = RecoveryScope{Account: loop.Scope.Account, UpdatedBefore: r.cfg.now().Add(-stale)}
+		// A stale bound before every time a store keeps (a lease of a
+		// hundred years, for a command timeout of "none") leaves out every
+		// turn; the pass still expires claims and applies the policy.
+		cut := r.cfg.now().Add(-stale)
+		if cut.Before(MinTime) {
+			cut = MinTime
+		}
+		scope = RecoveryScope{Account: loop.Scope.Account, UpdatedBefore: cut}
 	}
 }
 
