@@ -1,6 +1,7 @@
 package turnframe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -112,7 +113,26 @@ type Outcome struct {
 // if the command committed. events and msgs are copied; the caller may reuse
 // them.
 func Commit(events []Event, msgs ...OutboxMessage) Outcome {
-	return Outcome{kind: OutcomeCommit, events: slices.Clone(events), outbox: slices.Clone(msgs)}
+	return Outcome{kind: OutcomeCommit, events: cloneEvents(events), outbox: cloneMessages(msgs)}
+}
+
+// cloneEvents copies events and the data each holds: an Outcome shares no
+// memory with its caller.
+func cloneEvents(events []Event) []Event {
+	events = slices.Clone(events)
+	for i := range events {
+		events[i].Data = bytes.Clone(events[i].Data)
+	}
+	return events
+}
+
+// cloneMessages copies msgs and the payload each holds.
+func cloneMessages(msgs []OutboxMessage) []OutboxMessage {
+	msgs = slices.Clone(msgs)
+	for i := range msgs {
+		msgs[i].Payload = bytes.Clone(msgs[i].Payload)
+	}
+	return msgs
 }
 
 // Reject is the outcome of a command the domain refused: it took no effect.
@@ -138,10 +158,10 @@ func Unknown(remoteRef string) Outcome { return Outcome{kind: OutcomeUnknown, re
 func (o Outcome) Kind() OutcomeKind { return o.kind }
 
 // Events returns a Commit's events (nil for other outcomes).
-func (o Outcome) Events() []Event { return slices.Clone(o.events) }
+func (o Outcome) Events() []Event { return cloneEvents(o.events) }
 
 // Outbox returns a Commit's outbox messages (nil for other outcomes).
-func (o Outcome) Outbox() []OutboxMessage { return slices.Clone(o.outbox) }
+func (o Outcome) Outbox() []OutboxMessage { return cloneMessages(o.outbox) }
 
 // Code returns a Reject's code.
 func (o Outcome) Code() string { return o.code }
