@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -128,8 +129,11 @@ func dsn(path string, params url.Values) string {
 	return "file:" + esc + "?" + params.Encode()
 }
 
+// busyPragma is the busy_timeout pragma of cfg. SQLite reads it as a 32-bit
+// count of milliseconds and takes a larger one as 0, no wait at all: a wait
+// past that (about 24.8 days) is the longest SQLite keeps.
 func busyPragma(cfg config) string {
-	return "busy_timeout(" + strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10) + ")"
+	return "busy_timeout(" + strconv.FormatInt(min(cfg.busyTimeout.Milliseconds(), math.MaxInt32), 10) + ")"
 }
 
 // existingMode makes SQLite itself refuse to create the file, for a store
