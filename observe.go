@@ -3,6 +3,7 @@ package turnframe
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"time"
 )
@@ -72,9 +73,12 @@ type Labels struct {
 	Action      string // a recovery action
 }
 
-// Observer receives the library's signals. It is called synchronously on
-// the caller's goroutine, possibly from several goroutines at once, and must
-// be quick and safe for concurrent use.
+// Observer receives the library's signals. It is called synchronously,
+// during the call that emits the signal, on the caller's goroutine or on one
+// that call started (a sweep's senders and settler, a late answer's
+// recorder), possibly from several goroutines at once, and must be quick
+// and safe for concurrent use. A panic in Observe is recovered and logged at
+// error level, and its signal dropped: it never stops a call or the process.
 type Observer interface {
 	// Observe records one occurrence of s; d is its duration for a timed
 	// signal and zero for a counter.
@@ -133,14 +137,28 @@ type observer struct {
 	log *slog.Logger
 }
 
-func (o observer) count(s Signal, l Labels) { o.obs.Observe(s, l, 0) }
+func (o observer) count(s Signal, l Labels) { o.emit(s, l, 0) }
+
+// emit hands one signal to the Observer. Signals are emitted on goroutines
+// the library started (a sweep's senders and settler, a late answer's
+// recorder), where the application cannot recover a panic: an Observer's
+// panic is logged at error level and the signal dropped, never the process.
+func (o observer) emit(s Signal, l Labels, d time.Duration) {
+	defer func() {
+		if p := recover(); p != nil {
+			o.log.Error("turnframe: observer panicked; the signal is dropped",
+				slog.String("signal", string(s)), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	o.obs.Observe(s, l, d)
+}
 
 // deadAttemptLabels labels SignalExternalOutcomeUnknown for an attempt of
 // command name that died and is declared unknown: by Execute, by Recover,
 // or by a settlement straight from Executing.
 func deadAttemptLabels(name string) Labels { return Labels{Command: name, Outcome: "lease_ended"} }
 
-func (o observer) timed(s Signal, l Labels, d time.Duration) { o.obs.Observe(s, l, d) }
+func (o observer) timed(s Signal, l Labels, d time.Duration) { o.emit(s, l, d) }
 
 func (o observer) logf(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
 	o.log.LogAttrs(ctx, level, msg, attrs...)
