@@ -33,7 +33,7 @@ func (m *Mux) Register(name string, h Handler) {
 	if err := checkString("name", name, 1, MaxNameLen); err != nil {
 		panic("turnframe: Mux.Register: " + err.Error())
 	}
-	if h == nil {
+	if isNil(h) {
 		panic("turnframe: Mux.Register: a nil handler for " + name)
 	}
 	m.mu.Lock()

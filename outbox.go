@@ -45,7 +45,7 @@ func NewDispatcher(store OutboxStore, sender Sender, cfg DispatchConfig, opts ..
 	if store == nil {
 		panic("turnframe: NewDispatcher with a nil store")
 	}
-	if sender == nil {
+	if isNil(sender) {
 		panic("turnframe: NewDispatcher with a nil sender")
 	}
 	cfg = cfg.withDefaults()

@@ -281,7 +281,7 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 	if err := CheckTurnRef(account, turn); err != nil {
 		return ExecuteReport{}, err
 	}
-	if h == nil {
+	if isNil(h) {
 		return ExecuteReport{}, invalid("handler", "nil")
 	}
 	marker, err := rt.store.TurnPhase(ctx, account, turn)

@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -578,4 +579,19 @@ func (s RecoveryScope) Validate() error {
 		}
 	}
 	return checkOptionalTime("updated_before", s.UpdatedBefore)
+}
+
+// isNil reports whether v, an implementation the application hands in (a
+// Sender, a Handler), is nil: the nil interface, or one holding a nil
+// pointer or func — a nil *HTTPSender (NewHTTPSender's error ignored), a
+// nil HandlerFunc — whose first call would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func:
+		return rv.IsNil()
+	}
+	return false
 }
