@@ -13,7 +13,7 @@ func newDestLimits(limits map[string]int) destLimits {
 	l := make(destLimits, len(limits))
 	for dest, n := range limits {
 		if n > 0 {
-			l[dest] = make(chan struct{}, n)
+			l[dest] = make(chan struct{}, min(n, MaxLimit)) // a larger cap is none: no claim returns more rows
 		}
 	}
 	return l

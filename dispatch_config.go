@@ -50,7 +50,8 @@ type DispatchConfig struct {
 	// attempt MaxAttempts (or later) fails the row with
 	// CodeAttemptsExhausted.
 	MaxAttempts int
-	// Concurrency is how many rows of one claimed batch are sent at once.
+	// Concurrency is how many rows of one claimed batch are sent at once
+	// (at most MaxLimit: a larger value is MaxLimit).
 	// 1 sends them one after another, in claim order.
 	Concurrency int
 	// LeaseMargin is how long a claim's lease runs past the SendTimeout of
@@ -73,9 +74,12 @@ type DispatchConfig struct {
 	// DestinationLimits caps, per destination, how many sends to it this
 	// Dispatcher makes at once, across all its concurrent sends (of one
 	// RunOnce, of concurrent RunOnce calls, of Run). A destination absent,
-	// or with a limit of 0 or less, is capped by Concurrency only. A
-	// claimed row waits for its destination's turn, its lease kept alive;
-	// if the sweep's context ends first it is not sent (CodeNotSent). A
+	// or with a limit of 0 or less, is capped by Concurrency only; a limit
+	// above MaxLimit is MaxLimit. A claimed row waits for its
+	// destination's turn, its lease kept alive; if the sweep's context ends
+	// first it is not sent (CodeNotSent), and if what is left of its lease
+	// would end before its send's deadline (the keeper could not extend
+	// it), its claim is renewed first, or, refused, it is not sent. A
 	// send gives its place back when it ends or when SendTimeout passes,
 	// whichever is first: a Sender that ignores its context and runs on
 	// past its deadline no longer counts. The Dispatcher keeps its own copy
@@ -115,7 +119,9 @@ func (c DispatchConfig) withDefaults() DispatchConfig {
 	d.MaxBackoff = positiveOr(c.MaxBackoff, d.MaxBackoff)
 	d.BackoffMultiplier = positiveOr(c.BackoffMultiplier, d.BackoffMultiplier)
 	d.MaxAttempts = positiveOr(c.MaxAttempts, d.MaxAttempts)
-	d.Concurrency = positiveOr(c.Concurrency, d.Concurrency)
+	// More sends at once than a claim can return rows (MaxLimit) is no
+	// bound at all; Run sizes its bookkeeping by it.
+	d.Concurrency = min(positiveOr(c.Concurrency, d.Concurrency), MaxLimit)
 	d.LeaseMargin = positiveOr(c.LeaseMargin, d.LeaseMargin)
 	d.PollInterval = positiveOr(c.PollInterval, d.PollInterval)
 	d.GracePeriod = positiveOr(c.GracePeriod, d.GracePeriod)
