@@ -33,6 +33,8 @@ type EnqueueListener interface {
 	// has ended, with the error that ended it (nil for stop or ctx);
 	// calling it twice is safe. Commits made while nothing listens are not
 	// announced: look for due rows after ListenEnqueued returns. On error
-	// nothing was started.
+	// nothing was started. ListenEnqueued itself returns once ctx ends, at
+	// the latest (Dispatcher.Run listens on a goroutine of its own, claiming
+	// meanwhile, and waits for that goroutine before it returns).
 	ListenEnqueued(ctx context.Context) (wake <-chan struct{}, stop func() error, err error)
 }

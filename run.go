@@ -111,9 +111,13 @@ func (l *runLoop) loop() error {
 		case _, ok := <-heard:
 			if !ok {
 				l.wake.lost(l.stop)
+			} else {
+				l.wake.proven()
 			}
 		case <-retry:
 			l.wake.listen(l.stop)
+		case r := <-l.wake.started:
+			l.wake.begin(l.stop, r)
 		case <-poll.C:
 			release = true
 		case n := <-l.ended:

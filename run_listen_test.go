@@ -36,6 +36,19 @@ func (s *listeningStore) ListenEnqueued(ctx context.Context) (<-chan struct{}, f
 	return wake, stop, nil
 }
 
+// idle waits for the three claims a Run makes before it waits for
+// anything: at its start, once its listen answered (it listens on a
+// goroutine of its own, and what was committed before it listened is
+// never announced) and once its first release ended — the last two in
+// either order — and checks that each found nothing due.
+func idle(t *testing.T, l *listeningStore) {
+	t.Helper()
+	is := is.New(t)
+	for _, which := range []string{"at start", "the second", "the third"} {
+		is.Equal(await(t, l.claims, "the claim "+which), 0) // nothing due
+	}
+}
+
 func (s *listeningStore) stops() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -54,8 +67,7 @@ func TestRunWakesWhenItsListenerHears(t *testing.T) {
 	d := turnframe.NewDispatcher(l, gate, runConfig(), turnframe.WithClock(func() time.Time { return dispNow }))
 	stop := runDispatcher(t, d)
 	wake := await(t, l.started, "Run listens")
-	is.Equal(await(t, l.claims, "the first claim"), 0)  // nothing due at start
-	is.Equal(await(t, l.claims, "the second claim"), 0) // nor after the release: Run is idle
+	idle(t, l) // nothing due at start, once listening, nor after the release
 	rows := dispEnqueue(t, store, "acme", "k1", dispMessages(1, "payments", "")...)
 	wake <- struct{}{}
 	is.Equal(await(t, l.claims, "a claim after the wake-up"), 1) // woken by the listener
@@ -78,8 +90,7 @@ func TestRunListensAgainWhenItsListenerFails(t *testing.T) {
 	d := turnframe.NewDispatcher(l, gate, runConfig(), turnframe.WithClock(func() time.Time { return dispNow }))
 	stop := runDispatcher(t, d)
 	wake := await(t, l.started, "Run listens")
-	is.Equal(await(t, l.claims, "the first claim"), 0)  // idle
-	is.Equal(await(t, l.claims, "the second claim"), 0) // idle
+	idle(t, l) // nothing due at start, once listening, nor after the release
 	rows := dispEnqueue(t, store, "acme", "k1", dispMessages(1, "payments", "")...)
 	close(wake) // the listener failed: the enqueue was never heard
 	await(t, l.started, "Run listens again")
