@@ -62,8 +62,10 @@ func (s *Store) applyAndNotify(ctx context.Context, tx *wtx, w turnframe.Write) 
 // again returns the same. Notifications committed while no connection
 // listens are not replayed: look for due rows after (re)starting.
 //
-// Errors: ErrClosed after Close; otherwise the connection's or the LISTEN's
-// error, translated, and nothing is left running.
+// Errors: ErrClosed after Close, or when Close is called while it connects
+// (Close does not wait for a connect that hangs); otherwise the
+// connection's or the LISTEN's error, translated, and nothing is left
+// running.
 func (s *Store) ListenEnqueued(ctx context.Context) (wake <-chan struct{}, stop func() error, err error) {
 	done, err := s.enter("listen")
 	if err != nil {
@@ -76,11 +78,17 @@ func (s *Store) ListenEnqueued(ctx context.Context) (wake <-chan struct{}, stop 
 	cc.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
 	}
-	conn, err := pgx.ConnectConfig(ctx, cc)
+	// Close waits for this call: the connect and the LISTEN, which a
+	// server that accepts and never answers holds until ctx ends, end when
+	// Close is called too.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
+	conn, err := pgx.ConnectConfig(sctx, cc)
 	if err != nil {
 		return nil, nil, s.fail(ctx, "listen: connect", err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(sctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, nil, s.fail(ctx, "listen", err)
 	}

@@ -89,5 +89,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
 	}
-	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel}, nil
+	closing, endAll := context.WithCancel(context.Background())
+	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel,
+		closing: closing, endAll: endAll}, nil
 }

@@ -81,9 +81,11 @@ type Store struct {
 	host    func() time.Time // WithHostClock
 	channel string           // the pg_notify channel of enqueues (listen.go)
 
-	mu     sync.Mutex     // guards closed, and calls.Add against Close's calls.Wait
-	closed bool           // set by Close: every call from then on is ErrClosed
-	calls  sync.WaitGroup // the calls in progress, which Close waits for
+	mu      sync.Mutex         // guards closed, and calls.Add against Close's calls.Wait
+	closed  bool               // set by Close: every call from then on is ErrClosed
+	calls   sync.WaitGroup     // the calls in progress, which Close waits for
+	closing context.Context    // ends when Close is called: a listen's connect waits no longer
+	endAll  context.CancelFunc // ends closing
 
 	enqueued wake.Broadcast // signalled by each Apply that enqueued rows (notify.go)
 }
@@ -107,6 +109,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.endAll()
 	s.calls.Wait()
 	if s.ownPool {
 		s.pool.Close()
