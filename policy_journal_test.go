@@ -66,13 +66,14 @@ func TestRecoverResolvesAnUnknownCommandByWhatItsRemoteCanDo(t *testing.T) {
 		actions []turnframe.ActionKind // what the turn was finally handed
 		calls   int                    // handler calls of the command, the first included
 	}{
-		{"AnUndeclaredCommandWaitsForSettle", nil, turnframe.PolicyLeft, turnframe.JournalOutcomeUnknown, nil, 1},
+		{"AnUndeclaredCommandWaitsForSettleItsTurnAnsweredAroundIt", nil, turnframe.PolicyLeft, turnframe.JournalOutcomeUnknown,
+			[]turnframe.ActionKind{turnframe.ActionRegenerateResponse}, 1},
 		{"AVerifierThatFindsItCommitsItAndTheAnswerIsRegenerated", &turnframe.Remote{Verifier: polFound(turnframe.FoundHappened, "ch_9")},
 			turnframe.PolicyCompleted, turnframe.JournalCommitted, []turnframe.ActionKind{turnframe.ActionRegenerateResponse}, 1},
 		{"AVerifierThatFindsItNeverArrivedRunsItAgainUnderItsKey", &turnframe.Remote{Verifier: polFound(turnframe.FoundNotHappened, "")},
 			turnframe.PolicyResent, turnframe.JournalCommitted, []turnframe.ActionKind{turnframe.ActionResumeCommands}, 2},
-		{"ARemoteThatCanDoNeitherEscalates", &turnframe.Remote{},
-			turnframe.PolicyEscalated, turnframe.JournalNeedsIntervention, nil, 1},
+		{"ARemoteThatCanDoNeitherEscalatesItsTurnAnsweredAroundIt", &turnframe.Remote{},
+			turnframe.PolicyEscalated, turnframe.JournalNeedsIntervention, []turnframe.ActionKind{turnframe.ActionRegenerateResponse}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

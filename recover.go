@@ -97,8 +97,13 @@ func (r RecoverReport) Count(o PolicyOutcome) int {
 //     (Decide). A turn holding unknown outcomes has them resolved by the
 //     policy of each command's Remote (WithCommand) — a Stranded attempt
 //     is first declared unknown, if its command has a Remote — and is then
-//     decided again; every other decision goes to h (ActionNothing and an
-//     unknown the policy left call nothing);
+//     decided again; every other decision goes to h (ActionNothing calls
+//     nothing). A turn not yet terminal whose unknowns the policy left
+//     (to a person, a later lookup or Settle) and with no pending entry is
+//     answered around them, ActionRegenerateResponse, as Runtime.Deliver
+//     would have answered it had the process not died; with a pending
+//     entry it is left to wait, as Decide says: nothing runs while an
+//     unknown outcome of its turn is held;
 //  4. lists what needs intervention.
 //
 // Entries awaiting approval are listed (report.AwaitingApproval), never
@@ -226,6 +231,9 @@ func (r *Recovery) recoverTurn(ctx context.Context, h RecoveryHandler, m TurnPha
 			}
 		}
 		action, err = r.Decide(ctx, m.Account, m.Turn)
+		if err == nil && action.Kind == ActionReconcileExternal && !action.Phase.IsTerminal() {
+			action, err = r.answerAround(ctx, m, action)
+		}
 	}
 	if err == nil {
 		report.Turns.Actions[action.Kind]++
@@ -297,4 +305,21 @@ func (r *Recovery) listIntervention(ctx context.Context, scope RecoveryScope, re
 		}
 		scope.After = markers[len(markers)-1].Turn
 	}
+}
+
+// answerAround decides again a turn not yet terminal whose unknown
+// outcomes the policy left: they do not hold its answer back (Deliver), so
+// with no pending entry it is answered from what is settled
+// (ActionRegenerateResponse); with one, action stands and the turn waits.
+func (r *Recovery) answerAround(ctx context.Context, m TurnPhaseMarker, action RecoveryAction) (RecoveryAction, error) {
+	entries, err := r.store.ForTurn(ctx, m.Account, m.Turn)
+	if err != nil {
+		return action, err
+	}
+	for _, e := range entries {
+		if e.Status.IsPending() {
+			return action, nil
+		}
+	}
+	return r.regenerate(ctx, m.Account, m.Turn, entries, RecoveryAction{Phase: action.Phase, Awaiting: action.Awaiting})
 }
