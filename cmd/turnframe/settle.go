@@ -154,16 +154,22 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 	if err != nil {
 		return fmt.Errorf("no outbox row %s: %w", req.id, err)
 	}
-	seen := lastHistorySeq(ctx, store, turnframe.OutboxSubject(before.Account, req.id))
-	if err := rec.Settle(ctx, turnframe.OutboxSubject(before.Account, req.id), req.decision); err != nil {
+	subject := turnframe.OutboxSubject(before.Account, req.id)
+	seen, err := lastHistorySeq(ctx, store, subject)
+	if err != nil {
+		return fmt.Errorf("reading the history of outbox row %s (nothing was settled): %w", req.id, err)
+	}
+	if req.decision.Attempt == "" && before.Attempts > 0 {
+		req.decision.Attempt = strconv.Itoa(before.Attempts) // the attempt read: a send since is not settled blind
+	}
+	if err := rec.Settle(ctx, subject, req.decision); err != nil {
 		return explainWrite(err, db)
 	}
-	after, err := store.GetOutbox(ctx, req.id)
-	if err != nil {
-		return err
+	def := turnframe.HistoryRecord{From: before.Status.String(), To: prunedAs(req.decision.Verdict)}
+	if after, err := store.GetOutbox(ctx, req.id); err == nil {
+		def.To, def.Code, def.RemoteRef = after.Status.String(), after.LastCode, after.RemoteRef
 	}
-	m := moveMade(ctx, store, turnframe.OutboxSubject(before.Account, req.id), req.decision, seen,
-		turnframe.HistoryRecord{From: before.Status.String(), To: after.Status.String(), Code: after.LastCode, RemoteRef: after.RemoteRef})
+	m := moveMade(ctx, store, subject, req.decision, seen, def)
 	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
 		cell(before.Destination), m.From, m.To, cell(string(req.decision.Actor)), settledDetail(m.Code, m.RemoteRef))
 	return nil
@@ -171,7 +177,10 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 
 // moveMade returns the first record in subject's history after seen (the
 // last record before the settle), evidence aside, of the move d made: by
-// d's actor, with d's code and note. Its statuses,
+// d's actor, with d's code and note. The settle was fenced on the attempt
+// read before seen, so an identical move that landed after seen and before
+// it would have made it refused (the subject no longer unknown, or sent
+// again). Its statuses,
 // code and reference are those the settlement that just landed left, which
 // may not be the ones read around it (recovery may have moved it before, a
 // dispatcher claimed and settled it after, another operator under the same
@@ -199,14 +208,15 @@ func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnfra
 }
 
 // lastHistorySeq is the sequence number of the last record of subject's
-// history (0 if none, or if it cannot be read).
-func lastHistorySeq(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject) int64 {
+// history (0 if none). A history that cannot be read is an error: with 0,
+// moveMade would take the oldest identical move for this one.
+func lastHistorySeq(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject) (int64, error) {
 	var last int64
-	_ = eachHistoryPage(ctx, store, subject, func(page []turnframe.HistoryRecord) error {
+	err := eachHistoryPage(ctx, store, subject, func(page []turnframe.HistoryRecord) error {
 		last = page[len(page)-1].Seq
 		return nil
 	})
-	return last
+	return last, err
 }
 
 // settleEntry settles a journal entry through Recovery.Settle.
@@ -215,20 +225,40 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 	if err != nil {
 		return fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(req.account)), cell(string(req.key)), err)
 	}
-	seen := lastHistorySeq(ctx, store, turnframe.JournalSubject(req.account, req.key))
-	if err := rec.Settle(ctx, turnframe.JournalSubject(req.account, req.key), req.decision); err != nil {
+	subject := turnframe.JournalSubject(req.account, req.key)
+	seen, err := lastHistorySeq(ctx, store, subject)
+	if err != nil {
+		return fmt.Errorf("reading the history of journal entry %s (nothing was settled): %w", cell(string(req.key)), err)
+	}
+	if req.decision.Attempt == "" && !before.Attempt.IsZero() {
+		req.decision.Attempt = before.Attempt.String() // the attempt read: a run since is not settled blind
+	}
+	if err := rec.Settle(ctx, subject, req.decision); err != nil {
 		return explainWrite(err, db)
 	}
 	after, err := store.ByKey(ctx, req.account, req.key)
 	if err != nil {
-		return err
+		return fmt.Errorf("settled journal entry %s, but reading it back failed: %w", cell(string(req.key)), err)
 	}
-	m := moveMade(ctx, store, turnframe.JournalSubject(req.account, req.key), req.decision, seen,
+	m := moveMade(ctx, store, subject, req.decision, seen,
 		turnframe.HistoryRecord{From: before.Status.String(), To: after.Status.String(), Code: after.Code, RemoteRef: after.RemoteRef})
 	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
 		cell(string(req.account)), cell(before.Name), after.Turn, m.From, m.To, cell(string(req.decision.Actor)),
 		settledDetail(m.Code, m.RemoteRef))
 	return nil
+}
+
+// prunedAs is what settleRow prints as the status a row went to when the
+// row was gone by the time it was read back: only a finished row is
+// pruned, and only a completed or failed verdict finishes one.
+func prunedAs(v turnframe.Verdict) string {
+	switch v {
+	case turnframe.VerdictCompleted:
+		return turnframe.OutboxCompleted.String() + " (pruned since)"
+	case turnframe.VerdictFailed:
+		return turnframe.OutboxFailed.String() + " (pruned since)"
+	}
+	return "(gone since)"
 }
 
 // settledDetail is the code and reference a settlement left, for its line.
