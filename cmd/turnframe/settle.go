@@ -43,7 +43,9 @@ since then, at another attempt, is refused (exit 2), its new outcome unseen.
 For a row, --attempt is its attempt number ("attempts:" of 'turnframe show
 ID', the ATTEMPTS column of 'turnframe outbox'); for a journal entry, its
 attempt id (the ATTEMPT ID column of the journal table 'turnframe show TURN'
-prints, or "attempt" in 'turnframe show --json TURN'). Only a person or the
+prints, or "attempt" in 'turnframe show --json TURN'). Without --attempt it
+settles the attempt it reads just before its write, so at least a send made
+between that read and the write is refused. Only a person or the
 application may settle what needs intervention, so --actor may not be
 "recovery", "policy" or "worker:…". Anything else — a row
 or entry in another status, a resend of a command whose turn was abandoned —
