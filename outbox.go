@@ -121,6 +121,7 @@ const (
 // claim that could not be made; it wraps the store's error, and then nothing
 // was claimed.
 func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport, error) {
+	start := d.clock.clock() // now's reading: the lease runs from here, however long the claim takes
 	claims, err := d.claimDue(ctx, now, d.cfg.BatchSize)
 	if err != nil {
 		return DispatchReport{}, err
@@ -128,7 +129,7 @@ func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport
 	if len(claims) == 0 {
 		return DispatchReport{}, nil
 	}
-	sw := newSweep(ctx, ctx, d, claims, now)
+	sw := newSweep(ctx, ctx, d, claims, now, start)
 	sw.run()
 
 	var report DispatchReport

@@ -49,11 +49,13 @@ type queuedSettlement struct {
 	out        Dispatched
 }
 
-// newSweep returns the sweep of claims, claimed at now. Its rows are sent
-// under ctx, and none starts once stop ended.
-func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now time.Time) *sweep {
+// newSweep returns the sweep of claims, claimed at now, which the
+// Dispatcher's clock read as start (before the claim: its leases run from
+// there, however long the claim took). Its rows are sent under ctx, and
+// none starts once stop ended.
+func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now, start time.Time) *sweep {
 	sw := &sweep{
-		ctx: ctx, stop: stop, d: d, claims: claims, now: now, start: d.clock.clock(),
+		ctx: ctx, stop: stop, d: d, claims: claims, now: now, start: start,
 		fates: make([]rowFate, len(claims)),
 		open:  make(map[int]bool, len(claims)),
 		lost:  make(map[int]bool),

@@ -139,14 +139,15 @@ func (l *runLoop) claim() (full bool, err error) {
 		return false, nil
 	}
 	limit := min(l.free, l.d.cfg.BatchSize)
-	now := l.d.clock.now()
+	start := l.d.clock.clock() // now's reading: the lease runs from here, however long the claim takes
+	now := start.UTC().Truncate(time.Microsecond)
 	claims, err := l.d.claimDue(l.stop, now, limit)
 	if err != nil || len(claims) == 0 {
 		return false, err
 	}
 	l.free -= len(claims)
 	l.work.Go(func() {
-		newSweep(l.send, l.stop, l.d, claims, now).run()
+		newSweep(l.send, l.stop, l.d, claims, now, start).run()
 		l.ended <- len(claims)
 	})
 	return len(claims) == limit, nil
