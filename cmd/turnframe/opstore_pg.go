@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -89,7 +90,7 @@ func pgURL(rawURL string, busy time.Duration) (string, error) {
 		}
 	}
 	set("statement_timeout", fmt.Sprint(pgStatementTimeout.Milliseconds()))
-	set("lock_timeout", fmt.Sprint(busy.Milliseconds()))
+	set("lock_timeout", fmt.Sprint(min(busy.Milliseconds(), math.MaxInt32))) // PostgreSQL refuses a longer one, and the connection with it
 	set("connect_timeout", fmt.Sprint(int(pgConnectTimeout.Seconds())))
 	set("application_name", "turnframe-cli")
 	u.RawQuery = q.Encode()
