@@ -32,6 +32,7 @@ func historyTests() []test {
 		{"HistoryPagesOldestFirstAfterASeqUpToLimit", testHistoryPages},
 		{"HistoryOfAnotherTenantsSubjectOrOfNoneReadsEmpty", testHistoryOtherTenant},
 		{"PruneDropsThePrunedRowsHistoryAndKeepsJournalAndTurnHistory", testHistoryPrune},
+		{"PruneKeepsTheHistoryOfAKeySpelledLikeAPrunedRowsID", testHistoryPruneKeyLikeRow},
 		{"RecordEvidenceRecordsTheSubjectsStatusAsItIsAndMovesNothing", testEvidence},
 		{"RecordEvidenceOfASubjectThatDoesNotExistForItsAccountIsNotFound", testEvidenceMissing},
 	}
@@ -547,4 +548,26 @@ func testHistoryEntryRef(t *testing.T, e *env) {
 	is.Equal(committed.Code, "verified")
 	is.Equal(committed.RemoteRef, "ch_1") // the reconciliation's reference
 	is.Equal(committed.Attempt, "")       // a reconciliation names no attempt
+}
+
+// Pruning never forgets a key: "a journal key's history lives as long as
+// the key" (DESIGN.md §5). A command key may be any text, a pruned row's
+// id among them: pruning that row drops its own history, never that key's.
+func testHistoryPruneKeyLikeRow(t *testing.T, e *env) {
+	is := is.New(t)
+	row := e.enqueue(acme, at(0), message(""))[0]
+	key := turnframe.IdempotencyKey(row.ID.String())
+	turn := e.begin(acme, at(0))
+	e.admit(acme, turn, at(0), command(key, "booking/9"))
+	keyHistory := e.history(turnframe.JournalSubject(acme, key))
+	is.True(len(keyHistory) > 0) // the admission is recorded
+	c := e.claimOne(at(time.Second), worker)
+	is.Equal(c.ID, row.ID)
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, c, "", at(time.Second)))
+
+	n, err := e.s.Prune(e.ctx, at(time.Hour))
+	is.NoErr(err)
+	is.Equal(n, 1)                                                       // the row
+	is.Equal(len(e.history(turnframe.OutboxSubject(acme, row.ID))), 0)   // its history went with it
+	is.Equal(e.history(turnframe.JournalSubject(acme, key)), keyHistory) // the key's stays
 }

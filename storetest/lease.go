@@ -17,6 +17,7 @@ import (
 func leaseTests() []test {
 	return []test{
 		{"ExtendClaimsMovesALeaseForwardAndNeverBackwards", testExtendForward},
+		{"ExtendClaimsMovesALeaseForwardByAsLittleAsAMicrosecond", testExtendMicrosecond},
 		{"ExtendClaimsAnswersPerClaimAndALostClaimChangesNothing", testExtendLost},
 		{"ReleaseClaimForceReleasesALiveClaim", testReleaseClaim},
 		{"ASettlementAfterAnExpiryOrAReleaseIsClaimLostAndChangesNothing", testSettleAfterRelease},
@@ -143,4 +144,18 @@ func testLeaseEndedStillHeld(t *testing.T, e *env) {
 		is.NoErr(extendOne(e, c, late, lease))                 // the lease is extended
 		is.True(e.row(r.ID).LeaseUntil.Equal(late.Add(lease))) // from now
 	})
+}
+
+// ExtendClaims moves the lease to now + lease, to the microsecond (every
+// time a store takes reads back as itself, truncated to the microsecond,
+// DESIGN.md §3): an extension a microsecond later than the lease is an
+// extension, not "already runs that long".
+func testExtendMicrosecond(t *testing.T, e *env) {
+	is := is.New(t)
+	r := e.enqueue(acme, at(0), message(""))[0]
+	c := e.claimOne(at(time.Second), worker) // until 11s
+	is.NoErr(extendOne(e, c, at(time.Second+time.Microsecond), 10*time.Second))
+	is.True(e.row(r.ID).LeaseUntil.Equal(at(11*time.Second + time.Microsecond))) // one microsecond later
+	is.NoErr(extendOne(e, c, at(time.Second+time.Millisecond), 10*time.Second))
+	is.True(e.row(r.ID).LeaseUntil.Equal(at(11*time.Second + time.Millisecond))) // and a millisecond
 }

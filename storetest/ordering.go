@@ -16,6 +16,7 @@ func orderingTests() []test {
 		{"APendingHeadNotYetDueHoldsBackItsOrderKey", testOrderedHeadNotDue},
 		{"AnUnknownHeadHoldsBackItsOrderKeyUntilResolved", testOrderedUnknownHead},
 		{"AFailedHeadReleasesItsOrderKey", testOrderedFailedHead},
+		{"ARowEnqueuedAfterItsKeysRowsFinishedIsClaimable", testOrderedEnqueuedAfterFinished},
 		{"OrderedClaimMatchesAReferenceModel", testOrderedModel},
 	}
 }
@@ -95,4 +96,20 @@ func testOrderedFailedHead(t *testing.T, e *env) {
 	is.NoErr(e.s.Requeue(e.ctx, rows[0].ID, 0, at(2*time.Second))) // an operator requeues the failed head
 	got = e.claim(at(2*time.Second), 10, worker)
 	is.Equal(claimedIDs(got), []turnframe.OutboxID{rows[0].ID}) // requeued, it is the earliest holder again: the third row waits
+}
+
+// A Failed row lets the rows after it go (DESIGN.md, Ordered delivery),
+// and so does a Completed one: a row enqueued after every earlier row of
+// its key finished, failed or completed, is due at once. (pgstore marked
+// such a row held by the key's failed row, for good: nothing would let it go.)
+func testOrderedEnqueuedAfterFinished(t *testing.T, e *env) {
+	is := is.New(t)
+	e.enqueue(acme, at(0), message("k"), message("k"))
+	c := e.claimOne(at(time.Second), worker)
+	is.NoErr(turnframe.FailClaim(e.ctx, e.s, c, "declined", at(time.Second))) // the head failed
+	c = e.claimOne(at(time.Second), worker)
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, c, "", at(time.Second))) // the second completed
+	later := e.enqueue(acme, at(2*time.Second), message("k"))
+	got := e.claim(at(3*time.Second), 10, worker)
+	is.Equal(claimedIDs(got), []turnframe.OutboxID{later[0].ID}) // nothing active before it: it goes
 }

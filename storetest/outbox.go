@@ -23,6 +23,7 @@ func outboxTests() []test {
 		{"OutboxRowRefusesEveryOtherMoveAndChangesNothing", testRowRefused},
 		{"SettleWithALostClaimIsClaimLostAndChangesNothing", testLostClaim},
 		{"ASettleBatchWhereOneClaimIsLostSettlesTheOthers", testSettleBatch},
+		{"AClaimSettledTwiceInOneBatchLandsOnceAndLosesTheSecondTime", testSettleTwiceInOneBatch},
 		{"AnUnknownRowIsNeverClaimedAgainUntilResolved", testUnknownNotClaimed},
 		{"SettleKeepsTheSendersCodeAsLastCodeForEveryStatus", testSettleCode},
 		{"ACompletedRowShowsTheCompletionsCodeNotAnEarlierFailure", testCompletedCode},
@@ -864,4 +865,29 @@ func testOutboxMissing(t *testing.T, e *env) {
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // release claim
 	err = extendOne(e, turnframe.Claim{OutboxEntry: turnframe.OutboxEntry{ID: id, Attempts: 1}, Worker: worker}, at(0), lease)
 	is.True(errors.Is(err, turnframe.ErrClaimLost)) // extend: no row is held by a claim
+}
+
+// Settle: results[i] is the outcome of settlements[i] alone, and a
+// settlement needs the claim (the row still Dispatching under it). The
+// first of two settlements of one claim in one batch takes the row out of
+// Dispatching: the second finds the claim lost, and refuses only itself.
+func testSettleTwiceInOneBatch(t *testing.T, e *env) {
+	is := is.New(t)
+	rows := e.enqueue(acme, at(0), message(""), message(""))
+	cs := e.claim(at(time.Second), 10, worker)
+	is.Equal(len(cs), 2) // both claimed
+	results, err := e.s.Settle(e.ctx, []turnframe.OutboxSettlement{
+		{Claim: cs[0], To: turnframe.OutboxCompleted, RemoteRef: "ok-0", Now: at(2 * time.Second)},
+		{Claim: cs[0], To: turnframe.OutboxFailed, Code: "declined", Now: at(2 * time.Second)},
+		{Claim: cs[1], To: turnframe.OutboxCompleted, RemoteRef: "ok-1", Now: at(2 * time.Second)},
+	})
+	is.NoErr(err)                                          // the batch as a whole
+	is.Equal(len(results), 3)                              // one result per settlement
+	is.NoErr(results[0])                                   // the first settlement lands
+	is.True(errors.Is(results[1], turnframe.ErrClaimLost)) // the second finds the claim gone
+	is.NoErr(results[2])                                   // the other row settles
+	first := e.row(rows[0].ID)
+	is.Equal(first.Status, turnframe.OutboxCompleted) // the first settlement stands
+	is.Equal(first.RemoteRef, "ok-0")
+	is.Equal(e.row(rows[1].ID).Status, turnframe.OutboxCompleted)
 }
