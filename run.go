@@ -16,9 +16,10 @@ import (
 // destination than DestinationLimits allows. It looks for due rows
 //
 //   - at once when any process enqueues, if the store is an
-//     EnqueueListener (pgstore is: Run listens from its start and stops
-//     listening before it returns; a listener that fails is logged and
-//     started again with backoff, Run polling meanwhile);
+//     EnqueueListener (pgstore is: Run listens from its start, on a
+//     goroutine of its own so a listen that hangs never holds it, and
+//     stops listening before it returns; a listener that fails is logged
+//     and started again with backoff, Run polling meanwhile);
 //   - otherwise at once when this process enqueues, if the store is an
 //     EnqueueNotifier (memstore and sqlitestore are: an Apply, an
 //     ApplyTx, or Runtime.Execute's commit wakes it);
