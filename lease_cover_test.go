@@ -39,6 +39,56 @@ func (e *effects) count(id turnframe.OutboxID) int {
 	return e.got[id]
 }
 
+// verifier is the remote's lookup: a row's effect happened once it landed.
+func (e *effects) verifier() turnframe.Verifier {
+	return turnframe.VerifierFunc(func(_ context.Context, u turnframe.Uncertain) turnframe.Verification {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for id, n := range e.got {
+			if id.String() == u.Subject.Ref && n > 0 {
+				return turnframe.Verification{Found: turnframe.FoundHappened}
+			}
+		}
+		return turnframe.Verification{Found: turnframe.FoundNotHappened}
+	})
+}
+
+// twoSends is a Sender whose first send announces its row on first and
+// waits for proceed1 (it holds its destination's one place), whose second
+// announces its row on second and waits for proceed2, and whose later
+// sends go straight through; each send lands one effect at remote when it
+// ends, and completes.
+type twoSends struct {
+	remote             *effects
+	first, second      chan turnframe.OutboxID
+	proceed1, proceed2 chan struct{}
+	mu                 sync.Mutex
+	n                  int
+}
+
+func newTwoSends() *twoSends {
+	return &twoSends{remote: &effects{got: map[turnframe.OutboxID]int{}},
+		first: make(chan turnframe.OutboxID, 1), second: make(chan turnframe.OutboxID, 1),
+		proceed1: make(chan struct{}), proceed2: make(chan struct{})}
+}
+
+func (s *twoSends) Send(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
+	s.mu.Lock()
+	s.n++
+	k := s.n
+	s.mu.Unlock()
+	switch k {
+	case 1:
+		s.first <- e.ID
+		<-s.proceed1
+	case 2:
+		s.second <- e.ID // the waiting row's send has started
+		<-s.proceed2     // …and is on its way
+	}
+	s.remote.land(e.ID)
+	return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
+}
+
 // A row waits for its destination's place (DestinationLimits 1) while the
 // keeper cannot extend the sweep's leases. The place frees 10 ms before the
 // row's lease ends, with the send's deadline (SendTimeout, an hour) far
@@ -69,26 +119,8 @@ func leaseCoverRun(t *testing.T, store turnframe.Store, refused bool) {
 	ctx := context.Background()
 	rows := dispEnqueue(t, store, rtAccount, "k1", dispMessages(2, "bakery", "")...)
 	clock := newStepClock(dispNow)
-	remote := &effects{got: map[turnframe.OutboxID]int{}}
-	first, second := make(chan turnframe.OutboxID, 1), make(chan turnframe.OutboxID, 1)
-	proceed1, proceed2 := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	n := 0
-	sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
-		mu.Lock()
-		n++
-		k := n
-		mu.Unlock()
-		if k == 1 {
-			first <- e.ID
-			<-proceed1
-		} else {
-			second <- e.ID // the waiting row's send has started
-			<-proceed2     // …and is on its way
-		}
-		remote.land(e.ID)
-		return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
-	})
+	sender := newTwoSends()
+	remote, first, second, proceed1, proceed2 := sender.remote, sender.first, sender.second, sender.proceed1, sender.proceed2
 	cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond,
 		DestinationLimits: map[string]int{"bakery": 1}}
 	d := turnframe.NewDispatcher(keeperRefused{store, refused}, sender, cfg, turnframe.WithClock(clock.read))
@@ -123,13 +155,7 @@ func leaseCoverRun(t *testing.T, store turnframe.Store, refused bool) {
 	}
 
 	clock.set(dispNow.Add(90 * time.Minute)) // the claim's first lease ended while the send runs
-	verifier := turnframe.VerifierFunc(func(_ context.Context, u turnframe.Uncertain) turnframe.Verification {
-		if remote.count(waiter) > 0 {
-			return turnframe.Verification{Found: turnframe.FoundHappened}
-		}
-		return turnframe.Verification{Found: turnframe.FoundNotHappened}
-	})
-	rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{Verifier: verifier}))
+	rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{Verifier: remote.verifier()}))
 	_, err := rec.Recover(ctx, turnframe.RecoveryScope{Account: "nobody"}, polNoTurns{t})
 	is.NoErr(err)
 	is.Equal(dispGet(t, store, waiter).Status, turnframe.OutboxDispatching) // the renewed lease holds: recovery leaves it alone

@@ -2,7 +2,6 @@ package turnframe_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,27 +53,8 @@ func TestASlowClaimNeverLetsASendOutliveItsLease(t *testing.T) {
 		ctx := context.Background()
 		rows := dispEnqueue(t, store, rtAccount, "k1", dispMessages(2, "bakery", "")...)
 		clock := newStepClock(dispNow)
-		remote := &effects{got: map[turnframe.OutboxID]int{}}
-		first, second := make(chan turnframe.OutboxID, 1), make(chan turnframe.OutboxID, 1)
-		proceed1, proceed2 := make(chan struct{}), make(chan struct{})
-		var mu sync.Mutex
-		n := 0
-		sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
-			mu.Lock()
-			n++
-			k := n
-			mu.Unlock()
-			switch k {
-			case 1:
-				first <- e.ID
-				<-proceed1
-			case 2:
-				second <- e.ID
-				<-proceed2
-			}
-			remote.land(e.ID)
-			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
-		})
+		sender := newTwoSends()
+		remote, first, second, proceed1, proceed2 := sender.remote, sender.first, sender.second, sender.proceed1, sender.proceed2
 		cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: 30 * time.Second, LeaseMargin: 30 * time.Second,
 			DestinationLimits: map[string]int{"bakery": 1}}
 		d := turnframe.NewDispatcher(slowClaim{store, clock, 5 * time.Second}, sender, cfg, turnframe.WithClock(clock.read))
@@ -96,13 +76,7 @@ func TestASlowClaimNeverLetsASendOutliveItsLease(t *testing.T) {
 		is.Equal(await(t, second, "the waiting row is sent"), waiter)
 
 		clock.set(dispNow.Add(61 * time.Second)) // 28 s into its 30 s send
-		verifier := turnframe.VerifierFunc(func(_ context.Context, u turnframe.Uncertain) turnframe.Verification {
-			if remote.count(waiter) > 0 {
-				return turnframe.Verification{Found: turnframe.FoundHappened}
-			}
-			return turnframe.Verification{Found: turnframe.FoundNotHappened}
-		})
-		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{Verifier: verifier}))
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{Verifier: remote.verifier()}))
 		_, err := rec.Recover(ctx, turnframe.RecoveryScope{Account: "nobody"}, polNoTurns{t})
 		is.NoErr(err)
 		got := dispGet(t, store, waiter)
