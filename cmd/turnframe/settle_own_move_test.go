@@ -11,6 +11,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // historyReadRace is an opStore whose first History call (settle's read of
@@ -45,16 +46,7 @@ func TestSettleOfARowSentAgainSinceItsReadIsRefused(t *testing.T) {
 	is.NoErr(store.Resolve(ctx, turnframe.Resolution{ID: f.unknown, Verdict: turnframe.VerdictEscalate,
 		Code: turnframe.CodeNoSafeResolution, Actor: turnframe.ActorPolicy, Now: now}))
 	racing := &historyReadRace{opStore: sqliteOps{store}, during: func() {
-		second := turnframe.NewRecovery(store, turnframe.WithClock(func() time.Time { return now }))
-		is.NoErr(second.Settle(ctx, turnframe.OutboxSubject(fixtureAccount, f.unknown),
-			turnframe.Decision{Verdict: turnframe.VerdictResend, Code: "operator.resend", Actor: turnframe.ActorOperator}))
-		claims, err := store.ClaimDue(ctx, now, 16, "live-dispatcher", 10*time.Minute)
-		is.NoErr(err)
-		for _, c := range claims {
-			if c.ID == f.unknown {
-				is.NoErr(turnframe.MarkClaimUnknown(ctx, store, c, "", now))
-			}
-		}
+		resendAndLoseAgain(t, store, f, now) // operator 2
 	}}
 	var out strings.Builder
 	e := &env{stdout: &out, stderr: io.Discard, now: func() time.Time { return now }}
@@ -95,17 +87,7 @@ func TestSettleWhoseHistoryCannotBeReadSettlesNothing(t *testing.T) {
 	now := f.t0.Add(25 * time.Hour)
 	is.NoErr(store.Resolve(ctx, turnframe.Resolution{ID: f.unknown, Verdict: turnframe.VerdictEscalate,
 		Code: turnframe.CodeNoSafeResolution, Actor: turnframe.ActorPolicy, Now: now}))
-	first := turnframe.NewRecovery(store, turnframe.WithClock(func() time.Time { return now }))
-	is.NoErr(first.Settle(ctx, turnframe.OutboxSubject(fixtureAccount, f.unknown),
-		turnframe.Decision{Verdict: turnframe.VerdictResend, Code: "operator.resend", Actor: turnframe.ActorOperator}))
-	claims, err := store.ClaimDue(ctx, now, 16, "live-dispatcher", 10*time.Minute)
-	is.NoErr(err)
-	for _, c := range claims {
-		if c.ID == f.unknown {
-			is.NoErr(turnframe.MarkClaimUnknown(ctx, store, c, "", now))
-		}
-	}
-	is.Equal(dispStatus(t, store, f.unknown), turnframe.OutboxOutcomeUnknown)
+	resendAndLoseAgain(t, store, f, now)
 
 	flaky := &failingFirstHistory{opStore: sqliteOps{store}}
 	var out strings.Builder
@@ -117,6 +99,26 @@ func TestSettleWhoseHistoryCannotBeReadSettlesNothing(t *testing.T) {
 	is.True(errors.Is(err, turnframe.ErrBusy))                                // the read's error: try again
 	is.Equal(out.String(), "")                                                // no move printed
 	is.Equal(dispStatus(t, store, f.unknown), turnframe.OutboxOutcomeUnknown) // nothing settled
+}
+
+// resendAndLoseAgain settles the fixture's escalated row as an operator
+// would ('settle ID resend'), and a live dispatcher claims it and its send
+// goes unknown: the row is outcome_unknown again, one attempt later.
+func resendAndLoseAgain(t *testing.T, store *sqlitestore.Store, f fixture, now time.Time) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	rec := turnframe.NewRecovery(store, turnframe.WithClock(func() time.Time { return now }))
+	is.NoErr(rec.Settle(ctx, turnframe.OutboxSubject(fixtureAccount, f.unknown),
+		turnframe.Decision{Verdict: turnframe.VerdictResend, Code: "operator.resend", Actor: turnframe.ActorOperator}))
+	claims, err := store.ClaimDue(ctx, now, 16, "live-dispatcher", 10*time.Minute)
+	is.NoErr(err)
+	for _, c := range claims {
+		if c.ID == f.unknown {
+			is.NoErr(turnframe.MarkClaimUnknown(ctx, store, c, "", now))
+		}
+	}
+	is.Equal(dispStatus(t, store, f.unknown), turnframe.OutboxOutcomeUnknown)
 }
 
 func dispStatus(t *testing.T, store turnframe.Store, id turnframe.OutboxID) turnframe.OutboxStatus {
