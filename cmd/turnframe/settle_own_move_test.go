@@ -40,23 +40,15 @@ func (s *historyReadRace) History(ctx context.Context, subject turnframe.Subject
 func TestSettleOfARowSentAgainSinceItsReadIsRefused(t *testing.T) {
 	is := is.New(t)
 	f := mustFixture(t)
-	store := openFixture(t, f)
-	ctx := context.Background()
+	store := escalate(t, f)
 	now := f.t0.Add(25 * time.Hour)
-	is.NoErr(store.Resolve(ctx, turnframe.Resolution{ID: f.unknown, Verdict: turnframe.VerdictEscalate,
-		Code: turnframe.CodeNoSafeResolution, Actor: turnframe.ActorPolicy, Now: now}))
 	racing := &historyReadRace{opStore: sqliteOps{store}, during: func() {
 		resendAndLoseAgain(t, store, f, now) // operator 2
 	}}
-	var out strings.Builder
-	e := &env{stdout: &out, stderr: io.Discard, now: func() time.Time { return now }}
-	rec := turnframe.NewRecovery(store, turnframe.WithClock(e.now))
-	req, err := parseSettle([]string{f.unknown.String(), "resend"}, settleFlags{actor: string(turnframe.ActorOperator)})
-	is.NoErr(err)
-	err = settleRow(ctx, e, racing, rec, req, &dbFlags{path: f.path})
+	out, err := settleAs(t, f, store, racing, now, "resend")
 	is.True(racing.done.Load())
 	is.True(errors.Is(err, turnframe.ErrConflict))                            // sent again since it was read
-	is.Equal(out.String(), "")                                                // nothing claimed as its move
+	is.Equal(out, "")                                                         // nothing claimed as its move
 	is.Equal(dispStatus(t, store, f.unknown), turnframe.OutboxOutcomeUnknown) // the new send's outcome, for a person to look at
 }
 
@@ -82,23 +74,30 @@ func (s *failingFirstHistory) History(ctx context.Context, subject turnframe.Sub
 func TestSettleWhoseHistoryCannotBeReadSettlesNothing(t *testing.T) {
 	is := is.New(t)
 	f := mustFixture(t)
-	store := openFixture(t, f)
-	ctx := context.Background()
+	store := escalate(t, f)
 	now := f.t0.Add(25 * time.Hour)
-	is.NoErr(store.Resolve(ctx, turnframe.Resolution{ID: f.unknown, Verdict: turnframe.VerdictEscalate,
-		Code: turnframe.CodeNoSafeResolution, Actor: turnframe.ActorPolicy, Now: now}))
 	resendAndLoseAgain(t, store, f, now)
 
 	flaky := &failingFirstHistory{opStore: sqliteOps{store}}
+	out, err := settleAs(t, f, store, flaky, now, "resend")
+	is.True(errors.Is(err, turnframe.ErrBusy))                                // the read's error: try again
+	is.Equal(out, "")                                                         // no move printed
+	is.Equal(dispStatus(t, store, f.unknown), turnframe.OutboxOutcomeUnknown) // nothing settled
+}
+
+// settleAs runs 'turnframe settle ROW verdict' as an operator at now,
+// through ops, and returns what it printed and its error.
+func settleAs(t *testing.T, f fixture, store *sqlitestore.Store, ops opStore, now time.Time, verdict string) (string, error) {
+	t.Helper()
 	var out strings.Builder
 	e := &env{stdout: &out, stderr: io.Discard, now: func() time.Time { return now }}
 	rec := turnframe.NewRecovery(store, turnframe.WithClock(e.now))
-	req, err := parseSettle([]string{f.unknown.String(), "resend"}, settleFlags{actor: string(turnframe.ActorOperator)})
-	is.NoErr(err)
-	err = settleRow(ctx, e, flaky, rec, req, &dbFlags{path: f.path})
-	is.True(errors.Is(err, turnframe.ErrBusy))                                // the read's error: try again
-	is.Equal(out.String(), "")                                                // no move printed
-	is.Equal(dispStatus(t, store, f.unknown), turnframe.OutboxOutcomeUnknown) // nothing settled
+	req, err := parseSettle([]string{f.unknown.String(), verdict}, settleFlags{actor: string(turnframe.ActorOperator)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = settleRow(context.Background(), e, ops, rec, req, &dbFlags{path: f.path})
+	return out.String(), err
 }
 
 // resendAndLoseAgain settles the fixture's escalated row as an operator
@@ -145,13 +144,8 @@ func TestSettleOfARowPrunedRightAfterItsMoveSaysItSettled(t *testing.T) {
 		is.NoErr(err)
 		is.True(n >= 1)
 	}}
-	var out strings.Builder
-	e := &env{stdout: &out, stderr: io.Discard, now: func() time.Time { return now }}
-	rec := turnframe.NewRecovery(store, turnframe.WithClock(e.now))
-	req, err := parseSettle([]string{f.unknown.String(), "completed"}, settleFlags{actor: string(turnframe.ActorOperator)})
-	is.NoErr(err)
-	err = settleRow(ctx, e, racing, rec, req, &dbFlags{path: f.path})
-	t.Logf("printed: %q; error: %v", out.String(), err)
+	out, err := settleAs(t, f, store, racing, now, "completed")
+	t.Logf("printed: %q; error: %v", out, err)
 	is.NoErr(err) // the settlement landed
-	is.True(strings.Contains(out.String(), "outcome_unknown → completed"))
+	is.True(strings.Contains(out, "outcome_unknown → completed"))
 }
