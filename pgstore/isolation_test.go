@@ -83,23 +83,7 @@ func TestAHeldMarkSurvivesWhenTheDatabaseDefaultIsRepeatableRead(t *testing.T) {
 // read once per transaction), and never sleeps.
 func waitForLockWaiter(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	watch, err := pgx.ConnectConfig(ctx, conn.Config())
-	if err != nil {
-		t.Fatalf("wait for a lock waiter: %v", err)
-	}
-	defer watch.Close(context.Background())
-	for {
-		var n int
-		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE $1::int = ANY(pg_blocking_pids(pid))`, conn.PgConn().PID()).Scan(&n); err != nil {
-			t.Fatalf("wait for a lock waiter: %v", err)
-		}
-		if n > 0 {
-			return
-		}
-	}
+	waitForWaiterOrDone(t, conn, nil)
 }
 
 // cancelMyWaiter waits for a backend conn's locks block and cancels exactly

@@ -67,9 +67,11 @@ func TestAMoveThatLetsAKeyGoWaitsForAnOpenEnqueueOfTheKey(t *testing.T) {
 	}
 }
 
-// waitForWaiterOrDone returns once a backend waits for a lock conn holds,
-// or once done has a value (then a channel that gives that value again).
-// It polls from a connection of its own and never sleeps.
+// waitForWaiterOrDone returns once a backend waits for a lock conn holds
+// (nil), or once done has a value (then a channel that gives that value
+// again); a nil done never has one. It polls from a connection of its
+// own, outside any transaction (pg_stat_activity is read once per
+// transaction), for conn's waiters only, and never sleeps.
 func waitForWaiterOrDone(t *testing.T, conn *pgx.Conn, done <-chan error) <-chan error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
