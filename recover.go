@@ -321,5 +321,5 @@ func (r *Recovery) answerAround(ctx context.Context, m TurnPhaseMarker, action R
 			return action, nil
 		}
 	}
-	return r.regenerate(ctx, m.Account, m.Turn, entries, RecoveryAction{Phase: action.Phase, Awaiting: action.Awaiting})
+	return r.regenerate(ctx, m.Account, m.Turn, entries, RecoveryAction{Phase: action.Phase, Entries: action.Entries, Awaiting: action.Awaiting})
 }

@@ -16,6 +16,7 @@ type answerLog struct {
 	restarted []turnframe.TurnID
 	resumed   []turnframe.TurnID
 	answered  []turnframe.TurnID
+	around    []turnframe.IdempotencyKey // the unknowns an answer was given around
 }
 
 func (h *answerLog) RestartInterpretation(_ context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
@@ -32,10 +33,13 @@ func (h *answerLog) ResumeCommands(_ context.Context, m turnframe.TurnPhaseMarke
 	return nil
 }
 
-func (h *answerLog) RegenerateResponse(_ context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+func (h *answerLog) RegenerateResponse(_ context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.answered = append(h.answered, m.Turn)
+	for _, e := range a.Entries {
+		h.around = append(h.around, e.Key)
+	}
 	return nil
 }
 
@@ -74,6 +78,7 @@ func TestRecoveryAnswersATurnCutBeforeDeliverWhoseUnknownWaitsForAPerson(t *test
 			}
 			is.Equal(rtPhase(t, store, turn), turnframe.PhaseCommitted) // nobody answered it
 			is.True(len(h.answered) > 0)                                // recovery answers the turn again
+			is.Equal(h.around[0], turnframe.IdempotencyKey("c1"))       // around the charge, which it names
 		})
 	}
 }

@@ -46,12 +46,17 @@ func (k ActionKind) String() string { return enumName(actionNames[:], int(k), "a
 // RecoveryAction is recovery's decision for one turn and what acting on it
 // needs. Which fields are set depends on Kind.
 type RecoveryAction struct {
-	Kind        ActionKind
-	Phase       TurnPhase      // the turn's phase when decided
-	Entries     []JournalEntry // ResumeCommands: the pending entries; ReconcileExternal: the unknown and stranded ones; admission order
-	Attempts    []AttemptID    // ReconcileExternal: the attempts to settle, one per entry
-	Events      []StoredEvent  // RegenerateResponse: the events the turn committed, in append order
-	AnswerTasks []AnswerTask   // RegenerateResponse: the questions to answer
+	Kind  ActionKind
+	Phase TurnPhase // the turn's phase when decided
+	// Entries, in admission order: for ResumeCommands the pending entries;
+	// for ReconcileExternal the unknown and stranded ones; for a
+	// RegenerateResponse that answers around unknowns the policy left
+	// (Recovery.Recover), those unknown ones, so the answer may say they
+	// are being verified; otherwise none.
+	Entries     []JournalEntry
+	Attempts    []AttemptID   // ReconcileExternal: the attempts to settle, one per entry
+	Events      []StoredEvent // RegenerateResponse: the events the turn committed, in append order
+	AnswerTasks []AnswerTask  // RegenerateResponse: the questions to answer
 	// Awaiting are, whatever Kind, the turn's entries awaiting approval, in
 	// admission order. Recovery never runs or rejects them: they wait for
 	// Runtime.Approve or Runtime.Deny, and a regenerated answer may say so.
