@@ -172,15 +172,9 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 		return "", prefixed("subject.ref", err)
 	}
 	s := Settlement{Key: key, Code: d.Code, RemoteRef: d.RemoteRef, Prior: f.attempt}
-	switch d.Verdict {
-	case VerdictCompleted:
-		s.To = JournalCommitted
-	case VerdictFailed:
-		s.To = JournalRejected
-	case VerdictResend:
-		s.To, s.RemoteRef = JournalPending, ""
-	case VerdictEscalate:
-		s.To = JournalNeedsIntervention
+	s.To, _ = d.Verdict.JournalStatus() // d was validated: a verdict that moves
+	if d.Verdict == VerdictResend {
+		s.RemoteRef = "" // it runs again: no remote has it
 	}
 	e, err := r.store.ByKey(ctx, subject.Account, key)
 	if err != nil {

@@ -218,6 +218,42 @@ var verdictNames = [...]string{"unresolved", "completed", "failed", "resend", "e
 // String returns the verdict in snake case.
 func (v Verdict) String() string { return enumName(verdictNames[:], int(v), "verdict") }
 
+// JournalStatus returns the status a settlement with verdict v moves a
+// journal entry to — Committed, Rejected, Pending (to run again under its
+// key) or NeedsIntervention — and false for VerdictUnresolved, which moves
+// nothing, or a value out of range.
+func (v Verdict) JournalStatus() (JournalStatus, bool) {
+	switch v {
+	case VerdictCompleted:
+		return JournalCommitted, true
+	case VerdictFailed:
+		return JournalRejected, true
+	case VerdictResend:
+		return JournalPending, true
+	case VerdictEscalate:
+		return JournalNeedsIntervention, true
+	}
+	return 0, false
+}
+
+// OutboxStatus returns the status a resolution with verdict v moves an
+// outbox row to — Completed, Failed, Pending (due again) or
+// NeedsIntervention — and false for VerdictUnresolved or a value out of
+// range.
+func (v Verdict) OutboxStatus() (OutboxStatus, bool) {
+	switch v {
+	case VerdictCompleted:
+		return OutboxCompleted, true
+	case VerdictFailed:
+		return OutboxFailed, true
+	case VerdictResend:
+		return OutboxPending, true
+	case VerdictEscalate:
+		return OutboxNeedsIntervention, true
+	}
+	return 0, false
+}
+
 // ParseVerdict returns the verdict named s, or ErrInvalid.
 func ParseVerdict(s string) (Verdict, error) {
 	n, err := enumParse(verdictNames[:], s, "verdict")

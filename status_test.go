@@ -143,3 +143,33 @@ func TestActorNamesAreStable(t *testing.T) {
 	got := []turnframe.Actor{turnframe.ActorApp, turnframe.ActorRecovery, turnframe.ActorPolicy, turnframe.ActorOperator, turnframe.WorkerActor("w1")}
 	is.Equal(got, []turnframe.Actor{"app", "recovery", "policy", "operator", "worker:w1"})
 }
+
+func TestVerdictStatusesAreWhereASettlementMovesTo(t *testing.T) {
+	for _, tc := range []struct {
+		v     turnframe.Verdict
+		entry turnframe.JournalStatus
+		row   turnframe.OutboxStatus
+		moves bool
+	}{
+		{turnframe.VerdictUnresolved, 0, 0, false},
+		{turnframe.VerdictCompleted, turnframe.JournalCommitted, turnframe.OutboxCompleted, true},
+		{turnframe.VerdictFailed, turnframe.JournalRejected, turnframe.OutboxFailed, true},
+		{turnframe.VerdictResend, turnframe.JournalPending, turnframe.OutboxPending, true},
+		{turnframe.VerdictEscalate, turnframe.JournalNeedsIntervention, turnframe.OutboxNeedsIntervention, true},
+		{turnframe.Verdict(99), 0, 0, false},
+	} {
+		t.Run(tc.v.String(), func(t *testing.T) {
+			is := is.New(t)
+			entry, ok := tc.v.JournalStatus()
+			is.Equal(ok, tc.moves) // whether it moves an entry
+			if ok {
+				is.Equal(entry, tc.entry)
+			}
+			row, ok := tc.v.OutboxStatus()
+			is.Equal(ok, tc.moves) // whether it moves a row
+			if ok {
+				is.Equal(row, tc.row)
+			}
+		})
+	}
+}

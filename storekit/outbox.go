@@ -115,17 +115,16 @@ func ResolveRow(r turnframe.OutboxRecord, res turnframe.Resolution) (turnframe.O
 	if res.RemoteRef != "" {
 		r.RemoteRef = res.RemoteRef
 	}
-	switch res.Verdict {
-	case turnframe.VerdictCompleted:
-		r.Status, r.FinishedAt = turnframe.OutboxCompleted, res.Now
-	case turnframe.VerdictFailed:
-		r.Status, r.FinishedAt = turnframe.OutboxFailed, res.Now
-	case turnframe.VerdictResend:
-		r.Status, r.DueAt = turnframe.OutboxPending, res.Now
-	case turnframe.VerdictEscalate:
-		r.Status = turnframe.OutboxNeedsIntervention
-	default:
+	to, ok := res.Verdict.OutboxStatus()
+	if !ok {
 		return turnframe.OutboxRecord{}, turnframe.CheckVerdict(res.Verdict)
+	}
+	r.Status = to
+	switch to {
+	case turnframe.OutboxCompleted, turnframe.OutboxFailed:
+		r.FinishedAt = res.Now
+	case turnframe.OutboxPending:
+		r.DueAt = res.Now // due again at once
 	}
 	return r, nil
 }
