@@ -179,7 +179,7 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 
 // moveMade returns the first record in subject's history after seen (the
 // last record before the settle), evidence aside, of the move d made: by
-// d's actor, with d's code and note. The settle was fenced on the attempt
+// d's actor, with d's code and note, to the status d's verdict leads to. The settle was fenced on the attempt
 // read before seen, so an identical move that landed after seen and before
 // it would have made it refused (the subject no longer unknown, or sent
 // again). Its statuses,
@@ -199,7 +199,7 @@ func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnfra
 			// The first matching move written after the settle's own read:
 			// an identical decision made later (by another person under the
 			// same actor, at a later attempt) is not this one.
-			if h.Seq > seen && !h.Evidence && h.Actor == actor && h.Code == d.Code && h.Note == d.Note {
+			if h.Seq > seen && !h.Evidence && h.Actor == actor && h.Code == d.Code && h.Note == d.Note && h.To == movesTo(subject, d.Verdict) {
 				def = h
 				return found
 			}
@@ -207,6 +207,18 @@ func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnfra
 		return nil
 	})
 	return def
+}
+
+// movesTo is the status verdict v moves subject to, as its history names
+// it: another operator's escalation under the same code is not a
+// completion.
+func movesTo(subject turnframe.Subject, v turnframe.Verdict) string {
+	if subject.Kind == turnframe.SubjectJournal {
+		s, _ := v.JournalStatus()
+		return s.String()
+	}
+	s, _ := v.OutboxStatus()
+	return s.String()
 }
 
 // lastHistorySeq is the sequence number of the last record of subject's
@@ -254,11 +266,8 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 // row was gone by the time it was read back: only a finished row is
 // pruned, and only a completed or failed verdict finishes one.
 func prunedAs(v turnframe.Verdict) string {
-	switch v {
-	case turnframe.VerdictCompleted:
-		return turnframe.OutboxCompleted.String() + " (pruned since)"
-	case turnframe.VerdictFailed:
-		return turnframe.OutboxFailed.String() + " (pruned since)"
+	if to, _ := v.OutboxStatus(); to.IsFinished() {
+		return to.String() + " (pruned since)"
 	}
 	return "(gone since)"
 }
