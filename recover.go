@@ -321,5 +321,10 @@ func (r *Recovery) answerAround(ctx context.Context, m TurnPhaseMarker, action R
 			return action, nil
 		}
 	}
-	return r.regenerate(ctx, m.Account, m.Turn, entries, RecoveryAction{Phase: action.Phase, Entries: action.Entries, Awaiting: action.Awaiting})
+	answer, err := r.regenerate(ctx, m.Account, m.Turn, entries, RecoveryAction{Phase: action.Phase, Entries: action.Entries, Awaiting: action.Awaiting})
+	if err != nil {
+		return RecoveryAction{Kind: ActionRegenerateResponse, Phase: action.Phase}, err // the failure names the decision it was for
+	}
+	r.obs.count(SignalRecoveryDecided, Labels{Action: answer.Kind.String()}) // the decision acted on, as Decide counts its own
+	return answer, nil
 }

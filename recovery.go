@@ -25,9 +25,11 @@ const (
 	// them through Runtime.Execute, which recognises by key what already
 	// ran (I14). The only action that may cause an effect.
 	ActionResumeCommands
-	// ActionRegenerateResponse: every command settled; the answer is
-	// missing. Rebuild it from the committed events and the answer tasks;
-	// execute nothing.
+	// ActionRegenerateResponse: the answer is missing and nothing is left
+	// to run: every command settled, or (Recovery.Recover, once the policy
+	// is done) the ones still unknown are named in RecoveryAction.Entries,
+	// which the answer may say are being verified. Rebuild it from the
+	// committed events and the answer tasks; execute nothing.
 	ActionRegenerateResponse
 	// ActionReconcileExternal: a command's outcome is unknown (it is
 	// OutcomeUnknown, or it was left running on an abandoned turn and its
