@@ -145,3 +145,18 @@ func answer(events []turnframe.StoredEvent) string {
 	}
 	return "Done: " + strings.Join(parts, ", ") + "."
 }
+
+// answerAround is what the assistant says when some commands' outcomes are
+// unknown (recovery answered around them): what committed, and that the
+// rest is being verified, never that nothing changed.
+func answerAround(events []turnframe.StoredEvent, unknown []turnframe.JournalEntry) string {
+	names := make([]string, len(unknown))
+	for i, e := range unknown {
+		names[i] = e.Name
+	}
+	checking := "We are checking whether " + strings.Join(names, ", ") + " went through; we will not do it twice."
+	if len(events) == 0 {
+		return checking
+	}
+	return answer(events) + " " + checking
+}

@@ -119,8 +119,9 @@ func (r *demoRecovery) ResumeCommands(ctx context.Context, m turnframe.TurnPhase
 	return r.d.deliver(ctx, r.p, e, ids)
 }
 
-// RegenerateResponse answers from the events the turn committed; it executes
-// nothing.
+// RegenerateResponse answers from the events the turn committed, and says
+// which of its commands' outcomes are being verified when recovery answers
+// around unknowns (a.Entries); it executes nothing.
 func (r *demoRecovery) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarker, a turnframe.RecoveryAction) error {
 	e, err := r.effectOf(m.Turn)
 	if err != nil {
@@ -133,6 +134,9 @@ func (r *demoRecovery) RegenerateResponse(ctx context.Context, m turnframe.TurnP
 	r.d.say("turn %d  %s: phase %s, %d committed event(s), question %q; nothing runs again",
 		e.n, a.Kind, a.Phase, len(a.Events), question)
 	text := answer(a.Events)
+	if len(a.Entries) > 0 {
+		text = answerAround(a.Events, a.Entries)
+	}
 	if err := r.p.rt.Deliver(ctx, m.Account, m.Turn, text); err != nil {
 		return err
 	}
