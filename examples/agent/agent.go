@@ -173,7 +173,7 @@ type recoverer struct {
 // RegenerateResponse answers a turn whose commands ran but whose answer
 // never went out, from its journal entries: the model is told what the
 // journal says, not what the dead process knew.
-func (r recoverer) RegenerateResponse(ctx context.Context, t turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+func (r recoverer) RegenerateResponse(ctx context.Context, t turnframe.TurnPhaseMarker, act turnframe.RecoveryAction) error {
 	stored, err := r.p.rec.StoredTurn(ctx, t.Account, t.Turn)
 	if err != nil {
 		return err
@@ -192,7 +192,11 @@ func (r recoverer) RegenerateResponse(ctx context.Context, t turnframe.TurnPhase
 		}
 		results = append(results, res)
 	}
-	r.a.say("  recovery: turn of [%s] committed its commands but was never answered; the answer is regenerated from the journal", msg.ID)
+	ran := "committed its commands"
+	if len(act.Entries) > 0 {
+		ran = "ran its commands (some outcomes still being verified)"
+	}
+	r.a.say("  recovery: turn of [%s] %s but was never answered; the answer is regenerated from the journal", msg.ID, ran)
 	return r.a.answer(ctx, r.p, t.Turn, msg, results, "assistant (delivered by recovery)")
 }
 
