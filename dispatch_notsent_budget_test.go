@@ -28,7 +28,13 @@ func TestRowsNeverSentDoNotSpendTheAttemptBudget(t *testing.T) {
 		cfg := turnframe.DispatchConfig{WorkerID: "w1", MaxAttempts: 3}
 		for range 2 { // two sweeps stopped right after their claim: nothing sent
 			ctx, cancel := context.WithCancel(context.Background())
-			stopAtSweep := func() time.Time { cancel(); return dispNow } // the sweep's first clock read
+			var reads atomic.Int64
+			stopAtSweep := func() time.Time { // the first read is before the claim; the next, the sweep's, stops it
+				if reads.Add(1) > 1 {
+					cancel()
+				}
+				return dispNow
+			}
 			d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithClock(stopAtSweep))
 			report, err := d.RunOnce(ctx, dispNow)
 			is.NoErr(err)
