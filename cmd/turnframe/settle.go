@@ -179,15 +179,15 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 
 // moveMade returns the first record in subject's history after seen (the
 // last record before the settle), evidence aside, of the move d made: by
-// d's actor, with d's code and note, to the status d's verdict leads to. The settle was fenced on the attempt
-// read before seen, so an identical move that landed after seen and before
-// it would have made it refused (the subject no longer unknown, or sent
-// again). Its statuses,
-// code and reference are those the settlement that just landed left, which
-// may not be the ones read around it (recovery may have moved it before, a
-// dispatcher claimed and settled it after, another operator under the same
-// actor settled it again); a move by another actor, or with another code or
-// note, is not it. def, if the history says nothing.
+// d's actor, with d's code and note, to the status d's verdict leads to.
+// The settle was fenced on the attempt read before seen, so an identical
+// move that landed after seen and before it would have made it refused
+// (the subject no longer unknown, or sent again). Its statuses, code and
+// reference are those the settlement that just landed left, which may not
+// be the ones read around it (recovery may have moved it before, a
+// dispatcher claimed and settled it after, another operator under the
+// same actor settled it again); a move by another actor, or with another
+// code, note or verdict, is not it. def, if the history says nothing.
 func moveMade(ctx context.Context, store turnframe.HistoryStore, subject turnframe.Subject, d turnframe.Decision, seen int64, def turnframe.HistoryRecord) turnframe.HistoryRecord {
 	actor := d.Actor
 	if actor == "" {
