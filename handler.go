@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 )
 
 // Handler runs one admitted command against the application's domain and
@@ -382,7 +383,7 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		if err != nil {
 			return resultOf(running), err
 		}
-		applied, err := rt.store.Apply(ctx, w)
+		applied, err := x.record(ctx, running, w)
 		if err == nil {
 			x.phase = applied.Phase
 			return x.settled(ctx, applied, end), nil
@@ -399,6 +400,32 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 			return resultOf(again), err
 		}
 		running = again
+	}
+}
+
+// record writes w, the settlement of running's attempt. The outcome is
+// known to this attempt alone, so it is written as a dispatcher writes a
+// settlement: even after ctx ended, and again with backoff (settleRetryFirst
+// doubling to settleRetryMax) while the store refuses it as ErrBusy and the
+// attempt's lease lasts. Given up, the entry stays Executing under an
+// attempt nobody runs, and once its lease ended the next Execute takes it
+// over (at least once, or declared unknown by its Remote): so it is given
+// up only when that may happen anyway, or when the store is closed or
+// fails otherwise.
+func (x *execution) record(ctx context.Context, running JournalEntry, w Write) (Applied, error) {
+	rt := x.rt
+	wctx := context.WithoutCancel(ctx)
+	for wait := settleRetryFirst; ; wait = min(2*wait, settleRetryMax) {
+		applied, err := rt.store.Apply(wctx, w)
+		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) ||
+			!rt.cfg.now().Add(wait).Before(running.LeaseUntil) {
+			return applied, err
+		}
+		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: store busy; the command's outcome will be written again",
+			slog.String("key", string(running.Key)), slog.String("attempt", running.Attempt.String()),
+			slog.Duration("wait", wait), slog.String("error", err.Error()))
+		t := time.NewTimer(wait)
+		<-t.C
 	}
 }
 

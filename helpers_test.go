@@ -237,3 +237,15 @@ func (f chargeFixture) takeAndDie(t *testing.T, store turnframe.Store, prior tur
 	}
 	return attempt
 }
+
+// hookHandler is a slog.Handler that logs as text and calls hook with each
+// record's message before it does.
+type hookHandler struct {
+	slog.Handler
+	hook func(msg string)
+}
+
+func (h hookHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.hook(r.Message)
+	return h.Handler.Handle(ctx, r)
+}
