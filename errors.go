@@ -33,9 +33,11 @@ var (
 
 	// ErrBusy: the store could not take the call now, because another
 	// writer (another Store, another process) held it for longer than the
-	// store waits. Nothing was written, and the same call may be tried again:
-	// it is the one transient error, and the Dispatcher retries a settlement
-	// that meets it.
+	// store waits, or the server or the file system refused it for want of
+	// a resource that may come back (a full disk, a dropped connection).
+	// Nothing was written, and the same call may be tried again: it is the
+	// one transient error, and the Dispatcher retries a settlement that
+	// meets it, as Execute retries a command's outcome.
 	ErrBusy = errors.New("turnframe: store busy")
 
 	// ErrAppWrite: the application's own writes (Write.App) returned an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
@@ -19,13 +20,15 @@ const (
 	codeQueryCanceled        = "57014" // a cancel request (a late one of Open's handler) or statement_timeout
 	codeUntranslatable       = "22P05" // untranslatable_character
 	codeBadEncoding          = "22021" // character_not_in_repertoire: a NUL byte in text
+	classInsufficient        = "53"    // insufficient_resources: disk full, out of memory, too many connections
 )
 
 // translate turns a driver error into the error the caller can act on: a
 // cancelled or expired context is that context error; a unique violation is
 // turnframe.ErrConflict; a serialization failure, a deadlock or a lock
 // refused is turnframe.ErrBusy (retryable tells the transaction loop to run
-// it again first); a string PostgreSQL cannot keep in text (a NUL byte) is
+// it again first), and so is a refusal for want of resources (class 53: a
+// full disk, too many connections); a string PostgreSQL cannot keep in text (a NUL byte) is
 // turnframe.ErrInvalid; a closed pool is turnframe.ErrClosed; a connection
 // that could not be opened, or that broke before the transaction's COMMIT
 // was sent (errConnLost: the server rolled it back), is turnframe.ErrBusy
@@ -66,6 +69,12 @@ func translate(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", turnframe.ErrBusy, err)
 	case codeBadEncoding, codeUntranslatable:
 		return fmt.Errorf("%w: a string PostgreSQL cannot store as text: %w", turnframe.ErrInvalid, err)
+	}
+	if strings.HasPrefix(pe.Code, classInsufficient) {
+		// The server refused for want of a resource that may come back;
+		// an error answered in a transaction, even to its COMMIT, rolls
+		// it back.
+		return fmt.Errorf("%w: the server lacks a resource (is its disk full?): %w", turnframe.ErrBusy, err)
 	}
 	return err
 }

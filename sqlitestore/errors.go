@@ -15,7 +15,8 @@ import (
 // KEY violation is turnframe.ErrConflict; a lock that outlasted the busy
 // timeout (SQLITE_BUSY, or SQLITE_LOCKED: a lock held on the same file
 // through another connection of a shared cache or a conflicting statement)
-// is turnframe.ErrBusy. The driver's error stays in the chain. Errors that are
+// is turnframe.ErrBusy, and so is a write the file system refused
+// (SQLITE_FULL, SQLITE_IOERR_WRITE: a full disk), which commits nothing. The driver's error stays in the chain. Errors that are
 // already turnframe's pass unchanged, and so does an App function's error
 // (turnframe.ErrAppWrite): an app's UNIQUE violation is not ErrConflict.
 func translate(ctx context.Context, err error) error {
@@ -41,6 +42,12 @@ func translate(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: another connection held the write lock past the busy timeout: %w", ErrBusy, err)
 	case code&0xff == sqlite3.SQLITE_LOCKED:
 		return fmt.Errorf("%w: a lock on the file or a table was held through another connection or statement: %w", ErrBusy, err)
+	case code&0xff == sqlite3.SQLITE_FULL || code == sqlite3.SQLITE_IOERR_WRITE:
+		// The file system refused a write (no space left, a file size
+		// limit). In WAL mode a write reaches the file at a spill or at
+		// COMMIT, and a failed one commits nothing: SQLite rolls the
+		// transaction back, and the same call may land once space is freed.
+		return fmt.Errorf("%w: the file system refused a write (is the disk full?); nothing was written: %w", ErrBusy, err)
 	}
 	return err
 }

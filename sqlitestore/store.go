@@ -14,7 +14,8 @@
 // and writes back what they return. Driver errors are translated at the
 // boundary: a UNIQUE violation is turnframe.ErrConflict, a cancelled context
 // stays a context error, a file locked by another writer for longer than the
-// busy timeout is turnframe.ErrBusy, and a call that meets a closed store is
+// busy timeout or a write the file system refused (a full disk) is
+// turnframe.ErrBusy, and a call that meets a closed store is
 // turnframe.ErrClosed.
 package sqlitestore
 
@@ -54,8 +55,9 @@ type Store struct {
 
 // ErrBusy is turnframe.ErrBusy, the error a call wraps when it waited the
 // whole busy timeout for a file that another connection (another Store,
-// another process) kept locked (SQLITE_BUSY or SQLITE_LOCKED). Nothing was
-// written; the call may be tried again. The name stays for the callers that
+// another process) kept locked (SQLITE_BUSY or SQLITE_LOCKED), or that met a
+// write the file system refused (SQLITE_FULL, SQLITE_IOERR_WRITE: a full
+// disk). Nothing was written; the call may be tried again. The name stays for the callers that
 // used it; errors.Is(err, turnframe.ErrBusy) is the same test.
 var ErrBusy = turnframe.ErrBusy
 
