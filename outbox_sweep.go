@@ -69,8 +69,15 @@ func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now, sta
 }
 
 // clock is the sweep's time: the claim's now, plus the time spent since,
-// as the Dispatcher's clock (WithClock) tells it.
-func (sw *sweep) clock() time.Time { return sw.now.Add(sw.d.clock.clock().Sub(sw.start)) }
+// as the Dispatcher's clock (WithClock) tells it on its wall reading
+// (Round(0) drops time.Now's monotonic one). Leases are stored and judged
+// on the wall clock — by Recover, by Run's release, by another process —
+// so after the machine's clock was stepped forward an extension measured
+// on the monotonic clock would end in the past, and a release would take
+// the row of a live send.
+func (sw *sweep) clock() time.Time {
+	return sw.now.Add(sw.d.clock.clock().Round(0).Sub(sw.start.Round(0)))
+}
 
 // run sends every claimed row, settles each, and returns once the senders,
 // the settler and the keeper have all ended.
