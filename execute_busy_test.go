@@ -3,8 +3,8 @@ package turnframe_test
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
