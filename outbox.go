@@ -282,6 +282,8 @@ func (d *Dispatcher) settlementFor(ctx context.Context, c Claim, out Dispatched,
 // remote asked to be left alone from its answer on, and a slow answer must
 // not shorten that, whether or not the backoff was the longer wait, while a
 // send's usual milliseconds leave the due time exactly where now puts it.
+// It is at most MaxTime, the latest time a store keeps: a claim made near
+// it must still settle.
 func retryAt(now, answered time.Time, backoff, retryAfter, maxBackoff time.Duration) time.Time {
 	due := now.Add(min(max(backoff, retryAfter), maxBackoff))
 	if retryAfter > 0 && answered.After(now) {
@@ -289,6 +291,9 @@ func retryAt(now, answered time.Time, backoff, retryAfter, maxBackoff time.Durat
 		if asked.After(due) {
 			due = asked
 		}
+	}
+	if due.After(MaxTime) {
+		due = MaxTime
 	}
 	return due
 }
