@@ -233,6 +233,7 @@ func (s *HTTPSender) Send(ctx context.Context, entry OutboxEntry) Dispatched {
 	// outlives its bound.
 	reqCtx, end := context.WithCancel(withHTTPProgress(httptrace.WithClientTrace(ctx, p.trace()), p))
 	defer end()
+	p.request = reqCtx
 	req, err := newHTTPRequest(reqCtx, target, entry.Payload, entry.RemoteKey(), s.contentType)
 	if err != nil {
 		return Dispatched{Kind: DispatchPermanent, Code: "http.invalid_request"}

@@ -53,7 +53,8 @@ func connectDeadline(ctx context.Context, now time.Time) time.Time {
 // goroutines (hence the atomics), and which find it in the request's
 // context (withHTTPProgress).
 type httpProgress struct {
-	connectBy                        time.Time // the connect deadline; set before the send, then read only
+	connectBy                        time.Time       // the connect deadline; set before the send, then read only
+	request                          context.Context // the send's request: ends when Send returns; set before the send
 	askedConn, gotConn, wrote        atomic.Bool
 	dnsFailed, dialFailed, tlsFailed atomic.Bool
 }
@@ -110,6 +111,12 @@ func (d *httpDialer) bound(ctx context.Context) (context.Context, context.Cancel
 		by = p.connectBy
 	}
 	ctx, cancel := context.WithDeadline(ctx, by)
+	if p != nil && p.request != nil {
+		// net/http detached the dial from the request's cancellation: end
+		// it with the send, so nothing of a send outlives it.
+		stop := context.AfterFunc(p.request, cancel)
+		return ctx, func() { stop(); cancel() }, p
+	}
 	return ctx, cancel, p
 }
 
