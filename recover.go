@@ -230,10 +230,7 @@ func (r *Recovery) recoverTurn(ctx context.Context, h RecoveryHandler, m TurnPha
 				report.Policy = append(report.Policy, r.resolveEntry(ctx, e, action.Phase))
 			}
 		}
-		action, err = r.Decide(ctx, m.Account, m.Turn)
-		if err == nil && action.Kind == ActionReconcileExternal && !action.Phase.IsTerminal() {
-			action, err = r.answerAround(ctx, m, action)
-		}
+		action, err = r.decided(ctx, m.Account, m.Turn, true)
 	}
 	if err == nil {
 		report.Turns.Actions[action.Kind]++
@@ -305,26 +302,4 @@ func (r *Recovery) listIntervention(ctx context.Context, scope RecoveryScope, re
 		}
 		scope.After = markers[len(markers)-1].Turn
 	}
-}
-
-// answerAround decides again a turn not yet terminal whose unknown
-// outcomes the policy left: they do not hold its answer back (Deliver), so
-// with no pending entry it is answered from what is settled
-// (ActionRegenerateResponse); with one, action stands and the turn waits.
-func (r *Recovery) answerAround(ctx context.Context, m TurnPhaseMarker, action RecoveryAction) (RecoveryAction, error) {
-	entries, err := r.store.ForTurn(ctx, m.Account, m.Turn)
-	if err != nil {
-		return action, err
-	}
-	for _, e := range entries {
-		if e.Status.IsPending() {
-			return action, nil
-		}
-	}
-	answer, err := r.regenerate(ctx, m.Account, m.Turn, entries, RecoveryAction{Phase: action.Phase, Entries: action.Entries, Awaiting: action.Awaiting})
-	if err != nil {
-		return RecoveryAction{Kind: ActionRegenerateResponse, Phase: action.Phase}, err // the failure names the decision it was for
-	}
-	r.obs.count(SignalRecoveryDecided, Labels{Action: answer.Kind.String()}) // the decision acted on, as Decide counts its own
-	return answer, nil
 }

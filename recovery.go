@@ -224,9 +224,15 @@ func (r *Recovery) Decide(ctx context.Context, account AccountID, turn TurnID) (
 	if err := CheckID("turn", turn); err != nil {
 		return RecoveryAction{}, err
 	}
-	action, err := r.decide(ctx, account, turn)
+	return r.decided(ctx, account, turn, false)
+}
+
+// decided is Decide once its input is valid; around says whether a turn
+// whose unknowns the policy left is answered around them (see decide).
+func (r *Recovery) decided(ctx context.Context, account AccountID, turn TurnID, around bool) (RecoveryAction, error) {
+	action, err := r.decide(ctx, account, turn, around)
 	if err != nil {
-		return RecoveryAction{}, fmt.Errorf("decide turn %v: %w", turn, err)
+		return action, fmt.Errorf("decide turn %v: %w", turn, err)
 	}
 	r.obs.count(SignalRecoveryDecided, Labels{Action: action.Kind.String()})
 	r.obs.logf(ctx, slog.LevelDebug, "recovery decided", slog.String("turn", turn.String()),
@@ -239,7 +245,15 @@ func (r *Recovery) Decide(ctx context.Context, account AccountID, turn TurnID) (
 // list of entries means no plan had landed when the list was read, and a
 // turn is restarted only if it was never planned. Read the other way, a
 // Plan landing between the reads left a planned turn looking unplanned.
-func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (RecoveryAction, error) {
+//
+// around asks for rule 1 as Recover applies it once the policy has had the
+// unknowns: a turn not yet terminal with no pending entry is answered
+// around them (ActionRegenerateResponse, naming them in Entries), as
+// Deliver would have; with a pending one it waits. The answer is built from
+// the same read as the decision, so it names the unknown and awaiting
+// entries as they are, not as an earlier read saw them. On a failure to
+// build it, the action returned names the decision it was for.
+func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID, around bool) (RecoveryAction, error) {
 	entries, err := r.store.ForTurn(ctx, account, turn)
 	if err != nil {
 		return RecoveryAction{}, err
@@ -254,14 +268,21 @@ func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID) (
 	unknown := entriesWhere(entries, func(e JournalEntry) bool {
 		return e.Status.IsUncertain() || Stranded(e, marker.Phase, now) || r.cfg.rerunForbidden(e, now)
 	})
+	pending := entriesWhere(entries, func(e JournalEntry) bool { return e.Status.IsPending() })
 	if len(unknown) > 0 {
+		if around && !marker.Phase.IsTerminal() && len(pending) == 0 {
+			answer, err := r.regenerate(ctx, account, turn, entries, RecoveryAction{Phase: marker.Phase, Entries: unknown, Awaiting: action.Awaiting})
+			if err != nil {
+				return RecoveryAction{Kind: ActionRegenerateResponse, Phase: marker.Phase}, err
+			}
+			return answer, nil
+		}
 		action.Kind, action.Entries = ActionReconcileExternal, unknown
 		for _, e := range unknown {
 			action.Attempts = append(action.Attempts, e.Attempt)
 		}
 		return action, nil
 	}
-	pending := entriesWhere(entries, func(e JournalEntry) bool { return e.Status.IsPending() })
 	if marker.Phase.IsTerminal() && (marker.Phase != PhaseDelivered || len(pending) == 0) {
 		action.Kind = ActionNothing // an abandoned turn's attempts still running settle themselves
 		return action, nil
