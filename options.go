@@ -71,10 +71,12 @@ const maxLease = 100 * 365 * 24 * time.Hour
 // stores keep, so what a caller holds equals what it reads back.
 func (s settings) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
 
-// WithObserver sends signals to o. A nil o keeps the default, which discards.
+// WithObserver sends signals to o. A nil o — a nil pointer or func behind
+// the interface too, its constructor having failed — keeps the default,
+// which discards.
 func WithObserver(o Observer) Option {
 	return func(s *settings) {
-		if o != nil {
+		if !isNil(o) {
 			s.observer = o
 		}
 	}

@@ -42,7 +42,7 @@ type Dispatcher struct {
 // It panics on programmer errors: a nil store or sender, an empty or
 // over-long cfg.WorkerID, or a BatchSize over MaxLimit.
 func NewDispatcher(store OutboxStore, sender Sender, cfg DispatchConfig, opts ...Option) *Dispatcher {
-	if store == nil {
+	if isNil(store) { // a nil pointer behind it too: Open failed
 		panic("turnframe: NewDispatcher with a nil store")
 	}
 	if isNil(sender) {

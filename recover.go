@@ -126,7 +126,7 @@ func (r RecoverReport) Count(o PolicyOutcome) int {
 // ctx's once it ended (the pass stops there: the turns it has not reached
 // are neither tried nor reported), with the report so far.
 func (r *Recovery) Recover(ctx context.Context, scope RecoveryScope, h RecoveryHandler) (RecoverReport, error) {
-	if h == nil {
+	if isNil(h) {
 		return RecoverReport{}, invalid("handler", "nil")
 	}
 	if err := scope.Validate(); err != nil {

@@ -167,7 +167,7 @@ type Recovery struct {
 // WithCommandTimeout and WithLeaseMargin, whose command lease is
 // RecoveryLoop.StaleAfter's default. A nil store panics.
 func NewRecovery(store Store, opts ...Option) *Recovery {
-	if store == nil {
+	if isNil(store) { // a nil pointer behind it too: Open failed
 		panic("turnframe: NewRecovery with a nil store")
 	}
 	cfg := newSettings(opts)

@@ -46,7 +46,7 @@ type RecoveryLoop struct {
 // Handler or an invalid Scope; or an error wrapping ErrClosed when a pass
 // found the store closed, after reporting it.
 func (r *Recovery) Run(ctx context.Context, loop RecoveryLoop) error {
-	if loop.Handler == nil {
+	if isNil(loop.Handler) {
 		return invalid("handler", "nil")
 	}
 	if err := loop.Scope.Validate(); err != nil {

@@ -42,7 +42,8 @@ type Remote struct {
 	// send the remote answered retryable is no resend of an unknown). Zero
 	// or negative: DefaultResends.
 	Resends int
-	// Verifier, if not nil, looks an effect up by key.
+	// Verifier, if not nil, looks an effect up by key. A nil pointer or
+	// func behind it is nil too: the remote cannot be asked.
 	Verifier Verifier
 	// SettleDelay is how long after the outcome became unknown the first
 	// lookup waits, for remotes whose lookups lag behind their writes.
@@ -90,7 +91,7 @@ func (k RemoteKind) String() string { return enumName(remoteKindNames[:], int(k)
 // Kind returns what r can do.
 func (r Remote) Kind() RemoteKind {
 	switch {
-	case r.Verifier != nil:
+	case !isNil(r.Verifier):
 		return RemoteVerifiable
 	case r.Deduplicates > 0:
 		return RemoteDeduplicates

@@ -31,7 +31,7 @@ type Runtime struct {
 // WithLogger and WithTraceContext, and ignores the options of other constructors. It panics if
 // store is nil: that is a programming error, not an input.
 func New(store Store, opts ...Option) *Runtime {
-	if store == nil {
+	if isNil(store) { // a nil pointer behind it too: Open failed
 		panic("turnframe: New with a nil store")
 	}
 	cfg := newSettings(opts)

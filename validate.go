@@ -582,9 +582,10 @@ func (s RecoveryScope) Validate() error {
 }
 
 // isNil reports whether v, an implementation the application hands in (a
-// Sender, a Handler), is nil: the nil interface, or one holding a nil
-// pointer or func — a nil *HTTPSender (NewHTTPSender's error ignored), a
-// nil HandlerFunc — whose first call would panic.
+// Store, a Sender, a Handler, an Observer, a Verifier, a RecoveryHandler),
+// is nil: the nil interface, or one holding a nil pointer or func — a nil
+// *HTTPSender (NewHTTPSender's error ignored), a nil *sqlitestore.Store
+// (Open's), a nil HandlerFunc — whose first call would panic.
 func isNil(v any) bool {
 	if v == nil {
 		return true
