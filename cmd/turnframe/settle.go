@@ -167,9 +167,12 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 	if err := rec.Settle(ctx, subject, req.decision); err != nil {
 		return explainWrite(err, db)
 	}
-	def := turnframe.HistoryRecord{From: before.Status.String(), To: prunedAs(req.decision.Verdict)}
-	if after, err := store.GetOutbox(ctx, req.id); err == nil {
-		def.To, def.Code, def.RemoteRef = after.Status.String(), after.LastCode, after.RemoteRef
+	// Should the history not say, what the decision itself wrote: never the
+	// row read back after the write, which may show a later send.
+	def := turnframe.HistoryRecord{From: before.Status.String(), To: movesTo(subject, req.decision.Verdict),
+		Code: req.decision.Code, RemoteRef: req.decision.RemoteRef}
+	if _, err := store.GetOutbox(ctx, req.id); errors.Is(err, turnframe.ErrNotFound) {
+		def.To = prunedAs(req.decision.Verdict)
 	}
 	m := moveMade(ctx, store, subject, req.decision, seen, def)
 	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
@@ -255,7 +258,7 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 		return fmt.Errorf("settled journal entry %s, but reading it back failed: %w", cell(string(req.key)), err)
 	}
 	m := moveMade(ctx, store, subject, req.decision, seen,
-		turnframe.HistoryRecord{From: before.Status.String(), To: after.Status.String(), Code: after.Code, RemoteRef: after.RemoteRef})
+		turnframe.HistoryRecord{From: before.Status.String(), To: movesTo(subject, req.decision.Verdict), Code: req.decision.Code, RemoteRef: req.decision.RemoteRef})
 	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
 		cell(string(req.account)), cell(before.Name), after.Turn, m.From, m.To, cell(string(req.decision.Actor)),
 		settledDetail(m.Code, m.RemoteRef))
