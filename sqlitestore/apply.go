@@ -93,12 +93,18 @@ func (s *Store) BeginTx(ctx context.Context) (*sql.Tx, error) {
 // Nothing is durable until the caller commits tx; if the caller rolls back,
 // nothing of w was written. w is written under a savepoint: after an error,
 // tx holds nothing of w and everything the caller wrote before, so the
-// caller may go on and commit its own rows. tx must come from this Store's
-// BeginTx. w.App, if any, runs in tx under the same savepoint, after w.
-// The savepoint is named turnframe_apply, a name the library keeps: an App
-// that opened a savepoint of that name would have its own undone in place
-// of w's (the database resolves a name to the newest savepoint holding it),
-// and a refused w would stay in tx.
+// caller may go on and commit its own rows. That holds on a full disk too:
+// the writer keeps a transaction's changed pages in memory until its COMMIT
+// (no cache spill), so a full disk fails the caller's COMMIT, not a
+// statement of w; a transaction costs memory in proportion to what it
+// changes. Should tx be lost all the same (SQLite rolled it back), the error
+// says so and wraps none of the sentinels: roll tx back.
+//
+// tx must come from this Store's BeginTx. w.App, if any, runs in tx under
+// the same savepoint, after w. The savepoint is named turnframe_apply, a
+// name the library keeps: an App that opened a savepoint of that name would
+// have its own undone in place of w's (the database resolves a name to the
+// newest savepoint holding it), and a refused w would stay in tx.
 func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (turnframe.Applied, error) {
 	if err := w.Validate(); err != nil {
 		return turnframe.Applied{}, err
@@ -143,7 +149,8 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 		err = fmt.Errorf("release savepoint: %w", err)
 	}
 	if rerr := undo(); rerr != nil {
-		return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%w (and undoing it failed: %v; roll tx back)", err, rerr))
+		// tx is lost or in a state nobody knows: not an error to try again.
+		return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%v (and undoing it failed, so tx is lost: roll it back): %w", err, rerr))
 	}
 	return turnframe.Applied{}, s.fail(ctx, "apply", err)
 }
