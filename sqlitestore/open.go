@@ -19,7 +19,8 @@ import (
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // readPoolSize bounds the read pool's connections.
@@ -45,8 +46,10 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // committed, and the next Open goes on). With WithExisting it opens the file
 // as it is: it never creates it and never migrates it (see WithExisting).
 //
-// Errors: ErrInvalid for an empty path, and for a file whose schema is newer
-// than this build's (written by a newer turnframe: never touched); with
+// Errors: ErrInvalid for an empty path, for a file whose schema is newer
+// than this build's (written by a newer turnframe: never touched), and for
+// one whose own tables a migration clashes with (another application's
+// table named like one of turnframe's: the migration rolls back); with
 // WithExisting, ErrNotFound for a missing file and ErrInvalid for a file
 // that is not a turnframe store or whose schema is older than this build's
 // (run `turnframe migrate`); otherwise the error of the file system, the
@@ -253,6 +256,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if err = schema.Up(ctx, db); err == nil || ctx.Err() != nil {
 			break
 		}
+	}
+	var se *sqlite.Error
+	if err != nil && ctx.Err() == nil && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
+		// Refused by what the file holds, every time: no retry mends it.
+		return fmt.Errorf("migrate: %w: the file refused turnframe's schema (does another application keep tables of the same names in it?): %w",
+			turnframe.ErrInvalid, err)
 	}
 	if err != nil {
 		return fmt.Errorf("migrate: %w", translate(ctx, err))

@@ -266,3 +266,25 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// Open's doc: ErrInvalid for a file whose own tables a migration clashes
+// with. Another application's table named "turns" makes migration 1 fail
+// every time; that was a raw driver error, which callers (the CLI's exit
+// status) took for something a retry may mend.
+func TestOpenOfAFileWhoseTablesClashWithTheSchemaIsInvalid(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	is.NoErr(err)
+	_, err = db.Exec("CREATE TABLE turns (player TEXT, score INTEGER); INSERT INTO turns VALUES ('ann', 3)")
+	is.NoErr(err)
+	is.NoErr(db.Close())
+	_, err = sqlitestore.Open(context.Background(), path)
+	is.True(errors.Is(err, turnframe.ErrInvalid)) // cannot succeed as given
+	db, err = sql.Open("sqlite", "file:"+path)
+	is.NoErr(err)
+	defer db.Close()
+	var score int
+	is.NoErr(db.QueryRow("SELECT score FROM turns WHERE player = 'ann'").Scan(&score))
+	is.Equal(score, 3) // the other application's row is as it was
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // dbFlags are the flags every operator command opens the database with.
@@ -169,6 +171,11 @@ func inspect(ctx context.Context, path string) (fileState, error) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	v, err := schema.FileVersion(ctx, db)
+	var se *sqlite.Error
+	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB) {
+		// A damaged file is not a database any command can use: no retry mends it.
+		return fileState{exists: true}, &openError{msg: path + " is not a readable SQLite database (" + err.Error() + ")", err: turnframe.ErrInvalid}
+	}
 	if err != nil {
 		return fileState{}, fmt.Errorf("read the schema version of %s: %w", path, err)
 	}
