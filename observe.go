@@ -74,11 +74,12 @@ type Labels struct {
 }
 
 // Observer receives the library's signals. It is called synchronously,
-// during the call that emits the signal, on the caller's goroutine or on one
-// that call started (a sweep's senders and settler, a late answer's
-// recorder), possibly from several goroutines at once, and must be quick
-// and safe for concurrent use. A panic in Observe is recovered and logged at
-// error level, and its signal dropped: it never stops a call or the process.
+// during the call that emits the signal, which waits for it, on a goroutine
+// of its own; possibly several at once, so it must be quick and safe for
+// concurrent use. A panic in Observe, or an Observe that ends its goroutine
+// (runtime.Goexit, as a test's t.FailNow does), is logged at error level
+// and its signal dropped: it never stops a call, a send's settlement or the
+// process.
 type Observer interface {
 	// Observe records one occurrence of s; d is its duration for a timed
 	// signal and zero for a counter.
@@ -141,16 +142,33 @@ func (o observer) count(s Signal, l Labels) { o.emit(s, l, 0) }
 
 // emit hands one signal to the Observer. Signals are emitted on goroutines
 // the library started (a sweep's senders and settler, a late answer's
-// recorder), where the application cannot recover a panic: an Observer's
-// panic is logged at error level and the signal dropped, never the process.
+// recorder), where the application cannot recover a panic, and between a
+// send and its settlement: Observe runs on a goroutine of its own, waited
+// for, so that its panic, logged at error level with the signal dropped,
+// never ends the process, and its runtime.Goexit never ends the goroutine
+// that was to settle a send. The default Observer, which discards, is not
+// called at all.
 func (o observer) emit(s Signal, l Labels, d time.Duration) {
-	defer func() {
-		if p := recover(); p != nil {
-			o.log.Error("turnframe: observer panicked; the signal is dropped",
-				slog.String("signal", string(s)), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
-		}
+	if _, ok := o.obs.(discard); ok {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		returned := false
+		defer func() {
+			if p := recover(); p != nil {
+				o.log.Error("turnframe: observer panicked; the signal is dropped",
+					slog.String("signal", string(s)), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			} else if !returned {
+				o.log.Error("turnframe: observer ended its goroutine (runtime.Goexit); the signal is dropped",
+					slog.String("signal", string(s)))
+			}
+		}()
+		o.obs.Observe(s, l, d)
+		returned = true
 	}()
-	o.obs.Observe(s, l, d)
+	<-done
 }
 
 // deadAttemptLabels labels SignalExternalOutcomeUnknown for an attempt of
