@@ -154,7 +154,7 @@ func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.Outbo
 		if errors.Is(err, turnframe.ErrConflict) {
 			return fmt.Errorf("%s: %w", refused, err)
 		}
-		return err
+		return fmt.Errorf("outbox row %s: %w", id, err) // of several rows, say which one this error left
 	}
 	fmt.Fprintf(e.stderr, "turnframe release: %s was claimed by %s at %s; its lease %s\n",
 		id, cell(rec.ClaimedBy), stamp(rec.ClaimedAt), leaseState(now, rec.LeaseUntil))
