@@ -150,8 +150,11 @@ type StoredTurn struct {
 	// MessageID is the channel's id of the message that began the turn
 	// (ReceiveMessage); "" for a turn received without one. No two turns
 	// of an account share one.
-	MessageID  MessageID
-	Phase      TurnPhase
+	MessageID MessageID
+	Phase     TurnPhase
+	// ReceivedAt is when the turn began: as a Write's Begin gave it, or
+	// that Write's Now when it gave none (the zero time). No later Write
+	// moves it.
 	ReceivedAt time.Time
 	UpdatedAt  time.Time
 }

@@ -34,3 +34,16 @@ func TestALongBusyTimeoutIsNeverNoWait(t *testing.T) {
 		})
 	}
 }
+
+// TestAOneMillisecondBusyTimeoutIsKept: WithBusyTimeout keeps the default
+// only for a d under one millisecond; one millisecond itself is a wait of
+// one millisecond.
+func TestAOneMillisecondBusyTimeoutIsKept(t *testing.T) {
+	is := is.New(t)
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "turnframe.db"), sqlitestore.WithBusyTimeout(time.Millisecond))
+	is.NoErr(err)
+	defer s.Close()
+	var ms int64
+	is.NoErr(s.ReadDB().QueryRowContext(context.Background(), "PRAGMA busy_timeout").Scan(&ms))
+	is.Equal(ms, int64(1)) // the millisecond asked for, not the default
+}

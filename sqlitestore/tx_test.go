@@ -220,3 +220,25 @@ func TestApplyTxLeavesNothingOfAWriteThatDidNotReturnCleanly(t *testing.T) {
 		})
 	}
 }
+
+// TestBeginTxHoldsTheWriteLockBeforeItsFirstWrite: BeginTx is BEGIN
+// IMMEDIATE, so the file's write lock is the caller's from the start, not
+// from its first write: another Store's write waits its busy timeout and
+// fails with ErrBusy even while the transaction has written nothing yet.
+// (TestSecondStoreWhileWriteTxHeld writes first, which takes the lock on a
+// deferred BEGIN too.)
+func TestBeginTxHoldsTheWriteLockBeforeItsFirstWrite(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	first := mustOpenPath(t, path)
+	tx, err := first.BeginTx(ctx)
+	is.NoErr(err)
+	defer tx.Rollback()
+	second := mustOpenPath(t, path, sqlitestore.WithBusyTimeout(20*time.Millisecond), sqlitestore.WithExisting())
+	_, err = second.Apply(ctx, begin("acme"))
+	is.True(errors.Is(err, sqlitestore.ErrBusy)) // the lock is held from BeginTx on
+	is.NoErr(tx.Rollback())
+	_, err = second.Apply(ctx, begin("acme"))
+	is.NoErr(err) // and free once the transaction ends
+}

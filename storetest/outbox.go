@@ -24,6 +24,7 @@ func outboxTests() []test {
 		{"SettleWithALostClaimIsClaimLostAndChangesNothing", testLostClaim},
 		{"ASettleBatchWhereOneClaimIsLostSettlesTheOthers", testSettleBatch},
 		{"AClaimSettledTwiceInOneBatchLandsOnceAndLosesTheSecondTime", testSettleTwiceInOneBatch},
+		{"EachSettlementOfABatchIsRecordedWithItsOwnNote", testSettleBatchNotes},
 		{"AnUnknownRowIsNeverClaimedAgainUntilResolved", testUnknownNotClaimed},
 		{"SettleKeepsTheSendersCodeAsLastCodeForEveryStatus", testSettleCode},
 		{"ACompletedRowShowsTheCompletionsCodeNotAnEarlierFailure", testCompletedCode},
@@ -871,6 +872,41 @@ func testOutboxMissing(t *testing.T, e *env) {
 // settlement needs the claim (the row still Dispatching under it). The
 // first of two settlements of one claim in one batch takes the row out of
 // Dispatching: the second finds the claim lost, and refuses only itself.
+// testSettleBatchNotes settles three claims of one worker in one batch, all
+// to OutcomeUnknown, one of them with CodeLeaseEnded: the records differ in
+// their note alone (an expiry's note says why the outcome is unknown), and
+// each row's record keeps its own, wherever the row is in the batch.
+func testSettleBatchNotes(t *testing.T, e *env) {
+	for _, leaseEnded := range []int{0, 1} {
+		t.Run(fmt.Sprintf("LeaseEndedAt%d", leaseEnded), func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, e.open)
+			rows := e.enqueue(acme, at(0), message(""), message(""), message(""))
+			cs := e.claim(at(time.Second), 10, worker)
+			is.Equal(len(cs), 3) // all claimed, by one worker
+			sts := make([]turnframe.OutboxSettlement, len(cs))
+			for i, c := range cs {
+				sts[i] = turnframe.OutboxSettlement{Claim: c, To: turnframe.OutboxOutcomeUnknown, Code: "http.timeout", Now: at(2 * time.Second)}
+			}
+			sts[leaseEnded].Code = turnframe.CodeLeaseEnded
+			results, err := e.s.Settle(e.ctx, sts)
+			is.NoErr(err)
+			for i, r := range results {
+				is.NoErr(r) // every settlement lands
+				hist := e.history(turnframe.OutboxSubject(acme, rows[i].ID))
+				last := hist[len(hist)-1]
+				is.Equal(last.To, turnframe.OutboxOutcomeUnknown.String())
+				is.Equal(last.Code, sts[i].Code)
+				if i == leaseEnded {
+					is.True(last.Note != "") // says why the outcome is unknown
+				} else {
+					is.Equal(last.Note, "") // no note but its own: none
+				}
+			}
+		})
+	}
+}
+
 func testSettleTwiceInOneBatch(t *testing.T, e *env) {
 	is := is.New(t)
 	rows := e.enqueue(acme, at(0), message(""), message(""))

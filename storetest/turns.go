@@ -14,6 +14,7 @@ import (
 func turnTests() []test {
 	return []test{
 		{"BeginCreatesTheTurnInPhaseReceived", testBeginCreatesTurn},
+		{"ABeginWithoutAReceivedTimeIsReceivedAtTheWritesTime", testBeginWithoutReceivedAt},
 		{"BeginOnAnExistingTurnIsConflictAndChangesNothing", testBeginExistingTurn},
 		{"ApplyToATurnThatDoesNotExistIsNotFound", testApplyMissingTurn},
 		{"TurnPhaseMovesForwardSkipsAheadAndAbandonsFromAnyNonTerminalPhase", testPhaseAllowed},
@@ -54,6 +55,23 @@ func (e *env) turnIn(account turnframe.AccountID, p turnframe.TurnPhase, now tim
 	}
 	e.apply(w)
 	return w.Turn
+}
+
+// testBeginWithoutReceivedAt: a Begin whose ReceivedAt is zero (an optional
+// time, checked by Write.Validate) is received at the Write's Now, as every
+// store has it, and a later Write never moves it.
+func testBeginWithoutReceivedAt(t *testing.T, e *env) {
+	is := is.New(t)
+	w := e.beginWrite(acme, at(time.Second))
+	w.Begin.ReceivedAt = time.Time{}
+	e.apply(w)
+	got, err := e.s.LoadTurn(e.ctx, acme, w.Turn)
+	is.NoErr(err)
+	is.True(got.ReceivedAt.Equal(at(time.Second))) // received at the Write's time, never at the zero time
+	e.apply(turnframe.Write{Account: acme, Turn: w.Turn, Now: at(2 * time.Second), Phase: turnframe.PhaseInterpreted})
+	got, err = e.s.LoadTurn(e.ctx, acme, w.Turn)
+	is.NoErr(err)
+	is.True(got.ReceivedAt.Equal(at(time.Second))) // kept
 }
 
 func testBeginCreatesTurn(t *testing.T, e *env) {
