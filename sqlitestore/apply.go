@@ -149,8 +149,9 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 		err = fmt.Errorf("release savepoint: %w", err)
 	}
 	if rerr := undo(); rerr != nil {
-		// tx is lost or in a state nobody knows: not an error to try again.
-		return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%v (and undoing it failed, so tx is lost: roll it back): %w", err, rerr))
+		// tx is lost or in a state nobody knows: not an error to try again,
+		// so neither error stays in the chain (a full disk would say busy).
+		return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%v (and undoing it failed, so tx is lost: roll it back): %v", err, rerr))
 	}
 	return turnframe.Applied{}, s.fail(ctx, "apply", err)
 }
