@@ -94,8 +94,9 @@ func (s *Store) BeginTx(ctx context.Context) (*sql.Tx, error) {
 // nothing of w was written. w is written under a savepoint: after an error,
 // tx holds nothing of w and everything the caller wrote before, so the
 // caller may go on and commit its own rows. That holds on a full disk too:
-// the writer keeps a transaction's changed pages in memory until its COMMIT
-// (no cache spill), so a full disk fails the caller's COMMIT, not a
+// the writer keeps a transaction's changed pages and its temporary files
+// (savepoint journals, sorts) in memory until its COMMIT (no cache spill,
+// temp_store=MEMORY), so a full disk fails the caller's COMMIT, not a
 // statement of w; a transaction costs memory in proportion to what it
 // changes. Should tx be lost all the same (SQLite rolled it back), the error
 // says so and wraps none of the sentinels: roll tx back.
@@ -151,7 +152,7 @@ func (s *Store) ApplyTx(ctx context.Context, tx *sql.Tx, w turnframe.Write) (tur
 	if rerr := undo(); rerr != nil {
 		// tx is lost or in a state nobody knows: not an error to try again,
 		// so neither error stays in the chain (a full disk would say busy).
-		return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("%v (and undoing it failed, so tx is lost: roll it back): %v", err, rerr))
+		return turnframe.Applied{}, s.fail(ctx, "apply", fmt.Errorf("tx is lost, roll it back: the write failed (%v) and undoing it failed (%v)", err, rerr))
 	}
 	return turnframe.Applied{}, s.fail(ctx, "apply", err)
 }

@@ -166,11 +166,14 @@ func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 			"foreign_keys(1)",              // journal, events and outbox rows need their turn
 			"synchronous(" + sync + ")",    // durability of a commit, see WithSynchronousNormal
 			"journal_size_limit(67108864)", // truncate the WAL to 64 MiB after a checkpoint
-			// No changed page reaches the WAL before the COMMIT: a full disk
-			// then fails the COMMIT, never a statement halfway through a
-			// transaction, which SQLite answers by rolling back the whole
-			// transaction — an ApplyTx caller's own rows with it.
+			// No changed page reaches the WAL before the COMMIT, and no
+			// savepoint or statement journal, sort or RETURNING buffer goes
+			// to a temporary file: a full disk then fails the COMMIT, never
+			// a statement halfway through a transaction, which SQLite
+			// answers by rolling back the whole transaction — an ApplyTx
+			// caller's own rows with it.
 			"cache_spill(0)",
+			"temp_store(2)",
 		},
 	}
 	db, err := sql.Open("sqlite", dsn(path, existingMode(params, cfg)))
