@@ -411,12 +411,21 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 // attempt nobody runs, and once its lease ended the next Execute takes it
 // over (at least once, or declared unknown by its Remote): so it is given
 // up only when that may happen anyway, or when the store is closed or
-// fails otherwise.
+// fails otherwise. Each try is bounded by what is left of the lease (at
+// least settleRetryMax): with ctx's cancellation gone, a write waiting for
+// a lock another session holds (an app's open ApplyTx) would otherwise
+// wait for ever.
 func (x *execution) record(ctx context.Context, running JournalEntry, w Write) (Applied, error) {
 	rt := x.rt
 	wctx := context.WithoutCancel(ctx)
 	for wait := settleRetryFirst; ; wait = min(2*wait, settleRetryMax) {
-		applied, err := rt.store.Apply(wctx, w)
+		tctx, cancel := context.WithTimeout(wctx, max(running.LeaseUntil.Sub(rt.cfg.now()), settleRetryMax))
+		applied, err := rt.store.Apply(tctx, w)
+		ended := tctx.Err() != nil
+		cancel()
+		if err != nil && ended {
+			return applied, fmt.Errorf("the attempt's lease ran out while its outcome waited to be written: %w", err)
+		}
 		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) ||
 			!rt.cfg.now().Add(wait).Before(running.LeaseUntil) {
 			return applied, err
