@@ -28,14 +28,15 @@ const (
 // turnframe.ErrConflict; a serialization failure, a deadlock or a lock
 // refused is turnframe.ErrBusy (retryable tells the transaction loop to run
 // it again first), and so is a refusal for want of resources (class 53: a
-// full disk, too many connections); a string PostgreSQL cannot keep in text (a NUL byte) is
-// turnframe.ErrInvalid; a closed pool is turnframe.ErrClosed; a connection
-// that could not be opened, or that broke before the transaction's COMMIT
-// was sent (errConnLost: the server rolled it back), is turnframe.ErrBusy
-// (one that broke during the COMMIT is not: its outcome is unknown). The driver's
-// error stays in the chain. Errors that are already turnframe's pass
-// unchanged, and so does an App function's (turnframe.ErrAppWrite): an
-// app's unique violation is not ErrConflict.
+// full disk, too many connections); a string PostgreSQL cannot keep in text
+// (a NUL byte) is turnframe.ErrInvalid; a closed pool is
+// turnframe.ErrClosed; a connection that could not be opened, or that broke
+// before the transaction's COMMIT was sent (errConnLost: the server rolled
+// it back), is turnframe.ErrBusy (one that broke during the COMMIT is not:
+// its outcome is unknown). The driver's error stays in the chain. Errors
+// that are already turnframe's pass unchanged, and so does an App
+// function's (turnframe.ErrAppWrite): an app's unique violation is not
+// ErrConflict.
 func translate(ctx context.Context, err error) error {
 	if err == nil {
 		return err

@@ -16,8 +16,9 @@ import (
 // timeout (SQLITE_BUSY, or SQLITE_LOCKED: a lock held on the same file
 // through another connection of a shared cache or a conflicting statement)
 // is turnframe.ErrBusy, and so is a write the file system refused
-// (SQLITE_FULL, SQLITE_IOERR_WRITE: a full disk), which commits nothing. The driver's error stays in the chain. Errors that are
-// already turnframe's pass unchanged, and so does an App function's error
+// (SQLITE_FULL, SQLITE_IOERR_WRITE: a full disk), which commits nothing.
+// The driver's error stays in the chain. Errors that are already
+// turnframe's pass unchanged, and so does an App function's error
 // (turnframe.ErrAppWrite): an app's UNIQUE violation is not ErrConflict.
 func translate(ctx context.Context, err error) error {
 	if err == nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 
-	"modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // the driver ("sqlite") and its error type
 	sqlite3 "modernc.org/sqlite/lib"
 )
 

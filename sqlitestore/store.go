@@ -57,8 +57,9 @@ type Store struct {
 // whole busy timeout for a file that another connection (another Store,
 // another process) kept locked (SQLITE_BUSY or SQLITE_LOCKED), or that met a
 // write the file system refused (SQLITE_FULL, SQLITE_IOERR_WRITE: a full
-// disk). Nothing was written; the call may be tried again. The name stays for the callers that
-// used it; errors.Is(err, turnframe.ErrBusy) is the same test.
+// disk). Nothing was written; the call may be tried again. The name stays
+// for the callers that used it; errors.Is(err, turnframe.ErrBusy) is the
+// same test.
 var ErrBusy = turnframe.ErrBusy
 
 // Path returns the absolute path of the file the store opened.

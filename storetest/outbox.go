@@ -868,10 +868,6 @@ func testOutboxMissing(t *testing.T, e *env) {
 	is.True(errors.Is(err, turnframe.ErrClaimLost)) // extend: no row is held by a claim
 }
 
-// Settle: results[i] is the outcome of settlements[i] alone, and a
-// settlement needs the claim (the row still Dispatching under it). The
-// first of two settlements of one claim in one batch takes the row out of
-// Dispatching: the second finds the claim lost, and refuses only itself.
 // testSettleBatchNotes settles three claims of one worker in one batch, all
 // to OutcomeUnknown, one of them with CodeLeaseEnded: the records differ in
 // their note alone (an expiry's note says why the outcome is unknown), and
@@ -907,6 +903,10 @@ func testSettleBatchNotes(t *testing.T, e *env) {
 	}
 }
 
+// Settle: results[i] is the outcome of settlements[i] alone, and a
+// settlement needs the claim (the row still Dispatching under it). The
+// first of two settlements of one claim in one batch takes the row out of
+// Dispatching: the second finds the claim lost, and refuses only itself.
 func testSettleTwiceInOneBatch(t *testing.T, e *env) {
 	is := is.New(t)
 	rows := e.enqueue(acme, at(0), message(""), message(""))
