@@ -47,20 +47,8 @@ func leftAfterCall(frame string) string {
 // rather than timed out (RunOnce's caller cancelling, an app calling Send).
 func TestHTTPSenderLeavesNothingRunningOnceSendReturns(t *testing.T) {
 	is := is.New(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	is.NoErr(err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c // never speaks TLS: the handshake waits
-		}
-	}()
-	s, err := turnframe.NewHTTPSender(map[string]string{"d": "https://" + ln.Addr().String() + "/x"})
+	addr, accepted := silentTLSServer(t)
+	s, err := turnframe.NewHTTPSender(map[string]string{"d": "https://" + addr + "/x"})
 	is.NoErr(err)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,21 +73,9 @@ func TestHTTPSenderLeavesNothingRunningOnceSendReturns(t *testing.T) {
 func TestRunOnceWithHTTPSenderLeavesNothingRunningWhenCancelled(t *testing.T) {
 	is := is.New(t)
 	store := memstoreFor(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	is.NoErr(err)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	addr, accepted := silentTLSServer(t)
 	rows := dispEnqueue(t, store, rtAccount, "k1", turnframe.OutboxMessage{Destination: "d"})
-	s, err := turnframe.NewHTTPSender(map[string]string{"d": "https://" + ln.Addr().String() + "/x"})
+	s, err := turnframe.NewHTTPSender(map[string]string{"d": "https://" + addr + "/x"})
 	is.NoErr(err)
 	d := turnframe.NewDispatcher(store, s, turnframe.DefaultDispatchConfig("w1"))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,4 +93,26 @@ func TestRunOnceWithHTTPSenderLeavesNothingRunningWhenCancelled(t *testing.T) {
 	if g := leftAfterCall("turnframe.(*httpDialer)"); g != "" {
 		t.Fatalf("a goroutine RunOnce started outlived it:\n%s", g)
 	}
+}
+
+// silentTLSServer listens on a local port, accepts every connection and
+// never speaks TLS, so a client's handshake waits; it hands each accepted
+// connection over and stops when the test ends.
+func silentTLSServer(t *testing.T) (addr string, accepted <-chan net.Conn) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+		}
+	}()
+	return ln.Addr().String(), conns
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // ApplyTx: "w is written under a savepoint: after an error, tx holds nothing
@@ -36,18 +37,13 @@ func TestApplyTxOnAFullDiskKeepsTheCallersTransaction(t *testing.T) {
 	ctx := context.Background()
 	disk := newDiskLimit(t)
 
-	path := filepath.Join(t.TempDir(), "turnframe.db")
-	s := mustOpenPath(t, path)
-	tx, err := s.BeginTx(ctx)
-	is.NoErr(err)
-	_, err = tx.ExecContext(ctx, "CREATE TABLE app_notes (note TEXT NOT NULL)")
-	is.NoErr(err)
+	path, s, tx := appNotesStore(t)
 	is.NoErr(tx.Commit()) // the application's own table
 
 	prepare, commit := commitWrites("acme", "k1", turnframe.OutboxMessage{
 		Destination: "archive", Payload: []byte(strings.Repeat("x", 6<<20)), // 6 MiB: more than the page cache holds
 	})
-	_, err = s.Apply(ctx, prepare)
+	_, err := s.Apply(ctx, prepare)
 	is.NoErr(err)
 
 	tx, err = s.BeginTx(ctx)
@@ -96,15 +92,10 @@ func TestApplyTxOnAFullDiskSubJournalKeepsTheCallersTransaction(t *testing.T) {
 	ctx := context.Background()
 	disk := newDiskLimit(t)
 
-	path := filepath.Join(t.TempDir(), "turnframe.db")
-	s := mustOpenPath(t, path)
-	tx, err := s.BeginTx(ctx)
-	is.NoErr(err)
-	_, err = tx.ExecContext(ctx, "CREATE TABLE app_notes (note TEXT NOT NULL)")
-	is.NoErr(err)
+	path, s, tx := appNotesStore(t)
 	// The application once kept a big note, and deleted it: its pages are
 	// on the file's free list.
-	_, err = tx.ExecContext(ctx, "INSERT INTO app_notes (note) VALUES (?)", strings.Repeat("y", 2<<20))
+	_, err := tx.ExecContext(ctx, "INSERT INTO app_notes (note) VALUES (?)", strings.Repeat("y", 2<<20))
 	is.NoErr(err)
 	is.NoErr(tx.Commit())
 
@@ -183,3 +174,17 @@ func (d *diskLimit) fill() {
 }
 
 func (d *diskLimit) unfill() { syscall.Setrlimit(syscall.RLIMIT_FSIZE, &d.free) }
+
+// appNotesStore opens a store in a new file and begins a transaction that
+// creates the application's own table, app_notes, for the caller to go on
+// with and commit.
+func appNotesStore(t *testing.T) (path string, s *sqlitestore.Store, tx *sql.Tx) {
+	is := is.New(t)
+	path = filepath.Join(t.TempDir(), "turnframe.db")
+	s = mustOpenPath(t, path)
+	tx, err := s.BeginTx(context.Background())
+	is.NoErr(err)
+	_, err = tx.ExecContext(context.Background(), "CREATE TABLE app_notes (note TEXT NOT NULL)")
+	is.NoErr(err)
+	return path, s, tx
+}
