@@ -578,18 +578,21 @@ func (s *rtLapseSpy) ExtendClaims(ctx context.Context, claims []turnframe.Claim,
 }
 
 // While a sweep runs — here its settler tries a busy store again for over
-// half a second — the keeper extends a row's lease before it ends, every
-// half lease margin: with a lease of the send timeout and the margin, the
-// lease never lapses even when the send timeout is short.
+// a second — the keeper extends a row's lease before it ends, every half
+// lease margin: with a lease of the send timeout and the margin, the lease
+// never lapses even when the send timeout is short.
 func TestTheLeaseKeeperExtendsALeaseBeforeItEnds(t *testing.T) {
 	is := is.New(t)
 	inner := memstoreFor(t)
 	rows := dispEnqueue(t, inner, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
 	busy := &busyStore{Store: inner}
-	busy.busy.Store(6) // refused for 10+20+…+320 ms
+	busy.busy.Store(7) // refused for 10+20+…+640 ms
 	spy := &rtLapseSpy{Store: busy, until: make(map[turnframe.OutboxID]time.Time)}
 	cfg := turnframe.DefaultDispatchConfig("w1")
-	cfg.SendTimeout, cfg.LeaseMargin = time.Millisecond, 200*time.Millisecond // leases of 201 ms, extended every 100 ms
+	// Leases of 500 ms, extended every 200 ms: a keeper that ticked twice a
+	// lease margin apart would let them lapse. The send has 100 ms to answer;
+	// at 1 ms, a loaded machine sometimes spent that on scheduling alone.
+	cfg.SendTimeout, cfg.LeaseMargin = 100*time.Millisecond, 400*time.Millisecond
 	d := turnframe.NewDispatcher(spy, &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}, cfg,
 		turnframe.WithLogger(slog.New(slog.DiscardHandler)))
 	report, err := d.RunOnce(context.Background(), dispNow)
