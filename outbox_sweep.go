@@ -233,10 +233,14 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 // write hands settlements to the store, trying again with backoff while the
 // store is busy. It gives up only when the store is closed, or fails with
 // anything else, or when the caller's context ended and the rows' leases
-// ended too (by then a release may have taken them). The store call itself
-// runs even after the caller's context ended: a send that happened must be
-// recorded. Once it has its answer, the rows idx are out of the keeper's
-// care.
+// ended too (by then a release may have taken them), or when one try
+// outlasts the leases. The store call itself runs even after the caller's
+// context ended: a send that happened must be recorded. Each try is
+// bounded by what is left of the rows' leases (at least settleRetryMax):
+// with the caller's cancellation gone, a write waiting for a lock another
+// session holds on a row would otherwise wait for ever, and the keeper
+// cannot extend the leases while it waits. Once it has its answer, the rows
+// idx are out of the keeper's care.
 func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, error) {
 	d := sw.d
 	sctx := context.WithoutCancel(sw.ctx)
@@ -260,8 +264,13 @@ func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, erro
 func (sw *sweep) tryWrite(ctx context.Context, settlements []OutboxSettlement, idx []int) (results []error, final bool, err error) {
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
-	results, err = sw.d.store.Settle(ctx, settlements)
-	if err != nil && errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) {
+	tctx, cancel := sw.withinLeases(ctx, idx...)
+	results, err = sw.d.store.Settle(tctx, settlements)
+	cut := tctx.Err() != nil
+	cancel()
+	if err != nil && cut {
+		err = fmt.Errorf("the rows' leases ran out while their settlement waited to be written: %w", err)
+	} else if err != nil && errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) {
 		if sw.ctx.Err() == nil || sw.clock().Before(sw.leaseEnd(idx...)) {
 			return nil, false, err
 		}
@@ -295,6 +304,14 @@ func (sw *sweep) leaseEnd(idx ...int) time.Time {
 	return end
 }
 
+// withinLeases bounds ctx by what is left of the leases of the rows idx,
+// and at least settleRetryMax: a write the sweep makes past its caller's
+// context (a settlement, an extension) ends once waiting longer is of no
+// use, even when it waits for a lock another session keeps on a row.
+func (sw *sweep) withinLeases(ctx context.Context, idx ...int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(sw.leaseEnd(idx...).Sub(sw.clock()), settleRetryMax))
+}
+
 // covered reports whether row idx's lease covers a send started now to its
 // deadline, as a fresh claim's does (Lease less LeaseMargin: SendTimeout,
 // unless Lease is capped). When it does not, because the row waited for a
@@ -310,7 +327,9 @@ func (sw *sweep) covered(idx int) bool {
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
 	now := sw.clock()
-	results, err := d.store.ExtendClaims(context.WithoutCancel(sw.ctx), []Claim{sw.claims[idx]}, now, d.cfg.Lease())
+	ctx, cancel := sw.withinLeases(context.WithoutCancel(sw.ctx), idx)
+	defer cancel()
+	results, err := d.store.ExtendClaims(ctx, []Claim{sw.claims[idx]}, now, d.cfg.Lease())
 	if err != nil || len(results) != 1 {
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox row's lease could not be renewed before its send",
 			append(rowAttrs(sw.claims[idx]), slog.Any("error", err), slog.Int("results", len(results)))...)
@@ -367,7 +386,9 @@ func (sw *sweep) extend() {
 		return
 	}
 	now, lease := sw.clock(), d.cfg.Lease()
-	results, err := d.store.ExtendClaims(context.WithoutCancel(sw.ctx), claims, now, lease)
+	ctx, cancel := sw.withinLeases(context.WithoutCancel(sw.ctx), idx...)
+	defer cancel()
+	results, err := d.store.ExtendClaims(ctx, claims, now, lease)
 	if err != nil {
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox leases could not be extended; the next try is in half a lease margin",
 			slog.Int("rows", len(claims)), slog.String("error", err.Error()))
