@@ -86,6 +86,24 @@ func waitForLockWaiter(t *testing.T, conn *pgx.Conn) {
 	waitForWaiterOrDone(t, conn, nil)
 }
 
+// lockHolder opens a session of its own on url and begins a transaction
+// in it, for a test to take locks with and leave open; both end with t.
+func lockHolder(t *testing.T, url string) (*pgx.Conn, pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("lock holder: connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatalf("lock holder: begin: %v", err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	return conn, tx
+}
+
 // cancelMyWaiter waits for a backend conn's locks block and cancels exactly
 // that one (pg_cancel_backend), never another session's; from a connection
 // of its own, as waitForLockWaiter reads.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore/pgtest"
@@ -32,12 +31,7 @@ func TestATakeThatWaitsForItsTurnLeasesFromBeforeTheWait(t *testing.T) {
 	})
 	is.NoErr(err)
 
-	blocker, err := pgx.Connect(ctx, url)
-	is.NoErr(err)
-	defer blocker.Close(context.Background())
-	tx, err := blocker.Begin(ctx)
-	is.NoErr(err)
-	defer tx.Rollback(context.Background())
+	blocker, tx := lockHolder(t, url)
 	_, err = tx.Exec(ctx, `UPDATE turns SET updated_at = updated_at WHERE id = $1`, turn.String()) // as another Write of the turn would
 	is.NoErr(err)
 
