@@ -417,9 +417,8 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 // wait for ever.
 func (x *execution) record(ctx context.Context, running JournalEntry, w Write) (Applied, error) {
 	rt := x.rt
-	wctx := context.WithoutCancel(ctx)
 	for wait := settleRetryFirst; ; wait = min(2*wait, settleRetryMax) {
-		tctx, cancel := context.WithTimeout(wctx, max(running.LeaseUntil.Sub(rt.cfg.now()), settleRetryMax))
+		tctx, cancel := pastCaller(ctx, running.LeaseUntil, rt.cfg.now())
 		applied, err := rt.store.Apply(tctx, w)
 		ended := tctx.Err() != nil
 		cancel()

@@ -20,6 +20,15 @@ const (
 	settleRetryMax   = time.Second
 )
 
+// pastCaller returns ctx without its cancellation, for a write of what is
+// known only in memory (a settlement, a command's outcome, a lease
+// extension), bounded instead by what is left at now of a lease that ends
+// at until, and at least settleRetryMax: a write waiting for a lock another
+// session keeps ends once waiting is of no use.
+func pastCaller(ctx context.Context, until, now time.Time) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), max(until.Sub(now), settleRetryMax))
+}
+
 // sweep is one RunOnce's claimed batch (or one of Run's).
 type sweep struct {
 	ctx    context.Context // the sends' and the keeper's: RunOnce's caller's; Run's ends a grace period after Run's
@@ -236,17 +245,14 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 // ended too (by then a release may have taken them), or when one try
 // outlasts the leases. The store call itself runs even after the caller's
 // context ended: a send that happened must be recorded. Each try is
-// bounded by what is left of the rows' leases (at least settleRetryMax):
-// with the caller's cancellation gone, a write waiting for a lock another
-// session holds on a row would otherwise wait for ever, and the keeper
-// cannot extend the leases while it waits. Once it has its answer, the rows
-// idx are out of the keeper's care.
+// bounded by the rows' leases instead (pastCaller): the keeper cannot
+// extend them while it waits. Once it has its answer, the rows idx are out
+// of the keeper's care.
 func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, error) {
 	d := sw.d
-	sctx := context.WithoutCancel(sw.ctx)
 	wait := settleRetryFirst
 	for {
-		results, final, err := sw.tryWrite(sctx, settlements, idx)
+		results, final, err := sw.tryWrite(settlements, idx)
 		if final {
 			return results, err
 		}
@@ -261,10 +267,10 @@ func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, erro
 // tryWrite writes settlements once, holding sw.writing, and reports
 // whether its answer is final. A final answer takes the rows idx out of the
 // keeper's care before the keeper may write again.
-func (sw *sweep) tryWrite(ctx context.Context, settlements []OutboxSettlement, idx []int) (results []error, final bool, err error) {
+func (sw *sweep) tryWrite(settlements []OutboxSettlement, idx []int) (results []error, final bool, err error) {
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
-	tctx, cancel := sw.withinLeases(ctx, idx...)
+	tctx, cancel := sw.pastCaller(idx...)
 	results, err = sw.d.store.Settle(tctx, settlements)
 	cut := tctx.Err() != nil
 	cancel()
@@ -304,12 +310,10 @@ func (sw *sweep) leaseEnd(idx ...int) time.Time {
 	return end
 }
 
-// withinLeases bounds ctx by what is left of the leases of the rows idx,
-// and at least settleRetryMax: a write the sweep makes past its caller's
-// context (a settlement, an extension) ends once waiting longer is of no
-// use, even when it waits for a lock another session keeps on a row.
-func (sw *sweep) withinLeases(ctx context.Context, idx ...int) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, max(sw.leaseEnd(idx...).Sub(sw.clock()), settleRetryMax))
+// pastCaller is the context of a write the sweep makes about the rows idx
+// past its caller's context (pastCaller): bounded by the rows' leases.
+func (sw *sweep) pastCaller(idx ...int) (context.Context, context.CancelFunc) {
+	return pastCaller(sw.ctx, sw.leaseEnd(idx...), sw.clock())
 }
 
 // covered reports whether row idx's lease covers a send started now to its
@@ -327,7 +331,7 @@ func (sw *sweep) covered(idx int) bool {
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
 	now := sw.clock()
-	ctx, cancel := sw.withinLeases(context.WithoutCancel(sw.ctx), idx)
+	ctx, cancel := sw.pastCaller(idx)
 	defer cancel()
 	results, err := d.store.ExtendClaims(ctx, []Claim{sw.claims[idx]}, now, d.cfg.Lease())
 	if err != nil || len(results) != 1 {
@@ -386,7 +390,7 @@ func (sw *sweep) extend() {
 		return
 	}
 	now, lease := sw.clock(), d.cfg.Lease()
-	ctx, cancel := sw.withinLeases(context.WithoutCancel(sw.ctx), idx...)
+	ctx, cancel := sw.pastCaller(idx...)
 	defer cancel()
 	results, err := d.store.ExtendClaims(ctx, claims, now, lease)
 	if err != nil {
