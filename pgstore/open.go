@@ -13,11 +13,23 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
+// DefaultLockTimeout is the lock_timeout Open gives its connections when
+// the URL sets none: how long a statement waits for a lock another session
+// holds (a row, an order key) before it fails with turnframe.ErrBusy,
+// nothing written. It is sqlitestore's DefaultBusyTimeout, for the same
+// reason: a write of the library's waiting for a session that keeps its
+// transaction open (an app's, an operator's in psql, a client that died
+// mid-transaction) would otherwise wait as long as that session, and with
+// it a recovery pass or a dispatcher's settlement, for every tenant.
+const DefaultLockTimeout = 5 * time.Second
+
 // Open connects to the database at url (a PostgreSQL URL or key=value
 // string, as pgxpool.ParseConfig reads it; runtime parameters such as
 // search_path may be given in it), applies the schema (Migrate; with
 // WithExisting it only checks it) and returns
-// the store, which owns the pool: Close closes it. Open starts no goroutine
+// the store, which owns the pool: Close closes it. Its connections wait
+// DefaultLockTimeout for a lock unless the url sets lock_timeout (0: for
+// ever). Open starts no goroutine
 // of its own (pgxpool keeps its health check running until Close).
 //
 // Errors: ErrInvalid for an empty or unparsable url; otherwise the error of
@@ -35,6 +47,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	// (BeginTx, ApplyTx) survives a cancelled call, rolled back to its
 	// savepoint. Only a server that does not answer the request within
 	// the delay has its connection closed.
+	if _, set := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["lock_timeout"] = fmt.Sprint(DefaultLockTimeout.Milliseconds())
+	}
 	cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 5 * time.Second}
 	}
@@ -63,6 +78,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // (pgconn.CancelRequestContextWatcherHandler), not by closing the
 // connection, so that a transaction of the caller's survives a cancelled
 // ApplyTx; set ConnConfig.BuildContextWatcherHandler alike for the same.
+// Open's pool also waits at most DefaultLockTimeout for a lock; give the
+// pool's connections a lock_timeout (RuntimeParams) for the same bound.
 //
 // Errors: ErrInvalid for a nil pool; otherwise the error of a migration, or
 // with WithExisting a *SchemaError for a schema that is not this build's.

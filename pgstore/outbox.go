@@ -162,11 +162,12 @@ func updateOutboxArgs(seq int64, r turnframe.OutboxRecord) []any {
 // partial index of Dispatching rows by lease end (outbox_leases), so its
 // cost follows the ended leases, not the table. It restates the test of
 // turnframe.LeaseEnded, which ExpireClaims applies again to every row. A
-// row another transaction holds (a settlement, an extension) is waited
-// for, and read again as that transaction left it: one settled meanwhile,
-// or extended, no longer matches and is left alone.
+// row another transaction holds (a settlement, an extension, a session
+// that keeps it locked) is skipped, not waited for: the transaction that
+// holds it settles or extends it, or a later call expires it. Waiting
+// would let one row locked for ever stop every release, of every tenant.
 const expireSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND lease_until <= $1
-	ORDER BY seq FOR UPDATE`
+	ORDER BY seq FOR UPDATE SKIP LOCKED`
 
 // ExpireClaims moves every Dispatching row whose lease ended at now
 // (turnframe.LeaseEnded: its lease end is not after now) to OutcomeUnknown
@@ -179,7 +180,8 @@ const expireSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatc
 // reads only Dispatching rows whose lease ended. ErrInvalid for a now out
 // of range (turnframe.CheckTime). A worker that still holds an expired
 // claim loses it: its settlement and its extension are ErrClaimLost. A
-// crash before the commit expires nothing.
+// row another transaction holds locked is left for a later call. A crash
+// before the commit expires nothing.
 func (s *Store) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
 	f, err := s.frameAt(ctx, s.pool, "expire claims", now)
 	if err != nil {
@@ -230,7 +232,7 @@ func (s *Store) dbExpireClaims(ctx context.Context, now time.Time) ([]turnframe.
 // after (and gone), and its history goes exactly when it does.
 const (
 	lockPrunableSQL = `SELECT ` + outboxCols + ` FROM outbox
-		WHERE status IN ('completed', 'failed') AND finished_at < $1 ORDER BY seq FOR UPDATE`
+		WHERE status IN ('completed', 'failed') AND finished_at < $1 ORDER BY seq FOR UPDATE SKIP LOCKED`
 	pruneHistorySQL = `DELETE FROM history AS h USING unnest($1::text[], $2::text[]) AS d(account, ref)
 		WHERE h.kind = 'outbox' AND h.account = d.account AND h.ref = d.ref`
 	pruneSQL = `DELETE FROM outbox WHERE seq = ANY($1)`
