@@ -39,15 +39,19 @@ type sweep struct {
 	start  time.Time // the Dispatcher's clock (WithClock) at the claim: now + the clock's time since start is the sweep's clock
 	fates  []rowFate // written by the settler only
 
-	// writing is held by the settler and the keeper for each of their
-	// writes, so a lease extension never meets a row this sweep just
-	// settled: a lost claim it reports is someone else's doing.
+	// writing is held by the keeper for each extension, and by the
+	// settler while it marks the rows of a write as settling, so a lease
+	// extension never meets a row this sweep settled or is settling: a
+	// lost claim it reports is someone else's doing. The settler writes
+	// without it: a settlement waiting for a lock on one row must not
+	// keep the keeper from the other rows' leases.
 	writing sync.Mutex
 
-	mu    sync.Mutex
-	open  map[int]bool // rows not settled and not given up: the keeper extends their leases
-	lost  map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
-	until []time.Time  // each row's lease end, as the store last granted it
+	mu       sync.Mutex
+	open     map[int]bool // rows not settled and not given up: the keeper extends their leases
+	settling map[int]bool // rows whose settlement is being written: the keeper leaves them alone
+	lost     map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
+	until    []time.Time  // each row's lease end, as the store last granted it
 }
 
 // queuedSettlement is a sent row's settlement, waiting for the settler.
@@ -65,10 +69,11 @@ type queuedSettlement struct {
 func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now, start time.Time) *sweep {
 	sw := &sweep{
 		ctx: ctx, stop: stop, d: d, claims: claims, now: now, start: start,
-		fates: make([]rowFate, len(claims)),
-		open:  make(map[int]bool, len(claims)),
-		lost:  make(map[int]bool),
-		until: make([]time.Time, len(claims)),
+		fates:    make([]rowFate, len(claims)),
+		open:     make(map[int]bool, len(claims)),
+		settling: make(map[int]bool),
+		lost:     make(map[int]bool),
+		until:    make([]time.Time, len(claims)),
 	}
 	for i, c := range claims {
 		sw.open[i] = true
@@ -245,9 +250,9 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 // ended too (by then a release may have taken them), or when one try
 // outlasts the leases. The store call itself runs even after the caller's
 // context ended: a send that happened must be recorded. Each try is
-// bounded by the rows' leases instead (pastCaller): the keeper cannot
-// extend them while it waits. Once it has its answer, the rows idx are out
-// of the keeper's care.
+// bounded by the rows' leases instead (pastCaller): the keeper leaves rows
+// being settled alone. Once it has its answer, the rows idx are out of the
+// keeper's care.
 func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, error) {
 	d := sw.d
 	wait := settleRetryFirst
@@ -264,12 +269,12 @@ func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, erro
 	}
 }
 
-// tryWrite writes settlements once, holding sw.writing, and reports
-// whether its answer is final. A final answer takes the rows idx out of the
-// keeper's care before the keeper may write again.
+// tryWrite writes settlements once, the rows idx marked settling, and
+// reports whether its answer is final. A final answer takes the rows out of
+// the keeper's care before they stop being settling.
 func (sw *sweep) tryWrite(settlements []OutboxSettlement, idx []int) (results []error, final bool, err error) {
-	sw.writing.Lock()
-	defer sw.writing.Unlock()
+	sw.markSettling(idx, true)
+	defer sw.markSettling(idx, false)
 	tctx, cancel := sw.pastCaller(idx...)
 	results, err = sw.d.store.Settle(tctx, settlements)
 	cut := tctx.Err() != nil
@@ -288,6 +293,24 @@ func (sw *sweep) tryWrite(settlements []OutboxSettlement, idx []int) (results []
 	}
 	sw.mu.Unlock()
 	return results, true, err
+}
+
+// markSettling marks the rows idx as settling, or no longer. It is marked
+// holding writing, so an extension already under way ends first.
+func (sw *sweep) markSettling(idx []int, settling bool) {
+	if settling {
+		sw.writing.Lock()
+		defer sw.writing.Unlock()
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	for _, i := range idx {
+		if settling {
+			sw.settling[i] = true
+		} else {
+			delete(sw.settling, i)
+		}
+	}
 }
 
 // claimLost reports whether an extension found row idx's claim lost.
@@ -381,7 +404,7 @@ func (sw *sweep) extend() {
 	var idx []int
 	var claims []Claim
 	for i := range sw.claims {
-		if sw.open[i] {
+		if sw.open[i] && !sw.settling[i] {
 			idx, claims = append(idx, i), append(claims, sw.claims[i])
 		}
 	}
