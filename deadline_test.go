@@ -109,8 +109,11 @@ func TestALateAnswerIsNeverRead(t *testing.T) {
 		ctx := context.Background()
 		store := memstore.New()
 		defer store.Close()
+		// The send answers unknown at once, in time: a send that timed out
+		// too would record a late answer of its own, and the round would
+		// await that signal in place of the lookup's (at 1 ms, about one
+		// round in thirty did on a loaded machine).
 		cfg := turnframe.DefaultDispatchConfig("w1")
-		cfg.SendTimeout = time.Millisecond
 		unknown := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchUnknown}}
 		d := turnframe.NewDispatcher(store, unknown, cfg, turnframe.WithClock(func() time.Time { return dispNow })) // the recovery's one clock
 		late := turnframe.VerifierFunc(func(ctx context.Context, _ turnframe.Uncertain) turnframe.Verification {

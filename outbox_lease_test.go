@@ -137,7 +137,7 @@ func TestASweepGivesUpABusyStoreOnlyOnceItsContextAndLeasesEnded(t *testing.T) {
 		clock := newStepClock(dispNow)
 		store := &busyStore{Store: inner, onCall: func(n int64) {
 			if n == 2 {
-				clock.set(dispNow.Add(time.Hour))
+				clock.set(dispNow.Add(2 * time.Hour)) // past the lease of an hour and a millisecond
 			}
 		}}
 		store.busy.Store(-1) // busy for good
@@ -147,7 +147,12 @@ func TestASweepGivesUpABusyStoreOnlyOnceItsContextAndLeasesEnded(t *testing.T) {
 			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
 		})
 		cfg := turnframe.DefaultDispatchConfig("w1")
-		cfg.SendTimeout, cfg.LeaseMargin = time.Millisecond, time.Millisecond
+		// The send's deadline is far off, so the sender's cancel always comes
+		// before its settlement's first write: with 1 ms, a deadline that
+		// passed before the sender ran settled the row while the context
+		// still lived, and the settler went on trying (and its keeper on
+		// extending) past the second write.
+		cfg.SendTimeout, cfg.LeaseMargin = time.Hour, time.Millisecond
 		var log dispLog
 		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithLogger(dispLogger(&log)), turnframe.WithClock(clock.read))
 		report, err := d.RunOnce(ctx, dispNow)

@@ -340,7 +340,13 @@ func TestABusyStoreIsGivenUpOnceTheContextEndedAndTheKeeperStopped(t *testing.T)
 	eachStore(t, func(t *testing.T, inner turnframe.Store) {
 		is := is.New(t)
 		rows := dispEnqueue(t, inner, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-		store := &busyStore{Store: inner}
+		// The clock stands still until the store refuses a write, and each
+		// refusal moves it on half an hour. On the real clock a lease of
+		// 52 ms sometimes ended on a loaded machine before the send began: the
+		// row was not sent, nothing cancelled the context, and the settler
+		// tried for ever under leases its live keeper kept moving.
+		clock := newStepClock(dispNow)
+		store := &busyStore{Store: inner, onCall: func(int64) { clock.set(clock.read().Add(30 * time.Minute)) }}
 		store.busy.Store(-1) // busy for good; lease extensions still land
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -349,9 +355,11 @@ func TestABusyStoreIsGivenUpOnceTheContextEndedAndTheKeeperStopped(t *testing.T)
 			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
 		})
 		cfg := turnframe.DefaultDispatchConfig("w1")
-		// Leases of 52 ms, extended every millisecond while the keeper runs.
-		cfg.SendTimeout, cfg.LeaseMargin = 50*time.Millisecond, 2*time.Millisecond
-		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithLogger(slog.New(slog.DiscardHandler)))
+		// Leases of an hour, extended every millisecond while the keeper
+		// runs: a keeper that went on after the context ended would keep the
+		// lease ahead of the clock, and the row would never be given up.
+		cfg.SendTimeout, cfg.LeaseMargin = time.Hour, 2*time.Millisecond
+		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithLogger(slog.New(slog.DiscardHandler)), turnframe.WithClock(clock.read))
 		done := make(chan turnframe.DispatchReport, 1)
 		go func() {
 			report, err := d.RunOnce(ctx, dispNow)

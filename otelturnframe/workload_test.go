@@ -79,7 +79,10 @@ func runWorkload(ctx context.Context, obs turnframe.Observer, dests string, late
 		return fmt.Errorf("execute: %w", err)
 	}
 	cfg := turnframe.DefaultDispatchConfig("worker-1")
-	cfg.SendTimeout = 20 * time.Millisecond // the slow destination's send times out
+	// The slow destination's send times out; the others answer at once, and
+	// must beat the same deadline: at 20 ms a loaded machine sometimes
+	// spent that on scheduling alone, and "ok" went unknown.
+	cfg.SendTimeout = 500 * time.Millisecond
 	d := turnframe.NewDispatcher(store, turnframe.SenderFunc(remote), cfg, turnframe.WithObserver(obs))
 	if _, err := d.RunOnce(ctx, time.Now()); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
