@@ -140,7 +140,15 @@ func completedBehindLock(t *testing.T, keeperWaits bool) {
 	}
 
 	_, tx := lockHolder(t, url)
-	spy.unlock = func() { _ = tx.Rollback(context.Background()) }
+	// The holder's session is used from the sender and from the spy, on
+	// goroutines the race detector cannot see ordered by the server's
+	// lock: txMu orders them.
+	var txMu sync.Mutex
+	spy.unlock = func() {
+		txMu.Lock()
+		defer txMu.Unlock()
+		_ = tx.Rollback(context.Background())
+	}
 
 	var sends sync.Map // row id -> *atomic.Int32
 	count := func(id turnframe.OutboxID) int32 {
@@ -152,7 +160,10 @@ func completedBehindLock(t *testing.T, keeperWaits bool) {
 		n := v.(*atomic.Int32).Add(1)
 		if e.ID == spy.locked && n == 1 {
 			// Right after the claim, another session locks acme's row.
-			if _, err := tx.Exec(ctx, `SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE`, e.ID.String()); err != nil {
+			txMu.Lock()
+			_, err := tx.Exec(ctx, `SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE`, e.ID.String())
+			txMu.Unlock()
+			if err != nil {
 				t.Errorf("lock the row: %v", err)
 			}
 			if keeperWaits {
