@@ -27,7 +27,10 @@
 // other claimer writes, and most claims would fail and be retried. A
 // deadlock between two writers (which PostgreSQL detects and breaks) or a
 // serialization failure is retried inside the call, a few times; what still
-// fails is turnframe.ErrBusy, nothing written.
+// fails is turnframe.ErrBusy, nothing written. So is a wait for a lock past
+// lock_timeout, which Open sets to DefaultLockTimeout unless its URL sets
+// one: a session that keeps its transaction open holds up a call of the
+// store's no longer than that.
 //
 // Each operation validates its input first (ErrInvalid, nothing written),
 // then calls the transition rules (packages storekit and turnframe) on the rows as stored
