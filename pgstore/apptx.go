@@ -22,6 +22,10 @@ func (appTx) Backend() string { return "postgres" }
 // the app's rows with the journal settlement, events, outbox rows and phase
 // move, or rolls them all back. false for a Tx of another store.
 //
+// Its statements run on the store's connection, with its lock_timeout
+// (DefaultLockTimeout on Open's pool): a statement of the app's that waits
+// longer for a lock fails, and Apply returns ErrAppWrite.
+//
 // Use it only during the App call, and never call the Store from it: the
 // transaction holds the locks of the Write (its turn's row, its entries, its
 // cases and order keys), and a call that needs one of them waits for a
