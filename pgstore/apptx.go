@@ -44,8 +44,12 @@ func PgxTx(tx turnframe.Tx) (pgx.Tx, bool) {
 // runApp calls w.App, if any, in tx after the Write was written into it
 // (its queued statements sent first, so the App finds them run and meets
 // none of their errors). The App's error comes back wrapping
-// turnframe.ErrAppWrite, which translate leaves as it is. Once called, the
-// transaction is not retried.
+// turnframe.ErrAppWrite, which translate leaves as it is, and
+// turnframe.ErrBusy too when PostgreSQL refused the app's statement for a
+// lock (a wait past lock_timeout, a deadlock, a serialization failure):
+// the whole transaction rolls back, nothing is written, and the same call
+// may be tried again — Execute tries a command's outcome again on it. Once
+// called, the transaction is not retried here.
 func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
 	if w.App == nil {
 		return nil
@@ -58,6 +62,9 @@ func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
 	}
 	tx.appRan = true
 	if err := w.App(ctx, appTx{tx.app}); err != nil {
+		if lockRefused(err) {
+			return fmt.Errorf("%w: %w: %w", turnframe.ErrAppWrite, turnframe.ErrBusy, err)
+		}
 		return fmt.Errorf("%w: %w", turnframe.ErrAppWrite, err)
 	}
 	return nil

@@ -80,6 +80,14 @@ func translate(ctx context.Context, err error) error {
 	return err
 }
 
+// lockRefused reports whether err is PostgreSQL refusing a statement for a
+// lock: a wait past lock_timeout, a deadlock broken, a serialization
+// failure. Each rolls the transaction back.
+func lockRefused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == codeLockNotAvailable || pe.Code == codeDeadlockDetected || pe.Code == codeSerializationFailure)
+}
+
 // retryable reports whether err ended a transaction that may be run again
 // as it was: PostgreSQL broke a deadlock, or refused a serialization.
 func retryable(err error) bool {
