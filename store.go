@@ -235,7 +235,9 @@ type OutboxStore interface {
 	// ExpireClaims moves every Dispatching row whose lease ended at now
 	// (LeaseEnded) to OutcomeUnknown by storekit.ExpireRow, recorded as
 	// ActorRecovery, and returns their ids in enqueue order. A row whose
-	// lease is still running is never touched. The send of an expired row
+	// lease is still running is never touched. A store whose writers run
+	// at once may leave a row another transaction holds locked for a later
+	// call, rather than wait for it (pgstore). The send of an expired row
 	// may have started, so it is not sent again blindly: the policy of its
 	// destination's Remote, or the app or an operator, resolves it.
 	ExpireClaims(ctx context.Context, now time.Time) ([]OutboxID, error)

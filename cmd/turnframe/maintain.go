@@ -27,6 +27,8 @@ each by the policy of its destination's remote (looked up, resent under the
 same key where the remote deduplicates, or handed to a person), or you settle
 one by hand with 'turnframe settle ID completed|failed|resend'. A claim whose
 lease still runs is never touched this way: its send may still be under way.
+On PostgreSQL a claim another session holds locked is left as it is too:
+release marks the others, names it and exits 1 (try again).
 
 There is no age to give: the lease says how long a claim may be held, so an
 age could only take a live claim too early. With --force and row ids, release
@@ -79,6 +81,12 @@ refused (exit 2), unchanged.`,
 					}
 					for _, id := range expired {
 						out.Expired = append(out.Expired, id.String())
+					}
+					// PostgreSQL's ExpireClaims skips a row another session
+					// holds locked: it was not marked, and release says so.
+					if left, n, err := store.endedLeases(ctx, now, 10); err == nil && n > 0 {
+						failed = append(failed, fmt.Errorf("%d claim(s) whose lease had ended are held by another session and were left as they are (%v); "+
+							"try again once it lets go: %w", n, left, turnframe.ErrBusy))
 					}
 				} else {
 					fmt.Fprintf(e.stderr, "turnframe release: warning: --force releases a claim whatever its lease: "+

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// release's help: "Without arguments, release ... marks every dispatching
+// row whose lease has ended now outcome_unknown ... and prints their ids";
+// the Store contract: "ExpireClaims moves every Dispatching row whose lease
+// ended at now". The ALockedRowIsBusyAndUnchanged subtest shows a command
+// that meets a row the application holds says so ("could not be done
+// now", exit 1). On PostgreSQL ExpireClaims now skips a locked row (SKIP
+// LOCKED): release of a claim whose lease ended, held by another session,
+// reports success, "marked 0 claim(s)", the row still dispatching.
+func TestPGReleaseNeverReportsAnEndedClaimItSkippedAsDone(t *testing.T) {
+	is := is.New(t)
+	f := mustPGFixture(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.path)
+	is.NoErr(err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	is.NoErr(err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, "SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE", f.claimed.String())
+	is.NoErr(err) // another session holds the row whose lease ended
+
+	code, out, stderr := cli(t, "release", "--db", f.path, "--busy-timeout", "200ms", "--json")
+	t.Logf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	var rel releaseJSON
+	if code == exitOK {
+		is.NoErr(json.Unmarshal([]byte(out), &rel))
+	}
+	is.NoErr(tx.Rollback(ctx))
+	rec, err := openPGFixture(t, f).GetOutbox(ctx, f.claimed)
+	is.NoErr(err)
+	t.Logf("the ended claim is %v", rec.Status)
+	// Either the ended claim was marked, or release did not say it was done.
+	is.True(code != exitOK || slices.Contains(rel.Expired, f.claimed.String()))
+	_ = turnframe.OutboxOutcomeUnknown
+}
