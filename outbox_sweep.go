@@ -251,15 +251,22 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 // outlasts the leases. The store call itself runs even after the caller's
 // context ended: a send that happened must be recorded. Each try is
 // bounded by the rows' leases instead (pastCaller): the keeper leaves rows
-// being settled alone. Once it has its answer, the rows idx are out of the
-// keeper's care.
+// being settled alone. A batch refused as busy, or cut by the end of the
+// leases, is written again row by row (writeEach): a row no one else holds
+// may still be this sweep's. Once it has its answer, the rows idx are out
+// of the keeper's care.
 func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, error) {
 	d := sw.d
 	wait := settleRetryFirst
 	for {
 		results, final, err := sw.tryWrite(settlements, idx)
-		if final {
+		if final && (len(settlements) == 1 || !errors.Is(err, errLeasesRanOut)) {
 			return results, err
+		}
+		if len(settlements) > 1 {
+			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: store busy; the settlements are written again one row at a time",
+				slog.Int("rows", len(settlements)), slog.String("error", err.Error()))
+			return sw.writeEach(settlements, idx), nil
 		}
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: store busy; the settlement will be written again",
 			slog.Int("rows", len(settlements)), slog.Duration("wait", wait), slog.String("error", err.Error()))
@@ -267,6 +274,34 @@ func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, erro
 		<-t.C
 		wait = min(2*wait, settleRetryMax)
 	}
+}
+
+// errLeasesRanOut is a settlement's try cut by the end of its rows' leases
+// (pastCaller).
+var errLeasesRanOut = errors.New("the rows' leases ran out while their settlement waited to be written")
+
+// writeEach writes each settlement alone, all at once, each tried again
+// as write does, and returns each one's result: a row another session
+// keeps locked (PostgreSQL) must not hold up the others of its batch until
+// their leases end, and the keeper leaves the rows of a batch being
+// written alone.
+func (sw *sweep) writeEach(settlements []OutboxSettlement, idx []int) []error {
+	results := make([]error, len(settlements))
+	var wg sync.WaitGroup
+	for i := range settlements {
+		wg.Go(func() {
+			r, err := sw.write(settlements[i:i+1], idx[i:i+1])
+			if err == nil && len(r) != 1 {
+				err = fmt.Errorf("store answered %d results for 1 settlement", len(r))
+			}
+			if err == nil {
+				err = r[0]
+			}
+			results[i] = err
+		})
+	}
+	wg.Wait()
+	return results
 }
 
 // tryWrite writes settlements once, the rows idx marked settling, and
@@ -280,7 +315,7 @@ func (sw *sweep) tryWrite(settlements []OutboxSettlement, idx []int) (results []
 	cut := tctx.Err() != nil
 	cancel()
 	if err != nil && cut {
-		err = fmt.Errorf("the rows' leases ran out while their settlement waited to be written: %w", err)
+		err = fmt.Errorf("%w: %w", errLeasesRanOut, err)
 	} else if err != nil && errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) {
 		if sw.ctx.Err() == nil || sw.clock().Before(sw.leaseEnd(idx...)) {
 			return nil, false, err
