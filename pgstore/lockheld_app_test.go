@@ -17,11 +17,11 @@ import (
 // DESIGN.md §13: Open's connections wait at most DefaultLockTimeout for a
 // lock: "a wait past it is ErrBusy, nothing written". A handler's Commit
 // whose App updates an application row another session holds (the app's
-// own transaction, open a few seconds) waits past the lock timeout: Apply
-// says ErrAppWrite, not ErrBusy, so Execute gives the known outcome up at
-// once, while its lease runs on for most of a minute — and the next
-// Execute after the lease runs the handler again (§17 row 1: a payment
-// made twice).
+// own transaction, open a few seconds) waits past the lock timeout. Apply
+// used to say ErrAppWrite alone, so Execute gave the known outcome up at
+// once, while its lease ran on for most of a minute, and the next Execute
+// after the lease ran the handler again (§17 row 1: a payment made twice).
+// It is ErrBusy too now, and the outcome is written once the row is free.
 func TestAnAppStatementPastTheLockTimeoutIsBusyNotRunAgain(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()

@@ -33,10 +33,11 @@ func (s *slowFirstSettle) Settle(ctx context.Context, st []turnframe.OutboxSettl
 // "A settlement always lands". TestACompletedSendNeverWaitsOutItsLeaseBehindAnotherRowsLock
 // covers globex's settlement written apart from acme's. Here the two are
 // ready together and written in one batch: the batch waits on acme's lock
-// (another session's), the keeper leaves both rows alone as settling, the
-// try is cut at the leases' end and given up whole — globex's completed
-// send, on a row nobody locks, is Unsettled under a live context, expired,
-// and sent again.
+// (another session's), and the keeper leaves both rows alone as settling.
+// The try used to be cut at the leases' end and given up whole: globex's
+// completed send, on a row nobody locks, was Unsettled under a live
+// context, expired, and sent again. A batch that comes back busy or cut is
+// now written row by row.
 func TestACompletedSendBatchedWithALockedRowIsStillSettled(t *testing.T) {
 	for _, tt := range []struct {
 		name                     string

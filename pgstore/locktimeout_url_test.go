@@ -11,8 +11,9 @@ import (
 
 // Open: "Its connections wait DefaultLockTimeout for a lock unless the url
 // sets lock_timeout (0: for ever)". A URL may set it as libpq and pgx read
-// it, in options (--lock_timeout=..., as -c does): Open's own lock_timeout parameter,
-// sent after it in the startup packet, overrides what the URL set.
+// it, in options (--lock_timeout=..., as -c does): Open's own lock_timeout
+// parameter, sent after it in the startup packet, used to override what
+// the URL set.
 func TestALockTimeoutTheURLSetsInOptionsIsKept(t *testing.T) {
 	for _, tt := range []struct{ name, options, want string }{
 		{"for ever", "--lock_timeout=0", "0"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,8 @@ import (
 // that meets a row the application holds says so ("could not be done
 // now", exit 1). On PostgreSQL ExpireClaims now skips a locked row (SKIP
 // LOCKED): release of a claim whose lease ended, held by another session,
-// reports success, "marked 0 claim(s)", the row still dispatching.
+// used to report success, "marked 0 claim(s)", the row still dispatching.
+// It now names the claim left behind and exits 1.
 func TestPGReleaseNeverReportsAnEndedClaimItSkippedAsDone(t *testing.T) {
 	is := is.New(t)
 	f := mustPGFixture(t)
@@ -44,5 +46,9 @@ func TestPGReleaseNeverReportsAnEndedClaimItSkippedAsDone(t *testing.T) {
 	t.Logf("the ended claim is %v", rec.Status)
 	// Either the ended claim was marked, or release did not say it was done.
 	is.True(code != exitOK || slices.Contains(rel.Expired, f.claimed.String()))
-	_ = turnframe.OutboxOutcomeUnknown
+	if code != exitOK {
+		is.Equal(code, exitFailure)                           // could not be done now: try again
+		is.True(strings.Contains(stderr, f.claimed.String())) // naming the claim left behind
+		is.Equal(rec.Status, turnframe.OutboxDispatching)     // which is as it was
+	}
 }
