@@ -45,28 +45,7 @@ func TestOneLockedRowNeverStallsAnotherTenantsRelease(t *testing.T) {
 		t.Run(via, func(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
-			url := pgtest.Schema(t)
-			store := mustOpenURL(t, url, pgstore.WithClock(pgstore.CallerClock)) // leases as the callers give them: one that ended an hour ago
-			ids := turnframe.NewIDGenerator()
-			past := time.Now().Add(-time.Hour)
-			is.NoErr(enqueueRows(ctx, store, ids, "acme", "a1", past, turnframe.OutboxMessage{Destination: "payments"}))
-			is.NoErr(enqueueRows(ctx, store, ids, "globex", "g1", past, turnframe.OutboxMessage{Destination: "payments"}))
-			// A worker that died claimed both, an hour ago, for a minute.
-			claims, err := store.ClaimDue(ctx, past, 10, "dead", time.Minute)
-			is.NoErr(err)
-			is.Equal(len(claims), 2)
-			var acme, globex turnframe.OutboxID
-			for _, c := range claims {
-				if c.Account == "acme" {
-					acme = c.ID
-				} else {
-					globex = c.ID
-				}
-			}
-
-			_, tx := lockHolder(t, url)
-			_, err = tx.Exec(ctx, `SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE`, acme.String())
-			is.NoErr(err)
+			store, acme, globex := deadClaimsOneLocked(t, false)
 
 			spy := &expireSpy{Store: store, expired: make(chan []turnframe.OutboxID, 16)}
 			runCtx, stop := context.WithCancel(ctx)
@@ -111,6 +90,41 @@ func TestOneLockedRowNeverStallsAnotherTenantsRelease(t *testing.T) {
 	}
 }
 
+// deadClaimsOneLocked opens a store on a fresh schema whose callers give
+// its times (CallerClock), where a worker that died claimed acme's row and
+// globex's an hour ago, for a minute; expired, the claims are expired too.
+// Then another session locks acme's row and keeps it, until t ends.
+func deadClaimsOneLocked(t *testing.T, expired bool) (s *pgstore.Store, acme, globex turnframe.OutboxID) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	s = mustOpenURL(t, url, pgstore.WithClock(pgstore.CallerClock))
+	ids := turnframe.NewIDGenerator()
+	past := time.Now().Add(-time.Hour)
+	is.NoErr(enqueueRows(ctx, s, ids, "acme", "a1", past, turnframe.OutboxMessage{Destination: "payments"}))
+	is.NoErr(enqueueRows(ctx, s, ids, "globex", "g1", past, turnframe.OutboxMessage{Destination: "payments"}))
+	claims, err := s.ClaimDue(ctx, past, 10, "dead", time.Minute)
+	is.NoErr(err)
+	is.Equal(len(claims), 2) // both claimed
+	for _, c := range claims {
+		if c.Account == "acme" {
+			acme = c.ID
+		} else {
+			globex = c.ID
+		}
+	}
+	if expired {
+		ended, err := s.ExpireClaims(ctx, time.Now())
+		is.NoErr(err)
+		is.Equal(len(ended), 2) // both expired
+	}
+	_, tx := lockHolder(t, url)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE`, acme.String())
+	is.NoErr(err) // acme's row locked
+	return s, acme, globex
+}
+
 type nopRecoveryHandler struct{}
 
 func (nopRecoveryHandler) RestartInterpretation(context.Context, turnframe.TurnPhaseMarker, turnframe.RecoveryAction) error {
@@ -137,26 +151,7 @@ func (nopRecoveryHandler) RegenerateResponse(context.Context, turnframe.TurnPhas
 func TestOneLockedUnknownRowNeverStallsAnotherTenantsPolicy(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	url := pgtest.Schema(t)
-	store := mustOpenURL(t, url, pgstore.WithClock(pgstore.CallerClock))
-	ids := turnframe.NewIDGenerator()
-	past := time.Now().Add(-time.Hour)
-	is.NoErr(enqueueRows(ctx, store, ids, "acme", "a1", past, turnframe.OutboxMessage{Destination: "payments"}))
-	is.NoErr(enqueueRows(ctx, store, ids, "globex", "g1", past, turnframe.OutboxMessage{Destination: "payments"}))
-	claims, err := store.ClaimDue(ctx, past, 10, "dead", time.Minute)
-	is.NoErr(err)
-	is.Equal(len(claims), 2)
-	expired, err := store.ExpireClaims(ctx, time.Now())
-	is.NoErr(err)
-	is.Equal(len(expired), 2)
-	acme := claims[0].ID
-	if claims[0].Account != "acme" {
-		acme = claims[1].ID
-	}
-
-	_, tx := lockHolder(t, url)
-	_, err = tx.Exec(ctx, `SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE`, acme.String())
-	is.NoErr(err)
+	store, _, _ := deadClaimsOneLocked(t, true)
 
 	globexSent := make(chan struct{}, 1)
 	sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {

@@ -239,14 +239,7 @@ func TestPGWrites(t *testing.T) {
 		is := is.New(t)
 		f := mustPGFixture(t)
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, f.path)
-		is.NoErr(err)
-		defer conn.Close(ctx)
-		tx, err := conn.Begin(ctx)
-		is.NoErr(err)
-		defer tx.Rollback(ctx)
-		_, err = tx.Exec(ctx, "SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE", f.unknown.String())
-		is.NoErr(err) // the application holds the row
+		tx := holdPGRow(t, f, f.unknown) // the application holds the row
 		code, _, stderr := cli(t, "settle", "--db", f.path, "--busy-timeout", "200ms", f.unknown.String(), "completed")
 		is.Equal(code, exitFailure)                                     // could not be done now
 		is.True(strings.Contains(stderr, "the database stayed locked")) // said so
@@ -256,6 +249,28 @@ func TestPGWrites(t *testing.T) {
 		is.True(strings.Contains(out, `"outcome_unknown": 1`))          // and the row is unchanged
 		is.NoErr(tx.Rollback(ctx))
 	})
+}
+
+// holdPGRow locks the outbox row id of f's database from a session of its
+// own, in a transaction it leaves open until the test rolls it back or
+// ends.
+func holdPGRow(t *testing.T, f fixture, id turnframe.OutboxID) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.path)
+	if err != nil {
+		t.Fatalf("hold a row: connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatalf("hold a row: begin: %v", err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE", id.String()); err != nil {
+		t.Fatalf("hold a row: lock %v: %v", id, err)
+	}
+	return tx
 }
 
 // approvals, approve and deny work on PostgreSQL.

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 )
@@ -25,14 +24,7 @@ func TestPGReleaseNeverReportsAnEndedClaimItSkippedAsDone(t *testing.T) {
 	is := is.New(t)
 	f := mustPGFixture(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, f.path)
-	is.NoErr(err)
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	is.NoErr(err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, "SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE", f.claimed.String())
-	is.NoErr(err) // another session holds the row whose lease ended
+	tx := holdPGRow(t, f, f.claimed) // another session holds the row whose lease ended
 
 	code, out, stderr := cli(t, "release", "--db", f.path, "--busy-timeout", "200ms", "--json")
 	t.Logf("exit %d, stdout %q, stderr %q", code, out, stderr)
