@@ -369,7 +369,8 @@ func (sw *sweep) leaseEnd(idx ...int) time.Time {
 }
 
 // pastCaller is the context of a write the sweep makes about the rows idx
-// past its caller's context (pastCaller): bounded by the rows' leases.
+// past its caller's context: the function pastCaller, bounded by the rows'
+// leases.
 func (sw *sweep) pastCaller(idx ...int) (context.Context, context.CancelFunc) {
 	return pastCaller(sw.ctx, sw.leaseEnd(idx...), sw.clock())
 }

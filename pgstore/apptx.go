@@ -24,7 +24,8 @@ func (appTx) Backend() string { return "postgres" }
 //
 // Its statements run on the store's connection, with its lock_timeout
 // (DefaultLockTimeout on Open's pool): a statement of the app's that waits
-// longer for a lock fails, and Apply returns ErrAppWrite.
+// longer for a lock fails, and Apply returns ErrAppWrite with ErrBusy:
+// the whole transaction rolled back, nothing written.
 //
 // Use it only during the App call, and never call the Store from it: the
 // transaction holds the locks of the Write (its turn's row, its entries, its
