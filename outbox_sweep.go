@@ -264,7 +264,7 @@ func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, erro
 			return results, err
 		}
 		if len(settlements) > 1 {
-			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: store busy; the settlements are written again one row at a time",
+			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: a batch of settlements was refused or cut; each is written again alone",
 				slog.Int("rows", len(settlements)), slog.String("error", err.Error()))
 			return sw.writeEach(settlements, idx), nil
 		}
@@ -284,7 +284,8 @@ var errLeasesRanOut = errors.New("the rows' leases ran out while their settlemen
 // as write does, and returns each one's result: a row another session
 // keeps locked (PostgreSQL) must not hold up the others of its batch until
 // their leases end, and the keeper leaves the rows of a batch being
-// written alone.
+// written alone. A single refused as ErrClaimLost whose row stands as its
+// settlement makes it (landed) was written by the batch's cut try.
 func (sw *sweep) writeEach(settlements []OutboxSettlement, idx []int) []error {
 	results := make([]error, len(settlements))
 	var wg sync.WaitGroup
@@ -296,6 +297,9 @@ func (sw *sweep) writeEach(settlements []OutboxSettlement, idx []int) []error {
 			}
 			if err == nil {
 				err = r[0]
+			}
+			if errors.Is(err, ErrClaimLost) && sw.landed(settlements[i]) {
+				err = nil // the batch's cut try had committed it
 			}
 			results[i] = err
 		})
@@ -321,6 +325,9 @@ func (sw *sweep) tryWrite(settlements []OutboxSettlement, idx []int) (results []
 			return nil, false, err
 		}
 		err = fmt.Errorf("%w (the sweep's context ended and its leases too: given up)", err)
+	}
+	if len(idx) > 1 && errors.Is(err, errLeasesRanOut) {
+		return results, true, err // written again row by row (write): the keeper keeps their leases meanwhile
 	}
 	sw.mu.Lock()
 	for _, i := range idx {
@@ -475,4 +482,13 @@ func (sw *sweep) extend() {
 		d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row lost its claim while its send may run; it may be sent twice",
 			append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
 	}
+}
+
+// landed reports whether s's row stands as s makes it, under s's claim: a
+// batch whose try was cut may have committed before its answer was lost.
+func (sw *sweep) landed(s OutboxSettlement) bool {
+	ctx, cancel := sw.pastCaller()
+	defer cancel()
+	r, err := sw.d.store.GetOutbox(ctx, s.Claim.ID)
+	return err == nil && r.Status == s.To && r.ClaimedBy == s.Claim.Worker && r.Attempts == s.Claim.Attempts && r.LastCode == s.Code
 }
