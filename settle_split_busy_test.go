@@ -16,9 +16,7 @@ import (
 // ErrClaimLost (another worker took it).
 type busyBatchStore struct {
 	turnframe.Store
-	release chan struct{}
-	called  chan struct{} // closed by the first Settle call: the settler took row 0 alone
-	first   sync.Once
+	*splitGate
 	mu      sync.Mutex
 	lostID  turnframe.OutboxID
 	batches int
@@ -26,7 +24,7 @@ type busyBatchStore struct {
 }
 
 func (s *busyBatchStore) Settle(ctx context.Context, st []turnframe.OutboxSettlement) ([]error, error) {
-	s.first.Do(func() { close(s.called); <-s.release })
+	s.hold()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(st) > 1 {
@@ -45,28 +43,18 @@ func (s *busyBatchStore) Settle(ctx context.Context, st []turnframe.OutboxSettle
 	return s.Store.Settle(ctx, st)
 }
 
+// DESIGN.md §8: a settlement batch refused as busy is written again one row
+// at a time, and each row gets its own fate: three land, counted once each;
+// the one another worker took is reported Unsettled.
 func TestBusyBatchEachRowItsOwnFate(t *testing.T) {
 	eachStore(t, func(t *testing.T, inner turnframe.Store) {
 		is := is.New(t)
-		for i, acct := range []turnframe.AccountID{"a", "b", "c", "d"} {
-			dispEnqueue(t, inner, acct, turnframe.IdempotencyKey(fmt.Sprintf("k%d", i)), turnframe.OutboxMessage{Destination: "payments"})
-		}
-		store := &busyBatchStore{Store: inner, release: make(chan struct{}), called: make(chan struct{}), singles: map[turnframe.OutboxID]int{}}
+		enqueueFour(t, inner)
+		store := &busyBatchStore{Store: inner, splitGate: newSplitGate(), singles: map[turnframe.OutboxID]int{}}
 		rec := &recorder{}
 		cfg := turnframe.DefaultDispatchConfig("w1")
 		cfg.Concurrency = 1
-		n := 0
-		sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
-			n++
-			if n == 2 {
-				<-store.called
-			}
-			if n == 4 {
-				close(store.release)
-			}
-			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
-		})
-		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithObserver(rec))
+		d := turnframe.NewDispatcher(store, store.sender(nil), cfg, turnframe.WithObserver(rec))
 		report, err := d.RunOnce(context.Background(), dispNow)
 		is.NoErr(err)
 		t.Logf("batches %d singles %v lost %v", store.batches, store.singles, store.lostID)
@@ -75,9 +63,8 @@ func TestBusyBatchEachRowItsOwnFate(t *testing.T) {
 		is.Equal(len(report.Completed), 3)
 		is.Equal(report.Unsettled, []turnframe.OutboxID{store.lostID})
 		is.Equal(rec.count(turnframe.SignalOutboxCompleted), 3)
-		for id, k := range store.singles {
+		for _, k := range store.singles {
 			is.Equal(k, 1) // each single written once
-			_ = id
 		}
 		hist := histOf(t, inner, turnframe.OutboxSubject(dispGet(t, inner, store.lostID).Account, store.lostID))
 		t.Logf("history of the lost row: %d records", len(hist))

@@ -19,10 +19,8 @@ import (
 // are refused as busy until the batch was cut (they waited on the lock too).
 type cutBatchStore struct {
 	turnframe.Store
-	clock   *stepClock
-	release chan struct{}
-	called  chan struct{} // closed by the first Settle call: the settler took row 0 alone
-	first   sync.Once
+	*splitGate
+	clock *stepClock
 
 	mu          sync.Mutex
 	cut         bool
@@ -33,7 +31,7 @@ type cutBatchStore struct {
 }
 
 func (s *cutBatchStore) Settle(ctx context.Context, st []turnframe.OutboxSettlement) ([]error, error) {
-	s.first.Do(func() { close(s.called); <-s.release })
+	s.hold()
 	if len(st) > 1 {
 		s.mu.Lock()
 		s.victim = st[0].Claim.ID
@@ -100,31 +98,14 @@ func (s *cutBatchStore) ExtendClaims(ctx context.Context, claims []turnframe.Cla
 func TestCutBatchSinglesKeepTheirLeases(t *testing.T) {
 	eachStore(t, func(t *testing.T, inner turnframe.Store) {
 		is := is.New(t)
-		var ids []turnframe.OutboxID
-		for i, acct := range []turnframe.AccountID{"a", "b", "c", "d"} {
-			rows := dispEnqueue(t, inner, acct, turnframe.IdempotencyKey(fmt.Sprintf("k%d", i)), turnframe.OutboxMessage{Destination: "payments"})
-			ids = append(ids, rows[0].ID)
-		}
+		enqueueFour(t, inner)
 		clock := newStepClock(dispNow)
-		store := &cutBatchStore{Store: inner, clock: clock, release: make(chan struct{}), called: make(chan struct{})}
+		store := &cutBatchStore{Store: inner, clock: clock, splitGate: newSplitGate()}
 		cfg := turnframe.DefaultDispatchConfig("w1")
 		cfg.Concurrency = 1
 		cfg.SendTimeout, cfg.LeaseMargin = 10*time.Second, 2*time.Millisecond
-		var mu sync.Mutex
-		sends := map[turnframe.OutboxID]int{}
-		sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
-			mu.Lock()
-			sends[e.ID]++
-			n := len(sends)
-			mu.Unlock()
-			if n == 2 {
-				<-store.called
-			}
-			if n == 4 { // the last row: rows 1 and 2 are queued behind row 0's write
-				clock.set(dispNow.Add(cfg.Lease() + time.Second)) // the leases have ended
-				close(store.release)
-			}
-			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
+		sender := store.sender(func() { // the last row: rows 1 and 2 are queued behind row 0's write
+			clock.set(dispNow.Add(cfg.Lease() + time.Second)) // the leases have ended
 		})
 		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithClock(clock.read))
 		report, err := d.RunOnce(context.Background(), dispNow)

@@ -16,15 +16,13 @@ import (
 // context ended: a commit whose acknowledgement was cut off.
 type landedCutStore struct {
 	turnframe.Store
-	release chan struct{}
-	called  chan struct{} // closed by the first Settle call: the settler took row 0 alone
-	first   sync.Once
-	mu      sync.Mutex
-	batch   []turnframe.OutboxID
+	*splitGate
+	mu    sync.Mutex
+	batch []turnframe.OutboxID
 }
 
 func (s *landedCutStore) Settle(ctx context.Context, st []turnframe.OutboxSettlement) ([]error, error) {
-	s.first.Do(func() { close(s.called); <-s.release })
+	s.hold()
 	if len(st) > 1 {
 		if _, err := s.Store.Settle(context.WithoutCancel(ctx), st); err != nil {
 			return nil, err
@@ -51,24 +49,13 @@ func (s *landedCutStore) Settle(ctx context.Context, st []turnframe.OutboxSettle
 func TestCutBatchWhoseCommitLandedIsNotReportedLost(t *testing.T) {
 	eachStore(t, func(t *testing.T, inner turnframe.Store) {
 		is := is.New(t)
-		for i, acct := range []turnframe.AccountID{"a", "b", "c", "d"} {
-			dispEnqueue(t, inner, acct, turnframe.IdempotencyKey(fmt.Sprintf("k%d", i)), turnframe.OutboxMessage{Destination: "payments"})
-		}
+		enqueueFour(t, inner)
 		clock := newStepClock(dispNow)
-		store := &landedCutStore{Store: inner, release: make(chan struct{}), called: make(chan struct{})}
+		store := &landedCutStore{Store: inner, splitGate: newSplitGate()}
 		cfg := turnframe.DefaultDispatchConfig("w1")
 		cfg.Concurrency = 1
-		n := 0
-		sender := turnframe.SenderFunc(func(_ context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
-			n++
-			if n == 2 {
-				<-store.called
-			}
-			if n == 4 {
-				clock.set(dispNow.Add(cfg.Lease() + time.Second)) // the try is bounded to a second
-				close(store.release)
-			}
-			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}
+		sender := store.sender(func() {
+			clock.set(dispNow.Add(cfg.Lease() + time.Second)) // the try is bounded to a second
 		})
 		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithClock(clock.read))
 		report, err := d.RunOnce(context.Background(), dispNow)
