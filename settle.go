@@ -24,7 +24,8 @@ type Decision struct {
 	// refuses (ErrConflict) a subject at another attempt: one sent again
 	// since the person looked, whose new outcome nobody has seen. An
 	// operator's page or tool should always set it. Empty settles whatever
-	// attempt the subject is at.
+	// attempt the subject is at; one that names no attempt (not an id, the
+	// zero id, a number below 1) is ErrInvalid.
 	Attempt string
 }
 
@@ -75,7 +76,8 @@ func fenceFrom(subject Subject, attempt string) (fence, error) {
 	}
 	if subject.Kind == SubjectJournal {
 		id, err := ParseAttemptID(attempt)
-		if err != nil {
+		if err != nil || id.IsZero() {
+			// The zero id names no attempt, and as a fence it would expect nothing.
 			return fence{}, invalid("attempt", "%q is not an attempt id", attempt)
 		}
 		return fence{attempt: id}, nil
