@@ -52,8 +52,10 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // table named like one of turnframe's: the migration rolls back); with
 // WithExisting, ErrNotFound for a missing file and ErrInvalid for a file
 // that is not a turnframe store or whose schema is older than this build's
-// (run `turnframe migrate`); otherwise the error of the file system, the
-// driver or a migration. Two processes may open one new file at the same
+// (run `turnframe migrate`); ErrBusy, never with ErrInvalid, when another
+// connection keeps the file locked past the busy timeout (the same Open may
+// succeed later); otherwise the error of the file system, the driver or a
+// migration. Two processes may open one new file at the same
 // time: both succeed, and the schema is applied once.
 //
 // The writer pool is one connection with busy_timeout, foreign_keys,
@@ -332,7 +334,12 @@ func checkVersion(ctx context.Context, db *sql.DB) error {
 	case err != nil && ctx.Err() != nil:
 		return translate(ctx, err)
 	case err != nil:
-		return fmt.Errorf("%w: not a readable turnframe database: %w", turnframe.ErrInvalid, translate(ctx, err))
+		err = translate(ctx, err)
+		if errors.Is(err, turnframe.ErrBusy) {
+			// Another connection locks the file: the same Open may succeed later.
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+		return fmt.Errorf("%w: not a readable turnframe database: %w", turnframe.ErrInvalid, err)
 	case v == 0:
 		return fmt.Errorf("%w: a SQLite database without the turnframe schema", turnframe.ErrInvalid)
 	case v < schema.Version:
