@@ -5,9 +5,14 @@ import (
 	"fmt"
 )
 
-// The sentinel errors. Every error a turnframe call returns wraps at most one
-// of them with context; test with errors.Is. Stores translate their driver's
-// errors into these at their boundary.
+// The sentinel errors. An error a turnframe call returns wraps one of them
+// with context, or none for an error no sentinel describes; test with
+// errors.Is. Stores translate their driver's errors into these at their
+// boundary. Two cases wrap two, each documented where it arises: ErrClosed
+// with the error of a call the store's closing cut short, and ErrAppWrite
+// with ErrBusy when the application's statement was refused for a lock
+// another session held (pgstore): the transaction rolled back, and the same
+// Write may be tried again.
 var (
 	// ErrNotFound: the row does not exist, or it belongs to another account.
 	// The two cases are indistinguishable on purpose, so one tenant cannot
@@ -24,8 +29,11 @@ var (
 	// it, or the row was already settled). Nothing was written.
 	ErrClaimLost = errors.New("turnframe: claim lost")
 
-	// ErrInvalid: bad input, found before any transaction started. Nothing
-	// was written. The error is an *InvalidError naming the field.
+	// ErrInvalid: bad input. Nothing was written by the call that found it,
+	// before any transaction started, except where a call documents
+	// otherwise (Runtime.Execute for a Handler's invalid Outcome: its entry
+	// was taken first). The error is an *InvalidError naming the field, or
+	// (pgstore) the server's refusal of a value it cannot store.
 	ErrInvalid = errors.New("turnframe: invalid input")
 
 	// ErrClosed: the store was closed.

@@ -295,7 +295,7 @@ const (
 	// ResultInFlight: another attempt — another Execute, in this process or
 	// another — holds the command under a lease that has not ended, so this
 	// Execute did not run it, and stopped there (the turn's commands run in
-	// admission order): the entries after it are ResultPending. Not an
+	// admission order): the pending entries after it are ResultPending. Not an
 	// error: the holder settles it, or once its lease ends a later Execute
 	// takes it over.
 	ResultInFlight

@@ -103,7 +103,7 @@ func (l Limits) resolved() Limits {
 }
 
 // CheckText returns ErrInvalid naming "text" unless text is valid UTF-8 of
-// at most l.Text bytes (its default when zero): the check of a turn's
+// at most l.Text bytes (its default when zero) without a NUL byte: the check of a turn's
 // text. Empty text is allowed: a voice turn may have none. Like WithLimits,
 // it panics when a field of l is negative or over its ceiling.
 func (l Limits) CheckText(text string) error {

@@ -22,7 +22,8 @@ const (
 	SignalExternalLatency Signal = "external_latency"
 	// SignalExternalOutcomeUnknown: a send or a command that left and got no
 	// answer became outcome unknown. Labels: Destination and Outcome (a send:
-	// the code the row was settled with, e.g. "http.504" or "timeout"; empty
+	// the code the row was settled with, e.g. "http.504" or CodeSendTimeout;
+	// empty
 	// when the sender gave none) or Command and Outcome (a command:
 	// "timeout", "panic", "handler", or "lease_ended" for an attempt that
 	// died).

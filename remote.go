@@ -52,7 +52,8 @@ type Remote struct {
 	// Zero or negative: DefaultVerifyTries.
 	VerifyTries int
 	// VerifyBackoff is the wait after a lookup that could not tell; it
-	// doubles after each, up to a minute. Zero or negative:
+	// doubles after each, and no wait is longer than a minute (a longer
+	// VerifyBackoff waits a minute from the first). Zero or negative:
 	// DefaultVerifyBackoff.
 	VerifyBackoff time.Duration
 	// VerifyTimeout bounds one lookup. Zero or negative:

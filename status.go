@@ -59,6 +59,7 @@ func ParseTurnPhase(s string) (TurnPhase, error) {
 //	Pending → Committed | Rejected | OutcomeUnknown (a local attempt: WithLocalCommand)
 //	Executing → Executing (a resumed attempt, under a new attempt id)
 //	Executing → OutcomeUnknown (a reconciliation, once the lease ended)
+//	Executing → Committed | Rejected (Recovery.Settle of an attempt stranded on an abandoned turn)
 //	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention (reconciliation only)
 //	NeedsIntervention → Committed | Rejected | Pending (the app or an operator only)
 //	AwaitingApproval → Pending (Approve) | Rejected (Deny, CodeDenied)

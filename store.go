@@ -202,7 +202,8 @@ type OutboxStore interface {
 	// lease) and returns them, in claim order: due time, then enqueue
 	// order. A row is due when it is Pending, its due time is not after
 	// now, and no earlier row of its account and non-empty order key is
-	// Pending, Dispatching or OutcomeUnknown. Two callers never claim the
+	// Pending, Dispatching, OutcomeUnknown or NeedsIntervention
+	// (OutboxStatus.HoldsOrder). Two callers never claim the
 	// same row.
 	ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]Claim, error)
 	// ExtendClaims moves the lease of each claimed row to now + lease
@@ -287,7 +288,8 @@ type HistoryStore interface {
 // transactional Apply. Implementations: sqlitestore (a SQLite file) and
 // memstore (memory, for tests); storetest proves both obey the same rules.
 // Every method is safe for concurrent use. After Close every method returns
-// ErrClosed.
+// ErrClosed, but for input it refuses as ErrInvalid before reaching the
+// store.
 type Store interface {
 	TurnStore
 	CommandJournal
@@ -302,6 +304,7 @@ type Store interface {
 	// reused for a different command; ErrAppWrite, wrapping the app's
 	// own error, when w.App returned one.
 	Apply(ctx context.Context, w Write) (Applied, error)
-	// Close releases the store. Calls after Close return ErrClosed.
+	// Close releases the store. Calls after Close return ErrClosed (input
+	// found invalid first is still ErrInvalid).
 	Close() error
 }

@@ -27,8 +27,9 @@ type Runtime struct {
 }
 
 // New returns a Runtime over store. It takes WithCommandTimeout,
-// WithMaxConflictRetries, WithLimits, WithClock, WithIDGenerator, WithObserver,
-// WithLogger and WithTraceContext, and ignores the options of other constructors. It panics if
+// WithLeaseMargin, WithMaxConflictRetries, WithLimits, WithClock,
+// WithIDGenerator, WithObserver, WithLogger, WithTraceContext, WithCommand
+// and WithLocalCommand, and ignores the options of other constructors. It panics if
 // store is nil: that is a programming error, not an input.
 func New(store Store, opts ...Option) *Runtime {
 	if isNil(store) { // a nil pointer behind it too: Open failed
@@ -237,8 +238,8 @@ func (p Plan) validate(l Limits) error {
 //     runtime's clock, or by the store's when it refused the take (a lease
 //     ending just then, a store on the database's clock): another Execute
 //     is running it now. It is reported ResultInFlight, not run, and
-//     Execute stops there without an error (the entries after it are
-//     ResultPending): a command runs in at most one place at a time.
+//     Execute stops there without an error (the pending entries after it
+//     are ResultPending): a command runs in at most one place at a time.
 //
 // When a Commit finds its case moved since the revision h was given, h is
 // called again, with the same attempt and the new revision, at most
@@ -248,7 +249,9 @@ func (p Plan) validate(l Limits) error {
 // nothing of its outcome written.
 //
 // Execute stops at the first error and returns it with the report so far:
-// the failing entry and every entry after it are reported ResultPending.
+// the failing entry and every pending entry after it are reported
+// ResultPending (an entry after it awaiting approval, or settled, is
+// reported as such).
 // Errors: ErrInvalid for a bad account, a zero turn or a nil h, before
 // anything is read; ErrNotFound for a turn that does not exist for account;
 // ErrConflict for an abandoned turn (nothing runs), for a case that kept

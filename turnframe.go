@@ -68,12 +68,12 @@ package turnframe
 import "time"
 
 // AccountID is the tenant that owns a turn and everything it causes: 1 to 128
-// bytes of UTF-8. Every read is scoped by it; another account's rows read as
+// bytes of UTF-8 without a NUL byte. Every read is scoped by it; another account's rows read as
 // ErrNotFound.
 type AccountID string
 
 // CaseKey names the entity a command changes and its events belong to, such
-// as "booking/42": 1 to 200 bytes of UTF-8, unique within an account.
+// as "booking/42": 1 to 200 bytes of UTF-8 without a NUL byte, unique within an account.
 type CaseKey string
 
 // IdempotencyKey identifies a command across retries, turns and crashes:

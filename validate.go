@@ -41,10 +41,12 @@ func checkString(field, s string, minLen, maxLen int) error {
 	return nil
 }
 
-// Validate returns ErrInvalid unless a is 1–128 bytes of UTF-8.
+// Validate returns ErrInvalid unless a is 1–128 bytes of UTF-8 without a NUL
+// byte.
 func (a AccountID) Validate() error { return checkString("account", string(a), 1, MaxAccountLen) }
 
-// Validate returns ErrInvalid unless c is 1–200 bytes of UTF-8.
+// Validate returns ErrInvalid unless c is 1–200 bytes of UTF-8 without a NUL
+// byte.
 func (c CaseKey) Validate() error { return checkString("case", string(c), 1, MaxCaseLen) }
 
 // OutboxKeySeparator joins a command's key and a row's position in the keys
@@ -93,15 +95,16 @@ func CheckLimit(field string, n int) error {
 	return nil
 }
 
-// CheckWorker returns ErrInvalid unless worker is 1–200 bytes of UTF-8.
+// CheckWorker returns ErrInvalid unless worker is 1–200 bytes of UTF-8
+// without a NUL byte.
 func CheckWorker(worker string) error { return checkString("worker", worker, 1, MaxNameLen) }
 
 // CheckCode returns ErrInvalid naming field unless code is at most 200 bytes
-// of UTF-8 (it may be empty).
+// of UTF-8 without a NUL byte (it may be empty).
 func CheckCode(field, code string) error { return checkString(field, code, 0, MaxNameLen) }
 
 // CheckText returns ErrInvalid unless text is at most MaxTextLen (64 KiB)
-// bytes of UTF-8: the ceiling every store keeps. Empty text is allowed: a
+// bytes of UTF-8 without a NUL byte: the ceiling every store keeps. Empty text is allowed: a
 // voice turn may have none. A Runtime checks its configured limit instead
 // (Limits.CheckText).
 func CheckText(text string) error { return checkString("text", text, 0, MaxTextLen) }

@@ -122,7 +122,8 @@ func New(opts ...Option) *Store {
 }
 
 // Close empties the store. Every call after it, Close included, returns an
-// error wrapping turnframe.ErrClosed.
+// error wrapping turnframe.ErrClosed, but for input it refuses as
+// turnframe.ErrInvalid before reaching the store.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

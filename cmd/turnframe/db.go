@@ -76,7 +76,7 @@ func (d *dbFlags) open(ctx context.Context, e *env) (opStore, error) {
 	case errors.Is(err, turnframe.ErrNotFound):
 		return nil, fmt.Errorf("no turnframe database at %s (nothing was created; 'turnframe migrate' makes one): %w", d.path, err)
 	case errors.Is(err, turnframe.ErrInvalid):
-		return nil, refused(ctx, d.path, err)
+		return nil, refused(ctx, d.path, d.busy, err)
 	}
 	return nil, describeBusy(err, d.busy)
 }
@@ -85,8 +85,8 @@ func (d *dbFlags) open(ctx context.Context, e *env) (opStore, error) {
 // a schema older or newer than this build's, or not a turnframe database at
 // all. The store's error does not tell the cases apart by type, so the file's
 // schema version is read again, read-only (inspect).
-func refused(ctx context.Context, path string, err error) error {
-	f, ierr := inspect(ctx, path)
+func refused(ctx context.Context, path string, busy time.Duration, err error) error {
+	f, ierr := inspect(ctx, path, busy)
 	switch {
 	case ierr == nil && f.version > 0 && f.version < schema.Version:
 		return &openError{err: err, msg: fmt.Sprintf("%s holds the turnframe schema version %d, older than version %d, "+
@@ -124,8 +124,10 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // file behind: nothing; an empty file; a file that is not SQLite (an error
 // wrapping turnframe.ErrInvalid, and the driver never opens it); or a SQLite
 // database and its schema version, read with schema.FileVersion through a
-// connection that runs no writing statement. A directory is ErrInvalid too.
-func inspect(ctx context.Context, path string) (fileState, error) {
+// connection that runs no writing statement, waiting up to busy while
+// another connection locks the file (then an error wrapping ErrBusy). A
+// directory is ErrInvalid too.
+func inspect(ctx context.Context, path string, busy time.Duration) (fileState, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fileState{}, nil
@@ -163,8 +165,8 @@ func inspect(ctx context.Context, path string) (fileState, error) {
 	// it closes, while this one, the last to close, removes them again, as
 	// the store's own check of an existing file does.
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
-	busy := strconv.FormatInt(sqlitestore.DefaultBusyTimeout.Milliseconds(), 10)
-	db, err := sql.Open("sqlite", "file:"+esc+"?mode=rw&_pragma=query_only(1)&_pragma=busy_timeout("+busy+")")
+	ms := strconv.FormatInt(busy.Milliseconds(), 10)
+	db, err := sql.Open("sqlite", "file:"+esc+"?mode=rw&_pragma=query_only(1)&_pragma=busy_timeout("+ms+")")
 	if err != nil {
 		return fileState{}, err
 	}
@@ -175,6 +177,9 @@ func inspect(ctx context.Context, path string) (fileState, error) {
 	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB) {
 		// A damaged file is not a database any command can use: no retry mends it.
 		return fileState{exists: true}, &openError{msg: path + " is not a readable SQLite database (" + err.Error() + ")", err: turnframe.ErrInvalid}
+	}
+	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED) {
+		return fileState{}, fmt.Errorf("read the schema version of %s: %w: %w", path, turnframe.ErrBusy, err)
 	}
 	if err != nil {
 		return fileState{}, fmt.Errorf("read the schema version of %s: %w", path, err)

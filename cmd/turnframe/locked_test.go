@@ -34,7 +34,7 @@ func TestALockedFileIsBusyNotNotATurnframeDatabase(t *testing.T) {
 	is.NoErr(err)
 	defer db.ExecContext(ctx, `ROLLBACK`)
 
-	for _, cmd := range []string{"status"} {
+	for _, cmd := range []string{"status", "version", "migrate"} {
 		t.Run(cmd, func(t *testing.T) {
 			is := is.New(t)
 			code, _, stderr := cli(t, cmd, "--db", path, "--busy-timeout", "20ms")

@@ -51,13 +51,13 @@ to do (exit 2).`,
 				// Look before the driver does: it would take a file that is
 				// not SQLite for a corrupt database and fail with its own
 				// words, and one it can open it may write to.
-				before, err := inspect(ctx, *path)
+				before, err := inspect(ctx, *path, *busy)
 				var refusal *openError
 				if errors.As(err, &refusal) {
 					return &openError{msg: refusal.msg + "; migrate refused it and left it unchanged", err: err}
 				}
 				if err != nil {
-					return err
+					return describeBusy(err, *busy)
 				}
 				if before.version > schema.Version {
 					return &openError{err: turnframe.ErrInvalid, msg: fmt.Sprintf("%s holds the turnframe schema version %d, "+

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"runtime"
@@ -24,6 +25,7 @@ other commands refuse — and says what to do about a difference. A file or
 database that is not a turnframe database is an error (exit 2).`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
+			fs.Lookup("db").Usage = "also read the schema version of this `file` or postgres:// URL"
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
@@ -44,8 +46,10 @@ database that is not a turnframe database is an error (exit 2).`,
 					if err := checkFilePath(db.path, dbTakes); err != nil {
 						return err
 					}
-					f, err := inspect(ctx, db.path)
+					f, err := inspect(ctx, db.path, db.busy)
 					switch {
+					case errors.Is(err, turnframe.ErrBusy):
+						return describeBusy(err, db.busy)
 					case err != nil:
 						return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", db.path, err)
 					case !f.exists:
