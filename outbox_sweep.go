@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -484,11 +485,45 @@ func (sw *sweep) extend() {
 	}
 }
 
-// landed reports whether s's row stands as s makes it, under s's claim: a
-// batch whose try was cut may have committed before its answer was lost.
+// landed reports whether s was written: a batch whose try was cut may have
+// committed before its answer was lost. The row as it stands cannot say
+// for sure: since then another worker may have claimed it again, or an
+// operator's release left it looking like s's move. Its history can
+// (wroteMove); a store without history is judged by the row.
 func (sw *sweep) landed(s OutboxSettlement) bool {
 	ctx, cancel := sw.pastCaller()
 	defer cancel()
+	if hs, ok := sw.d.store.(HistoryStore); ok {
+		return wroteMove(ctx, hs, s)
+	}
 	r, err := sw.d.store.GetOutbox(ctx, s.Claim.ID)
 	return err == nil && r.Status == s.To && r.ClaimedBy == s.Claim.Worker && r.Attempts == s.Claim.Attempts && r.LastCode == s.Code
 }
+
+// wroteMove reports whether the history of s's row holds s's move: from
+// Dispatching to s.To, at s's attempt, by s's worker, with s's code. Only
+// s's own transaction records that move. A history that cannot be read
+// says no: the row is then reported refused, the safe side.
+func wroteMove(ctx context.Context, hs HistoryStore, s OutboxSettlement) bool {
+	subject := OutboxSubject(s.Claim.Account, s.Claim.ID)
+	attempt, actor := strconv.Itoa(s.Claim.Attempts), WorkerActor(s.Claim.Worker)
+	for after := int64(0); ; {
+		recs, err := hs.History(ctx, subject, after, landedPage)
+		if err != nil {
+			return false
+		}
+		for _, h := range recs {
+			if !h.Evidence && h.From == OutboxDispatching.String() && h.To == s.To.String() &&
+				h.Attempt == attempt && h.Actor == actor && h.Code == s.Code {
+				return true
+			}
+		}
+		if len(recs) < landedPage {
+			return false
+		}
+		after = recs[len(recs)-1].Seq
+	}
+}
+
+// landedPage is how many history records landed reads at a time.
+const landedPage = 100
