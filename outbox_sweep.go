@@ -52,6 +52,7 @@ type sweep struct {
 	open     map[int]bool // rows not settled and not given up: the keeper extends their leases
 	settling map[int]bool // rows whose settlement is being written: the keeper leaves them alone
 	lost     map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
+	done     map[int]bool // rows whose send is over (or never started): only their settlement is left
 	until    []time.Time  // each row's lease end, as the store last granted it
 }
 
@@ -74,6 +75,7 @@ func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now, sta
 		open:     make(map[int]bool, len(claims)),
 		settling: make(map[int]bool),
 		lost:     make(map[int]bool),
+		done:     make(map[int]bool),
 		until:    make([]time.Time, len(claims)),
 	}
 	for i, c := range claims {
@@ -118,7 +120,11 @@ func (sw *sweep) run() {
 	for range min(sw.d.cfg.Concurrency, len(sw.claims)) {
 		senders.Go(func() {
 			for i := range next {
-				queue <- sw.dispatchRow(i)
+				q := sw.dispatchRow(i)
+				sw.mu.Lock()
+				sw.done[i] = true
+				sw.mu.Unlock()
+				queue <- q
 			}
 		})
 	}
@@ -438,8 +444,11 @@ func (sw *sweep) keepLeases(settled <-chan struct{}) {
 }
 
 // extend extends the leases of the open rows once. A claim the store says
-// is lost was released by someone else (its lease ended while the store
-// was unreachable): its send may be running, and the row may be sent twice.
+// is lost is no longer extended. If the row's send may still run, someone
+// else released it (its lease ended while the store was unreachable), and
+// the row may be sent twice. If the send is over, its settlement will tell
+// what happened: a batch whose try was cut may have landed after all
+// (landed), which also ends the claim.
 func (sw *sweep) extend() {
 	d := sw.d
 	sw.writing.Lock()
@@ -479,7 +488,14 @@ func (sw *sweep) extend() {
 		}
 		sw.mu.Lock()
 		sw.lost[idx[i]] = true // not extended: its send, if not started, never starts
+		delete(sw.open, idx[i])
+		done := sw.done[idx[i]]
 		sw.mu.Unlock()
+		if done {
+			d.obs.logf(sw.ctx, slog.LevelDebug, "turnframe: outbox row's claim ended before its settlement was written; the settlement will tell",
+				append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
+			continue
+		}
 		d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row lost its claim while its send may run; it may be sent twice",
 			append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
 	}
