@@ -38,7 +38,7 @@ type sweep struct {
 	claims []Claim
 	now    time.Time // the claim's time
 	start  time.Time // the Dispatcher's clock (WithClock) at the claim: now + the clock's time since start is the sweep's clock
-	fates  []rowFate // written by the settler only
+	fates  []rowFate // written by the settler and the writes it hands on, each row once
 
 	// writing is held by the keeper for each extension, and by the
 	// settler while it marks the rows of a write as settling, so a lease
@@ -179,8 +179,11 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 
 // settleQueued is the settler: it takes every settlement that is ready (at
 // least one, never waiting for more), writes them in one Settle call, and
-// records each row's fate, until the queue is closed and empty.
+// records each row's fate, until the queue is closed and empty and every
+// write it handed on (settleBatch) has ended.
 func (sw *sweep) settleQueued(queue <-chan queuedSettlement) {
+	var apart sync.WaitGroup
+	defer apart.Wait()
 	for first := range queue {
 		batch := []queuedSettlement{first}
 	drain:
@@ -195,23 +198,36 @@ func (sw *sweep) settleQueued(queue <-chan queuedSettlement) {
 				break drain
 			}
 		}
-		sw.settleBatch(batch)
+		sw.settleBatch(batch, &apart)
 	}
 }
 
 // settleBatch writes one group of settlements and records each row's fate
-// from its own result.
-func (sw *sweep) settleBatch(batch []queuedSettlement) {
-	d := sw.d
+// from its own result. A group the store refused as busy, or whose try was
+// cut, is written again on a goroutine of its own (apart), so the settler
+// goes on with the settlements queued after it: a row another session
+// keeps locked holds up none of them.
+func (sw *sweep) settleBatch(batch []queuedSettlement, apart *sync.WaitGroup) {
 	settlements := make([]OutboxSettlement, len(batch))
-	for i, q := range batch {
-		settlements[i] = q.settlement
-	}
 	idx := make([]int, len(batch))
 	for i, q := range batch {
-		idx[i] = q.idx
+		settlements[i], idx[i] = q.settlement, q.idx
 	}
-	results, err := sw.write(settlements, idx)
+	results, final, err := sw.tryWrite(settlements, idx)
+	if !again(final, len(settlements), err) {
+		sw.record(batch, results, err)
+		return
+	}
+	apart.Go(func() {
+		results, err := sw.writeAgain(settlements, idx, err)
+		sw.record(batch, results, err)
+	})
+}
+
+// record records each row's fate from its own result (results, or err for
+// the whole batch).
+func (sw *sweep) record(batch []queuedSettlement, results []error, err error) {
+	d := sw.d
 	if err == nil && len(results) != len(batch) {
 		err = fmt.Errorf("store answered %d results for %d settlements", len(results), len(batch))
 	}
@@ -263,23 +279,38 @@ func (sw *sweep) settleBatch(batch []queuedSettlement) {
 // may still be this sweep's. Once it has its answer, the rows idx are out
 // of the keeper's care.
 func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, error) {
+	results, final, err := sw.tryWrite(settlements, idx)
+	if !again(final, len(settlements), err) {
+		return results, err
+	}
+	return sw.writeAgain(settlements, idx, err)
+}
+
+// again reports whether a try of n settlements that answered (final, err)
+// is to be written again: it was refused as busy, or a batch's was cut.
+func again(final bool, n int, err error) bool {
+	return !final || (n > 1 && errors.Is(err, errLeasesRanOut))
+}
+
+// writeAgain is write after a first try that is to be written again, err
+// its error: a batch row by row, a single with backoff.
+func (sw *sweep) writeAgain(settlements []OutboxSettlement, idx []int, err error) ([]error, error) {
 	d := sw.d
-	wait := settleRetryFirst
-	for {
-		results, final, err := sw.tryWrite(settlements, idx)
-		if final && (len(settlements) == 1 || !errors.Is(err, errLeasesRanOut)) {
-			return results, err
-		}
-		if len(settlements) > 1 {
-			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: a batch of settlements was refused or cut; each is written again alone",
-				slog.Int("rows", len(settlements)), slog.String("error", err.Error()))
-			return sw.writeEach(settlements, idx), nil
-		}
+	if len(settlements) > 1 {
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: a batch of settlements was refused or cut; each is written again alone",
+			slog.Int("rows", len(settlements)), slog.String("error", err.Error()))
+		return sw.writeEach(settlements, idx), nil
+	}
+	for wait := settleRetryFirst; ; wait = min(2*wait, settleRetryMax) {
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: store busy; the settlement will be written again",
 			slog.Int("rows", len(settlements)), slog.Duration("wait", wait), slog.String("error", err.Error()))
 		t := time.NewTimer(wait)
 		<-t.C
-		wait = min(2*wait, settleRetryMax)
+		results, final, terr := sw.tryWrite(settlements, idx)
+		if final {
+			return results, terr
+		}
+		err = terr
 	}
 }
 
