@@ -46,11 +46,13 @@ func PgxTx(tx turnframe.Tx) (pgx.Tx, bool) {
 // (its queued statements sent first, so the App finds them run and meets
 // none of their errors). The App's error comes back wrapping
 // turnframe.ErrAppWrite, which translate leaves as it is, and
-// turnframe.ErrBusy too when PostgreSQL refused the app's statement for a
-// lock (a wait past lock_timeout, a deadlock, a serialization failure):
-// the whole transaction rolls back, nothing is written, and the same call
-// may be tried again — Execute tries a command's outcome again on it. Once
-// called, the transaction is not retried here.
+// turnframe.ErrBusy too when the app's statement ended the transaction
+// for a cause that may pass (rolledBack: a lock refused, a statement
+// cancelled by statement_timeout or an operator, a lost connection, the
+// server short of a resource) while ctx lives: the whole transaction rolls
+// back, nothing is written, and the same call may be tried again — Execute
+// tries a command's outcome again on it. Once called, the transaction is
+// not retried here.
 func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
 	if w.App == nil {
 		return nil
@@ -63,7 +65,7 @@ func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
 	}
 	tx.appRan = true
 	if err := w.App(ctx, appTx{tx.app}); err != nil {
-		if lockRefused(err) {
+		if ctx.Err() == nil && rolledBack(err) {
 			return fmt.Errorf("%w: %w: %w", turnframe.ErrAppWrite, turnframe.ErrBusy, err)
 		}
 		return fmt.Errorf("%w: %w", turnframe.ErrAppWrite, err)

@@ -63,29 +63,38 @@ func translate(ctx context.Context, err error) error {
 	switch pe.Code {
 	case codeUniqueViolation:
 		return fmt.Errorf("%w: %w", turnframe.ErrConflict, err)
-	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable, codeQueryCanceled:
-		// 57014 under a live context (an ended one returned above): the
-		// statement was cut by a cancel not the caller's, the transaction
-		// rolled back.
-		return fmt.Errorf("%w: %w", turnframe.ErrBusy, err)
 	case codeBadEncoding, codeUntranslatable:
 		return fmt.Errorf("%w: a string PostgreSQL cannot store as text: %w", turnframe.ErrInvalid, err)
 	}
 	if strings.HasPrefix(pe.Code, classInsufficient) {
-		// The server refused for want of a resource that may come back;
-		// an error answered in a transaction, even to its COMMIT, rolls
-		// it back.
 		return fmt.Errorf("%w: the server lacks a resource (is its disk full?): %w", turnframe.ErrBusy, err)
+	}
+	if rolledBack(err) {
+		return fmt.Errorf("%w: %w", turnframe.ErrBusy, err)
 	}
 	return err
 }
 
-// lockRefused reports whether err is PostgreSQL refusing a statement for a
-// lock: a wait past lock_timeout, a deadlock broken, a serialization
-// failure. Each rolls the transaction back.
-func lockRefused(err error) bool {
+// rolledBack reports whether err, met under a live context, ended its
+// transaction for a cause that may pass, so that the same call may be tried
+// again: a lost connection; a wait for a lock past lock_timeout, a deadlock
+// broken, a serialization refused; a statement cut by a cancel that was not
+// the caller's (57014: statement_timeout, an operator's pg_cancel_backend);
+// the server short of a resource (class 53; an error answered in a
+// transaction, even to its COMMIT, rolls it back).
+func rolledBack(err error) bool {
+	if errors.Is(err, errConnLost) {
+		return true
+	}
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == codeLockNotAvailable || pe.Code == codeDeadlockDetected || pe.Code == codeSerializationFailure)
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable, codeQueryCanceled:
+		return true
+	}
+	return strings.HasPrefix(pe.Code, classInsufficient)
 }
 
 // retryable reports whether err ended a transaction that may be run again
