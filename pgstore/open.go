@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,7 +47,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	// (BeginTx, ApplyTx) survives a cancelled call, rolled back to its
 	// savepoint. Only a server that does not answer the request within
 	// the delay has its connection closed.
-	if !setsLockTimeout(cfg.ConnConfig.RuntimeParams) {
+	if !SetsSetting(cfg.ConnConfig.RuntimeParams, "lock_timeout") {
 		cfg.ConnConfig.RuntimeParams["lock_timeout"] = fmt.Sprint(DefaultLockTimeout.Milliseconds())
 	}
 	cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
@@ -110,19 +109,4 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	closing, endAll := context.WithCancel(context.Background())
 	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel,
 		closing: closing, endAll: endAll}, nil
-}
-
-// setsLockTimeout reports whether the connection's parameters set
-// lock_timeout already: as a parameter of its own, its name in any case
-// (PostgreSQL reads it so), or inside options (-c lock_timeout=…,
-// --lock_timeout=…, also from PGOPTIONS), which a parameter of Open's, sent
-// after it, would override.
-func setsLockTimeout(params map[string]string) bool {
-	for k, v := range params {
-		if strings.EqualFold(k, "lock_timeout") ||
-			(strings.EqualFold(k, "options") && strings.Contains(strings.ToLower(strings.ReplaceAll(v, "-", "_")), "lock_timeout")) {
-			return true
-		}
-	}
-	return false
 }

@@ -83,9 +83,16 @@ func pgURL(rawURL string, busy time.Duration) (string, error) {
 		}
 		return "", usagef("--db: not a PostgreSQL URL: %v", err)
 	}
+	given, err := pgconn.ParseConfig(rawURL)
+	if err != nil {
+		return "", usagef("--db: not a URL PostgreSQL's driver reads: %s", oneLine(err))
+	}
 	q := u.Query()
 	set := func(k, v string) {
-		if !q.Has(k) {
+		// A setting the URL makes, in its own parameter or in options
+		// (or PGOPTIONS), is the operator's: one added here would
+		// override it.
+		if !q.Has(k) && !pgstore.SetsSetting(given.RuntimeParams, k) {
 			q.Set(k, v)
 		}
 	}
