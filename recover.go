@@ -43,7 +43,7 @@ func (o PolicyOutcome) String() string {
 
 // PolicyResult is one uncertain outcome Recover looked at.
 type PolicyResult struct {
-	Uncertain Uncertain
+	Uncertain Uncertain  // as a report keeps it: without its Payload
 	Kind      RemoteKind // what its Remote can do (RemoteUndeclared: none declared)
 	Outcome   PolicyOutcome
 	Code      string    // the code written, if any
@@ -53,7 +53,9 @@ type PolicyResult struct {
 	Err error
 }
 
-// RecoverReport is what one Recover did.
+// RecoverReport is what one Recover did. Its Uncertain values carry no
+// Payload (a Verifier is given it during its call): a report of many
+// unknown outcomes holds none of their payloads.
 type RecoverReport struct {
 	// Expired are the outbox rows whose claim's lease had ended, moved to
 	// OutcomeUnknown (and then handed to the policy, as every unknown).
@@ -62,8 +64,16 @@ type RecoverReport struct {
 	// what the policy did with it.
 	Policy []PolicyResult
 	// NeedsIntervention lists the entries and rows waiting for a person
-	// after this Recover, escalated now or earlier (at most MaxLimit).
+	// after this Recover, escalated now or earlier: the rows first, in
+	// enqueue order, then the entries of the unfinished turns, oldest
+	// first; at most MaxLimit in all, and MoreNeedIntervention says
+	// whether more wait. With a zero scope, the oldest of every account
+	// come first: list an account's with RecoveryScope.Account, or with
+	// ListOutbox and the CLI.
 	NeedsIntervention []Uncertain
+	// MoreNeedIntervention is true when more entries or rows wait for a
+	// person than NeedsIntervention lists.
+	MoreNeedIntervention bool
 	// AwaitingApproval lists the entries awaiting approval of the turns
 	// the sweep decided, in turn and admission order: a non-terminal turn,
 	// or a delivered one whose answer said it waits. Recovery never runs or
@@ -189,7 +199,7 @@ func (r *Recovery) resolveRows(ctx context.Context, report *RecoverReport) error
 			return fmt.Errorf("list unknown outbox rows: %w", err)
 		}
 		for _, row := range rows {
-			report.Policy = append(report.Policy, r.applyPolicy(ctx, UncertainRow(row), PhaseUnset))
+			report.Policy = append(report.Policy, r.applyPolicy(ctx, UncertainRow(row), PhaseUnset).reported())
 		}
 		if len(rows) < filter.Limit {
 			return nil
@@ -227,7 +237,7 @@ func (r *Recovery) recoverTurn(ctx context.Context, h RecoveryHandler, m TurnPha
 	if err == nil && action.Kind == ActionReconcileExternal {
 		for _, e := range action.Entries {
 			if e.Status != JournalNeedsIntervention { // a person's: listed below
-				report.Policy = append(report.Policy, r.resolveEntry(ctx, e, action.Phase))
+				report.Policy = append(report.Policy, r.resolveEntry(ctx, e, action.Phase).reported())
 			}
 		}
 		action, err = r.decided(ctx, m.Account, m.Turn, true)
@@ -270,6 +280,18 @@ func (r *Recovery) resolveEntry(ctx context.Context, e JournalEntry, phase TurnP
 	return r.applyPolicy(ctx, UncertainEntry(applied.Settled[0]), phase)
 }
 
+// reported returns p as a report keeps it: without its payload.
+func (p PolicyResult) reported() PolicyResult {
+	p.Uncertain = p.Uncertain.reported()
+	return p
+}
+
+// reported returns u as a report keeps it: without its payload.
+func (u Uncertain) reported() Uncertain {
+	u.Payload = nil
+	return u
+}
+
 // listIntervention lists the entries and rows that need a person: rows by
 // status, entries through the unfinished turns in scope that hold them.
 func (r *Recovery) listIntervention(ctx context.Context, scope RecoveryScope, report *RecoverReport) error {
@@ -278,7 +300,14 @@ func (r *Recovery) listIntervention(ctx context.Context, scope RecoveryScope, re
 		return fmt.Errorf("list outbox rows needing intervention: %w", err)
 	}
 	for _, row := range rows {
-		report.NeedsIntervention = append(report.NeedsIntervention, UncertainRow(row))
+		report.NeedsIntervention = append(report.NeedsIntervention, UncertainRow(row).reported())
+	}
+	if len(rows) == MaxLimit {
+		more, err := r.store.ListOutbox(ctx, OutboxFilter{Status: OutboxNeedsIntervention, Account: scope.Account, After: rows[len(rows)-1].ID, Limit: 1})
+		if err != nil {
+			return fmt.Errorf("list outbox rows needing intervention: %w", err)
+		}
+		report.MoreNeedIntervention = len(more) > 0
 	}
 	scope = RecoveryScope{Account: scope.Account} // escalating touched the turn: a stale-only scope would miss it
 	for {
@@ -292,12 +321,17 @@ func (r *Recovery) listIntervention(ctx context.Context, scope RecoveryScope, re
 				return fmt.Errorf("entries of turn %v: %w", m.Turn, err)
 			}
 			for _, e := range entries {
-				if e.Status == JournalNeedsIntervention && len(report.NeedsIntervention) < MaxLimit {
-					report.NeedsIntervention = append(report.NeedsIntervention, UncertainEntry(e))
+				switch {
+				case e.Status != JournalNeedsIntervention:
+				case len(report.NeedsIntervention) < MaxLimit:
+					report.NeedsIntervention = append(report.NeedsIntervention, UncertainEntry(e).reported())
+				default:
+					report.MoreNeedIntervention = true
+					return nil
 				}
 			}
 		}
-		if len(markers) < recoverPage || len(report.NeedsIntervention) >= MaxLimit {
+		if len(markers) < recoverPage {
 			return nil
 		}
 		scope.After = markers[len(markers)-1].Turn
