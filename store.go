@@ -261,7 +261,12 @@ type OutboxStore interface {
 	ListOutbox(ctx context.Context, filter OutboxFilter) ([]OutboxRecord, error)
 	// Prune deletes Completed and Failed rows finished before
 	// finishedBefore, with their history, and returns how many. It never
-	// deletes a journal key or its history.
+	// deletes a journal key or its history. A store may delete in batches,
+	// oldest first, of at most storekit.PruneBatch rows, each with its
+	// history in a transaction of its own: an error or a crash between
+	// batches leaves the rows of the batches before it pruned and every
+	// other row whole, with its history; with an error, the count is of
+	// the rows pruned before it.
 	Prune(ctx context.Context, finishedBefore time.Time) (int, error)
 }
 

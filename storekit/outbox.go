@@ -202,3 +202,11 @@ func fenceAttempts(r turnframe.OutboxRecord, attempts int, move string) error {
 func Prunable(r turnframe.OutboxRecord, finishedBefore time.Time) bool {
 	return r.Status.IsFinished() && r.FinishedAt.Before(finishedBefore)
 }
+
+// PruneBatch is how many rows a store's Prune deletes, with their history,
+// in one transaction at most: a prune of a month of rows is many short
+// transactions, each of which leaves the store consistent, so it never
+// holds the store's writers (or its memory) for longer than one batch. A
+// store reads of each row only what Prunable needs and what names the row
+// and its history: never its payload.
+const PruneBatch = 256

@@ -10,6 +10,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/storekit"
 )
 
 func outboxTests() []test {
@@ -31,6 +32,7 @@ func outboxTests() []test {
 		{"RequeueGivesAFreshAttemptBudgetWhileAttemptsKeepRising", testRequeueBudget},
 		{"AClaimPutBackUnsentSpendsNoneOfTheBudgetWhileAttemptsKeepRising", testNotSentBudget},
 		{"PruneRemovesOnlyRowsFinishedBeforeTheCutoff", testPrune},
+		{"PruneDeletesEveryRowOfMoreThanOneBatchWithItsHistoryAndCountsThemAll", testPruneBatches},
 		{"PruneNeverForgetsAJournalKey", testPruneKeepsKeys},
 		{"ListOutboxFiltersByStatusAndAccountOldestFirst", testListOutbox},
 		{"OutboxRowsThatDoNotExistAreNotFoundAndHoldNoClaim", testOutboxMissing},
@@ -799,6 +801,63 @@ func testPrune(t *testing.T, e *env) {
 	left, err := e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Limit: 100})
 	is.NoErr(err)          // list
 	is.Equal(len(left), 3) // pending, dispatching and unknown rows are never pruned
+}
+
+// A store may prune in batches of storekit.PruneBatch rows; a prune of
+// exactly one batch, then of one more row than a batch, deletes every row
+// before its cut-off and no other, each with its history, and returns the
+// whole count.
+func testPruneBatches(t *testing.T, e *env) {
+	is := is.New(t)
+	const b = storekit.PruneBatch
+	msgs := make([]turnframe.OutboxMessage, 2*b+3)
+	for i := range msgs {
+		msgs[i] = message("")
+	}
+	rows := e.enqueue(acme, at(0), msgs...)
+	cs := e.claim(at(time.Second), len(msgs), worker)
+	is.Equal(len(cs), len(msgs)) // all claimed
+	sets := make([]turnframe.OutboxSettlement, 0, len(cs)-1)
+	for i, c := range cs[:len(cs)-1] { // the last stays dispatching
+		switch {
+		case i < b: // a batch finished at 1s
+			sets = append(sets, turnframe.OutboxSettlement{Claim: c, To: turnframe.OutboxCompleted, Now: at(time.Second)})
+		case i < 2*b+1: // a batch and one row finished at 2s
+			sets = append(sets, turnframe.OutboxSettlement{Claim: c, To: turnframe.OutboxFailed, Code: "declined", Now: at(2 * time.Second)})
+		default: // one finished at 3s
+			sets = append(sets, turnframe.OutboxSettlement{Claim: c, To: turnframe.OutboxCompleted, Now: at(3 * time.Second)})
+		}
+	}
+	results, err := e.s.Settle(e.ctx, sets)
+	is.NoErr(err) // settle
+	for _, err := range results {
+		is.NoErr(err) // each settled
+	}
+	byID := map[turnframe.OutboxID]int{}
+	for i, c := range cs {
+		byID[c.ID] = i
+	}
+	keptHistory := e.history(turnframe.OutboxSubject(acme, cs[2*b+1].ID))
+
+	n, err := e.s.Prune(e.ctx, at(2*time.Second))
+	is.NoErr(err)  // prune one batch
+	is.Equal(n, b) // exactly the rows finished at 1s
+	n, err = e.s.Prune(e.ctx, at(3*time.Second))
+	is.NoErr(err)    // prune a batch and one row
+	is.Equal(n, b+1) // exactly the rows finished at 2s
+	for _, r := range rows {
+		_, err := e.s.GetOutbox(e.ctx, r.ID)
+		if i := byID[r.ID]; i < 2*b+1 {
+			is.True(errors.Is(err, turnframe.ErrNotFound))                   // pruned
+			is.Equal(len(e.history(turnframe.OutboxSubject(acme, r.ID))), 0) // with its history
+		} else {
+			is.NoErr(err) // kept
+		}
+	}
+	is.Equal(e.history(turnframe.OutboxSubject(acme, cs[2*b+1].ID)), keptHistory) // a row kept keeps its history
+	left, err := e.s.ListOutbox(e.ctx, turnframe.OutboxFilter{Limit: 100})
+	is.NoErr(err)          // list
+	is.Equal(len(left), 2) // the row finished at the cut-off and the dispatching one
 }
 
 func testPruneKeepsKeys(t *testing.T, e *env) {
