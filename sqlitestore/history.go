@@ -336,8 +336,7 @@ func subjectStatus(ctx context.Context, tx *wtx, kind turnframe.SubjectKind, acc
 const storedReplaySQL = `SELECT replay FROM turns WHERE id = ?`
 
 // pruneHistorySQL deletes the history of the rows pruneSQL is about to
-// delete: the same rows (its condition, through outbox_finished), each
+// delete: the same rows (prunableRows, through outbox_finished), each
 // found in history_subject by its subject.
 const pruneHistorySQL = `DELETE FROM history
-	WHERE kind = 'outbox' AND (account, ref) IN (
-		SELECT account, id FROM outbox WHERE status IN ('completed', 'failed') AND finished_at < ?)`
+	WHERE kind = 'outbox' AND (account, ref) IN (SELECT account, id ` + prunableRows + `)`

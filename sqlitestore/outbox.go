@@ -91,8 +91,18 @@ func storeMove(ctx context.Context, tx *wtx, row outboxRow, actor turnframe.Acto
 // prefers to walk the whole table in seq order.
 const expireSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE status = 'dispatching' AND lease_until <= ?1`
 
-// pruneSQL deletes through the partial index of finished rows.
-const pruneSQL = `DELETE FROM outbox WHERE status IN ('completed', 'failed') AND finished_at < ? RETURNING ` + outboxCols
+// prunableRows are the rows one batch of Prune deletes: at most ?2
+// (storekit.PruneBatch) rows finished before ?1, oldest first, read through
+// the partial index of finished rows (outbox_finished, whose entries end
+// with the rowid, seq: no sort). The order is total, so pruneHistorySQL and
+// pruneSQL, run in one transaction, pick the same rows.
+const prunableRows = `FROM outbox WHERE status IN ('completed', 'failed') AND finished_at < ?1
+	ORDER BY finished_at, seq LIMIT ?2`
+
+// pruneSQL deletes one batch of Prune's rows by seq and returns of each
+// only what storekit.Prunable needs and what names it: never its payload.
+const pruneSQL = `DELETE FROM outbox WHERE seq IN (SELECT seq ` + prunableRows + `)
+	RETURNING id, account, status, finished_at`
 
 // ExpireClaims moves every Dispatching row whose lease ended at now
 // (turnframe.LeaseEnded: its lease end is not after now) to OutcomeUnknown
@@ -172,36 +182,85 @@ func (s *Store) ReleaseClaim(ctx context.Context, id turnframe.OutboxID, attempt
 // never touches the journal or its history, nor a turn's: a key keeps
 // deduplicating after its rows are gone. ErrInvalid for a zero
 // finishedBefore.
+//
+// It deletes in batches of storekit.PruneBatch rows, oldest first, each
+// with its rows' history in a write transaction of its own, and reads no
+// payload: a large prune holds the file's write lock one batch at a time,
+// and the application's writes go in between. Each batch is whole on its
+// own: a crash between batches leaves a consistent file with fewer rows
+// pruned, and an error returns, with it, the count of the rows the batches
+// before it pruned; the rows of the batch that failed are kept, with their
+// history.
 func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
 	if err := turnframe.CheckTime("finished_before", finishedBefore); err != nil {
 		return 0, err
 	}
 	finishedBefore = stamp(finishedBefore)
 	n := 0
+	for {
+		k, err := s.pruneBatch(ctx, finishedBefore)
+		n += k
+		if err != nil || k < storekit.PruneBatch {
+			return n, err
+		}
+	}
+}
+
+// pruneBatch deletes, in one transaction, the next batch of Prune's rows
+// and their history, and returns how many it deleted; none on an error.
+func (s *Store) pruneBatch(ctx context.Context, finishedBefore time.Time) (int, error) {
+	n := 0
 	err := s.inTx(ctx, "prune", func(tx *wtx) error {
-		// The history first: its statement finds the rows by pruneSQL's
-		// condition, so it must run while they are there.
-		if _, err := tx.ExecContext(ctx, pruneHistorySQL, micros(finishedBefore)); err != nil {
+		// The history first: its statement finds the rows as pruneSQL
+		// does, so it must run while they are there.
+		if _, err := tx.ExecContext(ctx, pruneHistorySQL, micros(finishedBefore), storekit.PruneBatch); err != nil {
 			return translate(ctx, err)
 		}
-		rows, err := scanOutboxRows(tx.QueryContext(ctx, pruneSQL, micros(finishedBefore)))
+		rows, err := tx.QueryContext(ctx, pruneSQL, micros(finishedBefore), storekit.PruneBatch)
 		if err != nil {
-			return err
+			return translate(ctx, err)
 		}
-		// The statement restates storekit.Prunable; a row it deleted that
-		// the rule keeps rolls the prune back.
-		for _, row := range rows {
-			if !storekit.Prunable(row.rec, finishedBefore) {
-				return fmt.Errorf("row %v deleted, but storekit.Prunable keeps it", row.rec.ID)
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanPruned(rows)
+			if err != nil {
+				return err
 			}
+			// The statement restates storekit.Prunable; a row it deleted
+			// that the rule keeps rolls the batch back.
+			if !storekit.Prunable(r, finishedBefore) {
+				return fmt.Errorf("row %v deleted, but storekit.Prunable keeps it", r.ID)
+			}
+			n++
 		}
-		n = len(rows)
-		return nil
+		return translate(ctx, rows.Err())
 	})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// scanPruned reads a row pruneSQL returns: of the record, only its id,
+// account, status and finish time.
+func scanPruned(sc scanner) (turnframe.OutboxRecord, error) {
+	var (
+		r                   turnframe.OutboxRecord
+		id, account, status string
+		fin                 int64
+	)
+	err := sc.Scan(&id, &account, &status, &fin)
+	if err != nil {
+		return r, err
+	}
+	if r.ID, err = parseID("outbox id", id, turnframe.ParseOutboxID); err != nil {
+		return r, err
+	}
+	if r.Status, err = turnframe.ParseOutboxStatus(status); err != nil {
+		return r, fmt.Errorf("stored outbox status: %w", err)
+	}
+	r.Account, r.FinishedAt = turnframe.AccountID(account), fromMicros(fin)
+	return r, nil
 }
 
 // GetOutbox returns one row, whatever its account. ErrInvalid for a zero

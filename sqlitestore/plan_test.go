@@ -72,11 +72,12 @@ func TestQueryPlans(t *testing.T) {
 		},
 		{
 			// Prune finds the history of the rows it deletes through their
-			// subjects, and those rows through the finished index.
+			// subjects, and those rows through the finished index, oldest
+			// first without a sort.
 			name:  "PruneHistoryReadsSubjectAndFinishedIndexes",
-			query: sqlitestore.PruneHistorySQL, args: []any{int64(1)},
+			query: sqlitestore.PruneHistorySQL, args: []any{int64(1), 256},
 			uses:    []string{"history_subject (account=? AND ref=? AND kind=?)", "outbox_finished (finished_at<?)"},
-			noScans: []string{"history", "outbox"},
+			noScans: []string{"history", "outbox"}, avoids: []string{"TEMP B-TREE"},
 		},
 		{
 			name:  "SettleWritesTheRowByItsSeq",
@@ -117,9 +118,12 @@ func TestQueryPlans(t *testing.T) {
 			uses:  []string{"sqlite_autoindex_journal_1 (account=? AND key=?)"}, noScans: []string{"journal"},
 		},
 		{
+			// One batch: its rows found oldest first through the finished
+			// index without a sort, each deleted by its seq.
 			name:  "PruneReadsFinishedIndex",
-			query: sqlitestore.PruneSQL, args: []any{int64(1)},
-			uses: []string{"outbox_finished"}, noScans: []string{"outbox"},
+			query: sqlitestore.PruneSQL, args: []any{int64(1), 256},
+			uses:    []string{"outbox_finished (finished_at<?)", "INTEGER PRIMARY KEY (rowid=?)"},
+			noScans: []string{"outbox"}, avoids: []string{"TEMP B-TREE"},
 		},
 		{
 			name:  "HoldReadsOrderedIndex",
