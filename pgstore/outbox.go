@@ -227,12 +227,16 @@ func (s *Store) dbExpireClaims(ctx context.Context, now time.Time) ([]turnframe.
 	return ids, nil
 }
 
-// The statements of Prune: the finished rows are locked first, so a row
-// requeued meanwhile is either requeued before (and no longer finished) or
-// after (and gone), and its history goes exactly when it does.
+// The statements of Prune, one batch at a time: the batch's finished rows
+// are locked first, so a row requeued meanwhile is either requeued before
+// (and no longer finished) or after (and gone), and its history goes
+// exactly when it does. lockPrunableSQL reads at most $2
+// (storekit.PruneBatch) rows, oldest first through outbox_finished, and of
+// each only what storekit.Prunable needs and what names it and its
+// history: never its payload.
 const (
-	lockPrunableSQL = `SELECT ` + outboxCols + ` FROM outbox
-		WHERE status IN ('completed', 'failed') AND finished_at < $1 ORDER BY seq FOR UPDATE SKIP LOCKED`
+	lockPrunableSQL = `SELECT seq, id, account, status, finished_at FROM outbox
+		WHERE status IN ('completed', 'failed') AND finished_at < $1 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED`
 	pruneHistorySQL = `DELETE FROM history AS h USING unnest($1::text[], $2::text[]) AS d(account, ref)
 		WHERE h.kind = 'outbox' AND h.account = d.account AND h.ref = d.ref`
 	pruneSQL = `DELETE FROM outbox WHERE seq = ANY($1)`
@@ -243,6 +247,15 @@ const (
 // never touches the journal or its history, nor a turn's: a key keeps
 // deduplicating after its rows are gone. ErrInvalid for a zero
 // finishedBefore.
+//
+// It deletes in batches of storekit.PruneBatch rows, oldest first, each
+// with its rows' history in a transaction of its own, and reads no
+// payload: a large prune holds its row locks one batch at a time, and a
+// row another transaction holds is left for a later prune rather than
+// waited for. Each batch is whole on its own: a crash between batches
+// leaves a consistent database with fewer rows pruned, and an error
+// returns, with it, the count of the rows the batches before it pruned;
+// the rows of the batch that failed are kept, with their history.
 func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error) {
 	f, err := s.frame(ctx, "prune")
 	if err != nil {
@@ -258,37 +271,82 @@ func (s *Store) dbPrune(ctx context.Context, finishedBefore time.Time) (int, err
 	}
 	finishedBefore = stamp(finishedBefore)
 	n := 0
-	err := s.inTx(ctx, "prune", func(tx *wtx) error {
-		rows, err := scanOutboxRows(tx.Query(ctx, lockPrunableSQL, micros(finishedBefore)))
-		if err != nil {
-			return err
+	for {
+		k, err := s.pruneBatch(ctx, finishedBefore)
+		n += k
+		if err != nil || k < storekit.PruneBatch {
+			return n, err
 		}
+	}
+}
+
+// pruneBatch deletes, in one transaction, the next batch of Prune's rows
+// and their history, and returns how many it deleted; none on an error.
+func (s *Store) pruneBatch(ctx context.Context, finishedBefore time.Time) (int, error) {
+	n := 0
+	err := s.inTx(ctx, "prune", func(tx *wtx) error {
 		var (
 			seqs          []int64
 			accounts, ids []string
 		)
-		for _, row := range rows {
-			// The statement restates storekit.Prunable; a row it picked
-			// that the rule keeps rolls the prune back.
-			if !storekit.Prunable(row.rec, finishedBefore) {
-				return fmt.Errorf("row %v picked, but storekit.Prunable keeps it", row.rec.ID)
+		rows, err := tx.Query(ctx, lockPrunableSQL, micros(finishedBefore), storekit.PruneBatch)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			seq, r, err := scanPruned(rows)
+			if err != nil {
+				return err
 			}
-			seqs = append(seqs, row.seq)
-			accounts, ids = append(accounts, string(row.rec.Account)), append(ids, row.rec.ID.String())
+			// The statement restates storekit.Prunable; a row it picked
+			// that the rule keeps rolls the batch back.
+			if !storekit.Prunable(r, finishedBefore) {
+				return fmt.Errorf("row %v picked, but storekit.Prunable keeps it", r.ID)
+			}
+			seqs = append(seqs, seq)
+			accounts, ids = append(accounts, string(r.Account)), append(ids, r.ID.String())
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		n = len(seqs) // f may run again: n is this run's
+		if n == 0 {
+			return nil
 		}
 		if _, err := tx.Exec(ctx, pruneHistorySQL, accounts, ids); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, pruneSQL, seqs); err != nil {
-			return err
-		}
-		n = len(rows)
-		return nil
+		_, err = tx.Exec(ctx, pruneSQL, seqs)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// scanPruned reads a row lockPrunableSQL returns: its seq and, of the
+// record, only its id, account, status and finish time.
+func scanPruned(sc pgx.Row) (int64, turnframe.OutboxRecord, error) {
+	var (
+		seq, fin            int64
+		r                   turnframe.OutboxRecord
+		id, account, status string
+	)
+	err := sc.Scan(&seq, &id, &account, &status, &fin)
+	if err != nil {
+		return 0, r, err
+	}
+	if r.ID, err = parseID("outbox id", id, turnframe.ParseOutboxID); err != nil {
+		return 0, r, err
+	}
+	if r.Status, err = turnframe.ParseOutboxStatus(status); err != nil {
+		return 0, r, fmt.Errorf("stored outbox status: %w", err)
+	}
+	r.Account, r.FinishedAt = turnframe.AccountID(account), fromMicros(fin)
+	return seq, r, nil
 }
 
 const findOutboxSQL = `SELECT ` + outboxCols + ` FROM outbox WHERE id = $1`
