@@ -195,7 +195,10 @@ func pruneCommand() *command {
 		help: `Deletes completed and failed outbox rows that finished longer ago than
 --older-than, and prints how many. It never deletes a journal entry: every
 idempotency key keeps deduplicating forever, so a late retry of an old request
-never runs again.`,
+never runs again. It deletes a few hundred rows at a time, oldest first, each
+batch in a short transaction of its own, so the application's writes go on in
+between; if it stops on an error, it says how many it deleted first, and the
+rest are kept for another run.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			var older ageFlag
@@ -218,6 +221,12 @@ never runs again.`,
 					cutoff = turnframe.MinTime // nothing finished before 1970: the same rows, a time the store takes
 				}
 				n, err := store.Prune(ctx, cutoff)
+				if err != nil && n > 0 {
+					// Prune deletes in batches, each its own transaction: the
+					// ones before the error stay done.
+					return fmt.Errorf("deleted %d finished row(s) finished before %s, then stopped; the rest are kept, "+
+						"run it again to delete them: %w", n, stamp(cutoff), err)
+				}
 				if err != nil {
 					return describeBusy(err, db.busy)
 				}
