@@ -87,14 +87,19 @@ func TestPruneCommitsEachBatchOnItsOwn(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/turnframe.db"
 	s := mustOpenPath(t, path)
-	early, late := t0.Add(2*time.Second), t0.Add(3*time.Second)
-	// One batch finished early, then a batch and a half finished late.
-	total := storekit.PruneBatch + storekit.PruneBatch*3/2
+	early, late, latest := t0.Add(2*time.Second), t0.Add(3*time.Second), t0.Add(4*time.Second)
+	// A batch finished early, a batch late, and half a batch latest: each
+	// batch, oldest first, is the rows of one finish time, whatever order
+	// the store takes rows of the same time in.
+	total := storekit.PruneBatch*2 + storekit.PruneBatch/2
 	ids := finishedRows(t, s, total, 16, func(i int) time.Time {
-		if i < storekit.PruneBatch {
+		switch {
+		case i < storekit.PruneBatch:
 			return early
+		case i < 2*storekit.PruneBatch:
+			return late
 		}
-		return late
+		return latest
 	})
 	// The last row of the next batch cannot be read back.
 	bad := ids[2*storekit.PruneBatch-1]
@@ -123,7 +128,7 @@ func TestPruneCommitsEachBatchOnItsOwn(t *testing.T) {
 	_, err = s.GetOutbox(ctx, ids[total-1])
 	is.NoErr(err) // and a row after it was never reached
 
-	// The row mended, a prune again takes the rest, a batch and a half.
+	// The row mended, a prune again takes the rest.
 	_, err = db.ExecContext(ctx, `UPDATE outbox SET id = ? WHERE id = ?`, bad.String(), strings.Repeat("!", 26))
 	is.NoErr(err) // mend the row
 	n, err = s.Prune(ctx, t0.Add(time.Hour))
