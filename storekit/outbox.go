@@ -203,10 +203,11 @@ func Prunable(r turnframe.OutboxRecord, finishedBefore time.Time) bool {
 	return r.Status.IsFinished() && r.FinishedAt.Before(finishedBefore)
 }
 
-// PruneBatch is how many rows a store's Prune deletes, with their history,
-// in one transaction at most: a prune of a month of rows is many short
-// transactions, each of which leaves the store consistent, so it never
-// holds the store's writers (or its memory) for longer than one batch. A
-// store reads of each row only what Prunable needs and what names the row
-// and its history: never its payload.
+// PruneBatch is how many rows a database store's Prune (sqlitestore,
+// pgstore) deletes, with their history, in one transaction at most: a
+// prune of a month of rows is many short transactions, each of which
+// leaves the store consistent, so it never holds the store's writers (or
+// its memory) for longer than one batch. Such a store reads of each row
+// only what Prunable needs and what names the row and its history: never
+// its payload. memstore, whose rows are in memory, prunes under one lock.
 const PruneBatch = 256
