@@ -469,6 +469,9 @@ func (sw *sweep) keepLeases(settled <-chan struct{}) {
 		case <-sw.ctx.Done():
 			return
 		case <-tick.C:
+			if sw.ctx.Err() != nil {
+				return // a tick and the end both ready: the end wins
+			}
 			sw.extend()
 		}
 	}
