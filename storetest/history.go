@@ -33,6 +33,7 @@ func historyTests() []test {
 		{"HistoryOfAnotherTenantsSubjectOrOfNoneReadsEmpty", testHistoryOtherTenant},
 		{"PruneDropsThePrunedRowsHistoryAndKeepsJournalAndTurnHistory", testHistoryPrune},
 		{"PruneKeepsTheHistoryOfAKeySpelledLikeAPrunedRowsID", testHistoryPruneKeyLikeRow},
+		{"PruneKeepsARowFinishedAtTheCutoffWithItsHistory", testHistoryPruneAtCutoff},
 		{"RecordEvidenceRecordsTheSubjectsStatusAsItIsAndMovesNothing", testEvidence},
 		{"RecordEvidenceOfASubjectThatDoesNotExistForItsAccountIsNotFound", testEvidenceMissing},
 	}
@@ -418,6 +419,27 @@ func testHistoryPrune(t *testing.T, e *env) {
 	is.Equal(e.history(turnframe.OutboxSubject(acme, rows[2].ID)), kept)   // a row kept keeps its history
 	is.Equal(e.history(turnframe.JournalSubject(acme, key)), keyHistory)   // journal history is never pruned
 	is.Equal(e.history(turnframe.TurnSubject(acme, turn)), turnHistory)    // nor a turn's
+}
+
+// testHistoryPruneAtCutoff: Prune deletes rows finished before the cutoff
+// (storekit.Prunable), so a row finished at the cutoff stays, and so does
+// its history: the history's delete applies the rows' rule to the
+// microsecond.
+func testHistoryPruneAtCutoff(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, attempt := e.running(acme, "booking/1", at(0))
+	rows := e.commit(acme, turn, key, attempt, at(0), nil, []turnframe.OutboxMessage{message("")}).Outbox
+	cs := e.claim(at(time.Second), 1, worker)
+	is.Equal(len(cs), 1)
+	is.NoErr(turnframe.CompleteClaim(e.ctx, e.s, cs[0], "", at(time.Hour)))
+	kept := e.history(turnframe.OutboxSubject(acme, rows[0].ID))
+	is.True(len(kept) > 0)
+
+	n, err := e.s.Prune(e.ctx, at(time.Hour)) // finished at the cutoff: not before it
+	is.NoErr(err)
+	is.Equal(n, 0)
+	is.Equal(e.row(rows[0].ID).Status, turnframe.OutboxCompleted)        // the row stays
+	is.Equal(e.history(turnframe.OutboxSubject(acme, rows[0].ID)), kept) // and so does its history
 }
 
 func testEvidence(t *testing.T, e *env) {
