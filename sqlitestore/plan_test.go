@@ -51,6 +51,9 @@ func TestQueryPlans(t *testing.T) {
 		uses    []string // index names (with their constraints) the plan must use
 		noScans []string // tables the plan must not scan
 		avoids  []string // indexes the plan must not use
+		// sortsOnlyParts: every sort sorts a subquery's output, never
+		// what a subquery walks.
+		sortsOnlyParts bool
 	}{
 		{
 			name: "ClaimReadsDueAndOrderedIndexes", query: sqlitestore.ClaimSQL,
@@ -153,10 +156,17 @@ func TestQueryPlans(t *testing.T) {
 			uses: []string{"turns_message (account=? AND message_id=?)"}, noScans: []string{"turns"},
 		},
 		{
-			name:  "UnfinishedReadsPartialIndexesOnly",
-			query: sqlitestore.UnfinishedSQL + ` AND t.account = ? ORDER BY t.id LIMIT ?`, args: []any{"", "acme", 10},
-			uses:    []string{"turns_unfinished (id>?)", "journal_unknown (turn>?)", "journal_pending (turn>?)", "journal_awaiting (turn>?)"},
-			noScans: []string{"turns", "journal"},
+			// Each part walks its partial index in turn order from the
+			// cursor, finds each turn by its key, and stops at the limit:
+			// no part sorts or deduplicates what it walks (that would read
+			// every unfinished turn after the cursor first). The only sorts
+			// are of a part's output, at most limit turns, for the union.
+			name:  "UnfinishedReadsPartialIndexesInTurnOrder",
+			query: sqlitestore.UnfinishedSQL, args: []any{"", 10, "acme", int64(5)},
+			uses: []string{"turns_unfinished (id>?)", "journal_unknown (turn>?)", "journal_pending (turn>?)",
+				"journal_awaiting (turn>?)", "sqlite_autoindex_turns_1 (id=?)"},
+			noScans: []string{"turns", "journal"}, avoids: []string{"TEMP B-TREE FOR DISTINCT", "turns_message"},
+			sortsOnlyParts: true,
 		},
 	}
 	for _, tc := range tests {
@@ -171,7 +181,10 @@ func TestQueryPlans(t *testing.T) {
 			for _, idx := range tc.avoids {
 				is.True(!strings.Contains(all, idx)) // the plan does not use the index
 			}
-			for _, line := range plan {
+			for i, line := range plan {
+				if tc.sortsOnlyParts && strings.Contains(line, "TEMP B-TREE") {
+					is.True(i > 0 && strings.HasPrefix(plan[i-1], "SCAN (subquery-")) // a sort of a part's output only
+				}
 				for _, table := range tc.noScans {
 					scan := strings.HasPrefix(line, "SCAN "+table) &&
 						!strings.Contains(line, "USING INDEX") && !strings.Contains(line, "USING COVERING INDEX")

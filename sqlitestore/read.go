@@ -57,13 +57,21 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 // holding an outcome_unknown or needs_intervention entry (journal_unknown's
 // condition, repeated literally), delivered turns holding a pending or
 // executing entry or an awaiting_approval one (journal_awaiting), and
-// abandoned turns holding an executing one. Each part
-// reads a partial index only, from the cursor ?1 on (a turn id, or ” for
-// the first page: every id sorts after it), so the listing's cost follows
-// the unfinished turns after the cursor, not the history. It also returns
-// the four facts Unfinished takes, so every listed turn is checked against
-// the rule. The scope's filters are
-// appended, each with a plain ? (numbered after ?1).
+// abandoned turns holding an executing one. It also returns the four facts
+// Unfinished takes, so every listed turn is checked against the rule.
+//
+// Its parameters: ?1 the cursor (a turn id, or ” for the first page: every
+// id sorts after it), ?2 the limit, ?3 the scope's account (” for every
+// account), ?4 its UpdatedBefore in microseconds (0 for none). Each of the
+// four parts walks its partial index in turn order from the cursor on, with
+// the scope's account and time applied as it walks, and stops at ?2
+// distinct turns: the first ?2 turns of the union are among them. So a page
+// reads at most four times the limit of matching turns, whatever lies after
+// them, rather than every unfinished turn after the cursor; what it reads of
+// other accounts' turns is what lies between the cursor and the page's end
+// in the partial indexes (they hold no account). The journal parts name
+// journal first with CROSS JOIN, which fixes SQLite's loop order: the
+// journal's partial index outside, the turn found by its key inside.
 const unfinishedSQL = `SELECT ` + turnCols + `,
 		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status IN ('outcome_unknown', 'needs_intervention')),
 		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing')),
@@ -71,16 +79,27 @@ const unfinishedSQL = `SELECT ` + turnCols + `,
 		EXISTS (SELECT 1 FROM journal AS w WHERE w.turn = t.id AND w.status = 'awaiting_approval')
 	FROM turns AS t
 	WHERE t.id IN (
-		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned') AND id > ?1
+		SELECT id FROM (SELECT id FROM turns
+			WHERE phase NOT IN ('delivered', 'abandoned') AND id > ?1
+			  AND (?3 = '' OR account = ?3) AND (?4 = 0 OR updated_at < ?4)
+			ORDER BY id LIMIT ?2)
 		UNION
-		SELECT turn FROM journal WHERE status IN ('outcome_unknown', 'needs_intervention') AND turn > ?1
+		SELECT turn FROM (SELECT DISTINCT j.turn FROM journal AS j CROSS JOIN turns AS d ON d.id = j.turn
+			WHERE j.status IN ('outcome_unknown', 'needs_intervention') AND j.turn > ?1
+			  AND (?3 = '' OR d.account = ?3) AND (?4 = 0 OR d.updated_at < ?4)
+			ORDER BY j.turn LIMIT ?2)
 		UNION
-		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
+		SELECT turn FROM (SELECT DISTINCT j.turn FROM journal AS j CROSS JOIN turns AS d ON d.id = j.turn
 			WHERE j.status IN ('pending', 'executing') AND j.turn > ?1
 			  AND (d.phase = 'delivered' OR (d.phase = 'abandoned' AND j.status = 'executing'))
+			  AND (?3 = '' OR d.account = ?3) AND (?4 = 0 OR d.updated_at < ?4)
+			ORDER BY j.turn LIMIT ?2)
 		UNION
-		SELECT a.turn FROM journal AS a JOIN turns AS d ON d.id = a.turn
-			WHERE a.status = 'awaiting_approval' AND a.turn > ?1 AND d.phase = 'delivered')`
+		SELECT turn FROM (SELECT DISTINCT a.turn FROM journal AS a CROSS JOIN turns AS d ON d.id = a.turn
+			WHERE a.status = 'awaiting_approval' AND a.turn > ?1 AND d.phase = 'delivered'
+			  AND (?3 = '' OR d.account = ?3) AND (?4 = 0 OR d.updated_at < ?4)
+			ORDER BY a.turn LIMIT ?2))
+	ORDER BY t.id LIMIT ?2`
 
 // ListUnfinishedTurns returns, oldest first (by turn id), at most limit
 // turns in scope for which turnframe.Unfinished holds: non-terminal turns,
@@ -103,18 +122,11 @@ func (s *Store) ListUnfinishedTurns(ctx context.Context, scope turnframe.Recover
 		return nil, err
 	}
 	defer done()
-	query, args := unfinishedSQL, []any{idText(scope.After)}
-	if scope.Account != "" {
-		query += ` AND t.account = ?`
-		args = append(args, string(scope.Account))
+	var before int64
+	if b := stamp(scope.UpdatedBefore); !b.IsZero() {
+		before = micros(b)
 	}
-	if before := stamp(scope.UpdatedBefore); !before.IsZero() {
-		query += ` AND t.updated_at < ?`
-		args = append(args, micros(before))
-	}
-	query += ` ORDER BY t.id LIMIT ?`
-	args = append(args, limit)
-	rows, err := s.reads.QueryContext(ctx, query, args...)
+	rows, err := s.reads.QueryContext(ctx, unfinishedSQL, idText(scope.After), limit, string(scope.Account), before)
 	if err != nil {
 		return nil, s.fail(ctx, "list unfinished turns", err)
 	}

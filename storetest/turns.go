@@ -29,6 +29,7 @@ func turnTests() []test {
 		{"ListUnfinishedTurnsIncludesAnAbandonedTurnHoldingARunningAttemptAndAReconciliationSettlesItOnceItsLeaseEnded", testUnfinishedIncludesAbandonedRunning},
 		{"ListUnfinishedTurnsRespectsScopeAndLimitOldestFirst", testUnfinishedScope},
 		{"ListUnfinishedTurnsAfterACursorPagesThroughEveryUnfinishedTurnOnceInIDOrder", testUnfinishedPages},
+		{"ListUnfinishedTurnsPagesUnderACutOffPastTurnsUpdatedSince", testUnfinishedPagesUnderCutOff},
 	}
 }
 
@@ -459,4 +460,59 @@ func testUnfinishedPages(t *testing.T, e *env) {
 		}
 		is.Equal(got, want) // the turns whose id sorts after the cursor, whatever the cursor's own turn
 	})
+}
+
+// testUnfinishedPagesUnderCutOff: a sweep's later passes leave out turns
+// updated within StaleAfter. A page must be cut by the scope, not before
+// it: turns updated since the cut-off, ahead of the stale ones of their
+// kind (planned turns first, then delivered ones holding an unknown), must
+// not end the sweep short of those.
+func testUnfinishedPagesUnderCutOff(t *testing.T, e *env) {
+	var stale []turnframe.TurnID
+	for i := range 12 {
+		now := at(time.Duration(i) * time.Second)
+		fresh := i%6 < 2 || i%6 >= 4 // updated at 1h, after the cut-off
+		updated := now
+		if fresh {
+			updated = at(time.Hour)
+		}
+		var turn turnframe.TurnID
+		if i >= 6 { // delivered, one command unknown
+			var key turnframe.IdempotencyKey
+			var attempt turnframe.AttemptID
+			turn, key, attempt = e.running(globex, "payment/1", now)
+			e.settle(globex, turn, now, turnframe.Settlement{Key: key, To: turnframe.JournalOutcomeUnknown, Attempt: attempt})
+			e.apply(turnframe.Write{Account: globex, Turn: turn, Now: updated, Phase: turnframe.PhaseDelivered})
+		} else { // planned, never run
+			turn = e.turnIn(globex, turnframe.PhasePlanned, now)
+			if fresh {
+				e.apply(turnframe.Write{Account: globex, Turn: turn, Now: updated, Phase: turnframe.PhaseExecuting})
+			}
+		}
+		if !fresh {
+			stale = append(stale, turn)
+		}
+	}
+	for limit := 1; limit <= 3; limit++ {
+		t.Run(fmt.Sprintf("limit_%d", limit), func(t *testing.T) {
+			is := is.New(t)
+			scope := turnframe.RecoveryScope{Account: globex, UpdatedBefore: at(30 * time.Minute)}
+			var got []turnframe.TurnID
+			for page := 0; ; page++ {
+				if page > len(stale) {
+					t.Fatalf("more than %d pages for %d turns", page, len(stale))
+				}
+				ms, err := e.s.ListUnfinishedTurns(e.ctx, scope, limit)
+				is.NoErr(err) // list a page
+				for _, m := range ms {
+					got = append(got, m.Turn)
+				}
+				if len(ms) < limit {
+					break
+				}
+				scope.After = ms[len(ms)-1].Turn
+			}
+			is.Equal(got, stale) // every turn not updated since the cut-off, once, in id order
+		})
+	}
 }
