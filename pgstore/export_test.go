@@ -12,6 +12,9 @@ import (
 // ClaimSQL is claimSQL, for the plan test.
 const ClaimSQL = claimSQL
 
+// UnfinishedSQL is unfinishedSQL, for the plan test.
+const UnfinishedSQL = unfinishedSQL
+
 // Translate is translate, for the error tests.
 var Translate = translate
 

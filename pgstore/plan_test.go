@@ -118,3 +118,88 @@ func TestClaimPlan(t *testing.T) {
 		})
 	}
 }
+
+// fillUnfinished writes n unfinished turns of each kind the listing's
+// parts find, straight into the store's tables, and analyses them:
+// planned turns, then delivered turns holding an outcome_unknown, a
+// pending and an awaiting_approval entry, in id order.
+func fillUnfinished(t *testing.T, s *pgstore.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	turns := func(from int, phase string) string {
+		return fmt.Sprintf(`INSERT INTO turns (id, account, conversation, text, phase, received_at, updated_at)
+			SELECT lpad(i::text, 26, '0'), 'acme', lpad(i::text, 26, '0'), '', '%s', i, i
+			FROM generate_series(%d, %d) AS i`, phase, from, from+n-1)
+	}
+	entries := func(from int, status string) string {
+		return fmt.Sprintf(`INSERT INTO journal (account, key, turn, case_key, name, status, attempt, attempts,
+				event_ids, code, remote_ref, admitted_at, updated_at)
+			SELECT 'acme', 'k' || i, lpad(i::text, 26, '0'), 'c', 'n', '%s', '', 0, '{}', '', '', i, i
+			FROM generate_series(%d, %d) AS i`, status, from, from+n-1)
+	}
+	stmts := []string{
+		turns(1, "planned"),
+		turns(n+1, "delivered"), entries(n+1, "outcome_unknown"),
+		turns(2*n+1, "delivered"), entries(2*n+1, "pending"),
+		turns(3*n+1, "delivered"), entries(3*n+1, "awaiting_approval"),
+		`ANALYZE turns, journal`,
+	}
+	for _, q := range stmts {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			t.Fatalf("fill: %v\n%s", err, q)
+		}
+	}
+}
+
+// A page of unfinished turns reads its page: each part of the listing
+// walks its partial index from the cursor and stops at the limit, with the
+// scope's account and cut-off applied as it walks, so no part reads more
+// than the limit of turns whatever follows the page (DESIGN.md, Recovery);
+// and the facts each listed turn is checked against are probed per turn,
+// never read whole for the page.
+func TestUnfinishedPlan(t *testing.T) {
+	const n, limit = 2_000, 10
+	s := mustOpen(t)
+	fillUnfinished(t, s, n)
+	for _, tc := range []struct {
+		name   string
+		cursor string
+		args   []any
+	}{
+		{"EveryAccount", "", []any{"", int64(0)}},
+		{"OneAccountUnderACutOff", "", []any{"acme", int64(10 * n)}},
+		{"AfterACursor", fmt.Sprintf("%026d", n/2), []any{"acme", int64(0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			var out []byte
+			args := append([]any{tc.cursor, limit}, tc.args...)
+			err := s.Pool().QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+pgstore.UnfinishedSQL, args...).Scan(&out)
+			is.NoErr(err) // explain
+			var plans []struct {
+				Plan planNode `json:"Plan"`
+			}
+			is.NoErr(json.Unmarshal(out, &plans)) // read the plan
+			parts := map[string]bool{}
+			plans[0].Plan.walk(func(n planNode) {
+				if (n.Relation == "turns" || n.Relation == "journal") && (n.Type == "Seq Scan" || n.Type == "Bitmap Heap Scan") {
+					t.Errorf("the listing scans %s: %s", n.Relation, n.Type)
+				}
+				if (n.Relation == "turns" || n.Relation == "journal") && n.Rows*n.Loops > 4*limit {
+					// a part reads at most limit; a fact is one probe per listed turn
+					t.Errorf("%s (%s %s) read %v rows for a page of %d", n.Relation, n.Type, n.Index, n.Rows*n.Loops, limit)
+				}
+				switch n.Index {
+				case "turns_unfinished", "journal_unknown", "journal_pending", "journal_awaiting":
+					if n.Loops == 1 { // a part's walk, not an EXISTS probe per listed turn
+						parts[n.Index] = true
+						if n.Rows > limit {
+							t.Errorf("%s: a part read %v entries for a page of %d", n.Index, n.Rows, limit)
+						}
+					}
+				}
+			})
+			is.Equal(len(parts), 4) // every part walks its partial index
+		})
+	}
+}

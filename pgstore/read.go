@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/turnframe/turnframe"
@@ -78,28 +77,62 @@ func findTurn(ctx context.Context, q querier, account turnframe.AccountID, turn 
 // (turns_unfinished), turns holding an outcome_unknown or
 // needs_intervention entry (journal_unknown), delivered turns holding a
 // pending or executing entry (journal_pending) or an awaiting_approval one
-// (journal_awaiting), and abandoned turns holding an executing one. Each
-// part reads a partial index from the cursor $1 on (a turn id, or the empty
-// string for the first page), so the listing's cost follows the unfinished
-// turns, not the history. It also returns the four facts Unfinished takes, so every listed
-// turn is checked against the rule. The scope's filters are appended.
-const unfinishedSQL = `SELECT ` + turnCols + `,
-		EXISTS (SELECT 1 FROM journal AS u WHERE u.turn = t.id AND u.status IN ('outcome_unknown', 'needs_intervention')),
-		EXISTS (SELECT 1 FROM journal AS p WHERE p.turn = t.id AND p.status IN ('pending', 'executing')),
-		EXISTS (SELECT 1 FROM journal AS x WHERE x.turn = t.id AND x.status = 'executing'),
-		EXISTS (SELECT 1 FROM journal AS w WHERE w.turn = t.id AND w.status = 'awaiting_approval')
-	FROM turns AS t
-	WHERE t.id IN (
-		SELECT id FROM turns WHERE phase NOT IN ('delivered', 'abandoned') AND id > $1
+// (journal_awaiting), and abandoned turns holding an executing one. It also
+// returns the four facts Unfinished takes, so every listed turn is checked
+// against the rule.
+//
+// Its parameters: $1 the cursor (a turn id, or the empty string for the
+// first page), $2 the limit, $3 the scope's account (” for every account),
+// $4 its UpdatedBefore in microseconds (0 for none). Each of the four parts
+// walks its partial index in turn order from the cursor on, with the
+// scope's account and time applied as it walks (the turn found by its key),
+// and stops at $2 distinct turns: the first $2 turns of the union are among
+// them. So a page reads at most four times the limit of matching turns,
+// whatever lies after them, rather than every unfinished turn after the
+// cursor; what it reads of other accounts' turns is what lies between the
+// cursor and the page's end in the partial indexes (they hold no account).
+// The page's turns and the four facts are LATERAL reads, one per listed
+// turn (a LIMIT keeps each from being flattened into a join): as a join,
+// the planner may merge the page with the whole of turns_pkey, and, as
+// EXISTS in the select list, hash each fact's partial index whole, for
+// every page.
+const unfinishedSQL = `SELECT t.*,
+		u.found IS NOT NULL, p.found IS NOT NULL, x.found IS NOT NULL, w.found IS NOT NULL
+	FROM (SELECT id FROM (
+		(SELECT id FROM turns
+			WHERE phase NOT IN ('delivered', 'abandoned') AND id > $1
+			  AND ($3::text = '' OR account = $3::text) AND ($4::bigint = 0 OR updated_at < $4::bigint)
+			ORDER BY id LIMIT $2)
 		UNION
-		SELECT turn FROM journal WHERE status IN ('outcome_unknown', 'needs_intervention') AND turn > $1
+		(SELECT DISTINCT j.turn FROM journal AS j
+			WHERE j.status IN ('outcome_unknown', 'needs_intervention') AND j.turn > $1
+			  AND EXISTS (SELECT 1 FROM turns AS d WHERE d.id = j.turn
+				AND ($3::text = '' OR d.account = $3::text) AND ($4::bigint = 0 OR d.updated_at < $4::bigint))
+			ORDER BY j.turn LIMIT $2)
 		UNION
-		SELECT j.turn FROM journal AS j JOIN turns AS d ON d.id = j.turn
+		(SELECT DISTINCT j.turn FROM journal AS j
 			WHERE j.status IN ('pending', 'executing') AND j.turn > $1
-			  AND (d.phase = 'delivered' OR (d.phase = 'abandoned' AND j.status = 'executing'))
+			  AND EXISTS (SELECT 1 FROM turns AS d WHERE d.id = j.turn
+				AND (d.phase = 'delivered' OR (d.phase = 'abandoned' AND j.status = 'executing'))
+				AND ($3::text = '' OR d.account = $3::text) AND ($4::bigint = 0 OR d.updated_at < $4::bigint))
+			ORDER BY j.turn LIMIT $2)
 		UNION
-		SELECT a.turn FROM journal AS a JOIN turns AS d ON d.id = a.turn
-			WHERE a.status = 'awaiting_approval' AND a.turn > $1 AND d.phase = 'delivered')`
+		(SELECT DISTINCT a.turn FROM journal AS a
+			WHERE a.status = 'awaiting_approval' AND a.turn > $1
+			  AND EXISTS (SELECT 1 FROM turns AS d WHERE d.id = a.turn AND d.phase = 'delivered'
+				AND ($3::text = '' OR d.account = $3::text) AND ($4::bigint = 0 OR d.updated_at < $4::bigint))
+			ORDER BY a.turn LIMIT $2)) AS parts
+		ORDER BY id LIMIT $2) AS page
+	CROSS JOIN LATERAL (SELECT ` + turnCols + ` FROM turns WHERE id = page.id LIMIT 1) AS t
+	LEFT JOIN LATERAL (SELECT true AS found FROM journal
+		WHERE turn = t.id AND status IN ('outcome_unknown', 'needs_intervention') LIMIT 1) AS u ON true
+	LEFT JOIN LATERAL (SELECT true AS found FROM journal
+		WHERE turn = t.id AND status IN ('pending', 'executing') LIMIT 1) AS p ON true
+	LEFT JOIN LATERAL (SELECT true AS found FROM journal
+		WHERE turn = t.id AND status IN ('pending', 'executing') AND status = 'executing' LIMIT 1) AS x ON true
+	LEFT JOIN LATERAL (SELECT true AS found FROM journal
+		WHERE turn = t.id AND status = 'awaiting_approval' LIMIT 1) AS w ON true
+	ORDER BY page.id`
 
 // ListUnfinishedTurns returns, oldest first (by turn id), at most limit
 // turns in scope for which turnframe.Unfinished holds: non-terminal turns,
@@ -136,18 +169,11 @@ func (s *Store) dbListUnfinishedTurns(ctx context.Context, scope turnframe.Recov
 		return nil, err
 	}
 	defer done()
-	query, args := unfinishedSQL, []any{idText(scope.After)}
-	if scope.Account != "" {
-		args = append(args, string(scope.Account))
-		query += ` AND t.account = $` + strconv.Itoa(len(args))
+	var before int64
+	if b := stamp(scope.UpdatedBefore); !b.IsZero() {
+		before = micros(b)
 	}
-	if before := stamp(scope.UpdatedBefore); !before.IsZero() {
-		args = append(args, micros(before))
-		query += ` AND t.updated_at < $` + strconv.Itoa(len(args))
-	}
-	args = append(args, limit)
-	query += ` ORDER BY t.id LIMIT $` + strconv.Itoa(len(args))
-	rows, err := s.pool.Query(ctx, query, args...)
+	rows, err := s.pool.Query(ctx, unfinishedSQL, idText(scope.After), limit, string(scope.Account), before)
 	if err != nil {
 		return nil, s.fail(ctx, "list unfinished turns", err)
 	}
