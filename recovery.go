@@ -227,10 +227,35 @@ func (r *Recovery) Decide(ctx context.Context, account AccountID, turn TurnID) (
 	return r.decided(ctx, account, turn, false)
 }
 
+// Triage returns the decision Decide makes for the turn, by the same rule
+// from the same reads, without what acting on it needs: Kind, Phase,
+// Entries, Attempts and Awaiting are Decide's, but an
+// ActionRegenerateResponse comes without its Events and AnswerTasks. It
+// reads the turn's entries and phase only, never an event's data, the
+// replay record or the turn's text: for a caller that shows the decision
+// (turnframe turns --unfinished) and would otherwise read every event a
+// turn committed to print one word.
+//
+// A turn that does not exist for account is ErrNotFound. Triage writes
+// nothing and emits no signal: nothing acts on what it returns.
+func (r *Recovery) Triage(ctx context.Context, account AccountID, turn TurnID) (RecoveryAction, error) {
+	if err := account.Validate(); err != nil {
+		return RecoveryAction{}, err
+	}
+	if err := CheckID("turn", turn); err != nil {
+		return RecoveryAction{}, err
+	}
+	action, err := r.decide(ctx, account, turn, false, false)
+	if err != nil {
+		return action, fmt.Errorf("triage turn %v: %w", turn, err)
+	}
+	return action, nil
+}
+
 // decided is Decide once its input is valid; around says whether a turn
 // whose unknowns the policy left is answered around them (see decide).
 func (r *Recovery) decided(ctx context.Context, account AccountID, turn TurnID, around bool) (RecoveryAction, error) {
-	action, err := r.decide(ctx, account, turn, around)
+	action, err := r.decide(ctx, account, turn, around, true)
 	if err != nil {
 		return action, fmt.Errorf("decide turn %v: %w", turn, err)
 	}
@@ -246,14 +271,13 @@ func (r *Recovery) decided(ctx context.Context, account AccountID, turn TurnID, 
 // turn is restarted only if it was never planned. Read the other way, a
 // Plan landing between the reads left a planned turn looking unplanned.
 //
-// around asks for rule 1 as Recover applies it once the policy has had the
-// unknowns: a turn not yet terminal with no pending entry is answered
-// around them (ActionRegenerateResponse, naming them in Entries), as
-// Deliver would have; with a pending one it waits. The answer is built from
-// the same read as the decision, so it names the unknown and awaiting
-// entries as they are, not as an earlier read saw them. On a failure to
-// build it, the action returned names the decision it was for.
-func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID, around bool) (RecoveryAction, error) {
+// It decides by rule, and then, when answer is set and the decision is
+// ActionRegenerateResponse, reads what the answer needs (regenerate). The
+// answer is built from the same read as the decision, so it names the
+// unknown and awaiting entries as they are, not as an earlier read saw
+// them. On a failure to build it, the action returned names the decision
+// it was for.
+func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID, around, answer bool) (RecoveryAction, error) {
 	entries, err := r.store.ForTurn(ctx, account, turn)
 	if err != nil {
 		return RecoveryAction{}, err
@@ -262,40 +286,58 @@ func (r *Recovery) decide(ctx context.Context, account AccountID, turn TurnID, a
 	if err != nil {
 		return RecoveryAction{}, err
 	}
-	action := RecoveryAction{Phase: marker.Phase}
+	action := r.rule(entries, marker.Phase, around)
+	if action.Kind != ActionRegenerateResponse || !answer {
+		return action, nil
+	}
+	answered, err := r.regenerate(ctx, account, turn, entries, action)
+	if err != nil {
+		return RecoveryAction{Kind: ActionRegenerateResponse, Phase: marker.Phase}, err
+	}
+	return answered, nil
+}
+
+// rule is Decide's order, applied to a turn's entries and phase as read:
+// the one place the decision is made. An ActionRegenerateResponse it
+// returns holds no events or answer tasks yet (regenerate adds them).
+//
+// around asks for rule 1 as Recover applies it once the policy has had the
+// unknowns: a turn not yet terminal with no pending entry is answered
+// around them (ActionRegenerateResponse, naming them in Entries), as
+// Deliver would have; with a pending one it waits.
+func (r *Recovery) rule(entries []JournalEntry, phase TurnPhase, around bool) RecoveryAction {
+	action := RecoveryAction{Phase: phase}
 	action.Awaiting = entriesWhere(entries, func(e JournalEntry) bool { return e.Status.IsAwaitingApproval() })
 	now := r.cfg.now()
 	unknown := entriesWhere(entries, func(e JournalEntry) bool {
-		return e.Status.IsUncertain() || Stranded(e, marker.Phase, now) || r.cfg.rerunForbidden(e, now)
+		return e.Status.IsUncertain() || Stranded(e, phase, now) || r.cfg.rerunForbidden(e, now)
 	})
 	pending := entriesWhere(entries, func(e JournalEntry) bool { return e.Status.IsPending() })
 	if len(unknown) > 0 {
-		if around && !marker.Phase.IsTerminal() && len(pending) == 0 {
-			answer, err := r.regenerate(ctx, account, turn, entries, RecoveryAction{Phase: marker.Phase, Entries: unknown, Awaiting: action.Awaiting})
-			if err != nil {
-				return RecoveryAction{Kind: ActionRegenerateResponse, Phase: marker.Phase}, err
-			}
-			return answer, nil
+		if around && !phase.IsTerminal() && len(pending) == 0 {
+			action.Kind, action.Entries = ActionRegenerateResponse, unknown
+			return action
 		}
 		action.Kind, action.Entries = ActionReconcileExternal, unknown
 		for _, e := range unknown {
 			action.Attempts = append(action.Attempts, e.Attempt)
 		}
-		return action, nil
+		return action
 	}
-	if marker.Phase.IsTerminal() && (marker.Phase != PhaseDelivered || len(pending) == 0) {
+	if phase.IsTerminal() && (phase != PhaseDelivered || len(pending) == 0) {
 		action.Kind = ActionNothing // an abandoned turn's attempts still running settle themselves
-		return action, nil
+		return action
 	}
 	if len(pending) > 0 {
 		action.Kind, action.Entries = ActionResumeCommands, pending
-		return action, nil
+		return action
 	}
-	if len(entries) == 0 && marker.Phase < PhasePlanned {
+	if len(entries) == 0 && phase < PhasePlanned {
 		action.Kind = ActionRestartInterpretation
-		return action, nil
+		return action
 	}
-	return r.regenerate(ctx, account, turn, entries, action)
+	action.Kind = ActionRegenerateResponse
+	return action
 }
 
 func (r *Recovery) regenerate(ctx context.Context, account AccountID, turn TurnID, entries []JournalEntry, action RecoveryAction) (RecoveryAction, error) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,28 @@ func recCrashMidExecute(t *testing.T, rt *turnframe.Runtime, turn turnframe.Turn
 	})
 	_, err := rt.Execute(ctx, rtAccount, turn, h)
 	is.True(errors.Is(err, context.Canceled)) // the "crash" cut the turn short
+}
+
+// dataReads is a store that counts the reads of what a regeneration needs:
+// events, replay records and stored turns (LoadTurn, text and all).
+type dataReads struct {
+	turnframe.Store
+	n atomic.Int64
+}
+
+func (s *dataReads) EventsByID(ctx context.Context, account turnframe.AccountID, ids []turnframe.EventID) ([]turnframe.StoredEvent, error) {
+	s.n.Add(1)
+	return s.Store.EventsByID(ctx, account, ids)
+}
+
+func (s *dataReads) Replay(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.ReplayRecord, error) {
+	s.n.Add(1)
+	return s.Store.Replay(ctx, account, turn)
+}
+
+func (s *dataReads) LoadTurn(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) (turnframe.StoredTurn, error) {
+	s.n.Add(1)
+	return s.Store.LoadTurn(ctx, account, turn)
 }
 
 func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
@@ -226,6 +249,18 @@ func TestRecoveryDecidesInTheSafeOrder(t *testing.T) {
 					is.Equal(len(action.Attempts), len(action.Entries)) // one attempt per unknown entry
 					is.True(!action.Attempts[0].IsZero())
 				}
+				// Triage decides the same from the same reads, and reads
+				// nothing a regeneration needs.
+				reads := &dataReads{Store: store}
+				triaged, err := turnframe.NewRecovery(reads).Triage(ctx, rtAccount, turn)
+				is.NoErr(err) // triage
+				is.Equal(triaged.Kind, action.Kind)
+				is.Equal(triaged.Phase, action.Phase)
+				is.Equal(recKeys(triaged.Entries), recKeys(action.Entries))
+				is.Equal(triaged.Attempts, action.Attempts)
+				is.Equal(recKeys(triaged.Awaiting), recKeys(action.Awaiting))
+				is.Equal(len(triaged.Events)+len(triaged.AnswerTasks), 0) // no answer's material
+				is.Equal(reads.n.Load(), int64(0))                        // no event, replay record or turn text read
 				if c.want == turnframe.ActionRegenerateResponse {
 					is.Equal(len(action.Events), c.events)
 					for i := 1; i < len(action.Events); i++ {
