@@ -16,7 +16,8 @@ lists what the application's Recover would visit: turns that are not
 delivered or abandoned, and finished turns that still hold a command whose
 outcome is unknown or needs intervention; the RECOVERY column is what
 Recovery.Decide says each one needs (resume_commands, regenerate_response,
-reconcile_external, …).
+reconcile_external, …), read with Recovery.Triage: the decision alone,
+without the events a regeneration would read.
 
 Turns are read 100 at a time and printed as they are read, so the table's
 columns are aligned per 100 turns and --json streams one array; no more than
@@ -101,7 +102,9 @@ type turnJSON struct {
 
 // unfinishedTurns lists at most limit of the turns a recovery sweep would
 // visit, after the turn with id after (if any), each with the decision
-// Recovery.Decide makes for it (reading only).
+// Recovery.Decide makes for it, read with Recovery.Triage: the kind is all
+// it prints, and Decide would read every event of a turn to be answered
+// again, data and all.
 func unfinishedTurns(ctx context.Context, store opStore, account turnframe.AccountID, after string, limit int) ([]turnJSON, error) {
 	scope := turnframe.RecoveryScope{Account: account}
 	scope.After, _ = turnframe.ParseTurnID(after) // checked, or a turn's own id; "" is the zero id
@@ -114,7 +117,7 @@ func unfinishedTurns(ctx context.Context, store opStore, account turnframe.Accou
 	for _, m := range markers {
 		t := turnJSON{ID: m.Turn.String(), Account: string(m.Account), Conversation: m.Conversation.String(),
 			Phase: m.Phase.String(), UpdatedAt: at(m.UpdatedAt)}
-		action, err := rec.Decide(ctx, m.Account, m.Turn)
+		action, err := rec.Triage(ctx, m.Account, m.Turn)
 		if err != nil {
 			return nil, err
 		}
