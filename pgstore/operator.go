@@ -287,9 +287,12 @@ func (s *Store) TurnAccount(ctx context.Context, turn turnframe.TurnID) (turnfra
 }
 
 // TurnOutbox returns the ids of at most limit outbox rows the turn
-// enqueued, in enqueue order; none for a turn that enqueued none or does
-// not exist. ErrInvalid for a zero id or a limit outside 1–MaxLimit.
-func (s *Store) TurnOutbox(ctx context.Context, turn turnframe.TurnID, limit int) ([]turnframe.OutboxID, error) {
+// enqueued whose id sorts after after (every row for the zero id), in id
+// order: enqueue order, since a turn's writes run one at a time and ids are
+// made in time order. A cursor row pruned since is no matter: the listing
+// goes on from its id. None for a turn that enqueued none or does not
+// exist. ErrInvalid for a zero turn id or a limit outside 1–MaxLimit.
+func (s *Store) TurnOutbox(ctx context.Context, turn turnframe.TurnID, after turnframe.OutboxID, limit int) ([]turnframe.OutboxID, error) {
 	if err := turnframe.CheckID("turn", turn); err != nil {
 		return nil, err
 	}
@@ -302,7 +305,7 @@ func (s *Store) TurnOutbox(ctx context.Context, turn turnframe.TurnID, limit int
 	}
 	defer done()
 	ids, err := scanIDs(ctx, s.pool, turnframe.ParseOutboxID,
-		`SELECT id FROM outbox WHERE turn = $1 ORDER BY seq LIMIT $2`, turn.String(), limit)
+		`SELECT id FROM outbox WHERE turn = $1 AND id > $2 ORDER BY id LIMIT $3`, turn.String(), idText(after), limit)
 	if err != nil {
 		return nil, s.fail(ctx, "turn outbox", err)
 	}

@@ -114,9 +114,12 @@ func TestOperatorReads(t *testing.T) {
 	is.Equal(acct, turnframe.AccountID("acme"))
 	_, err = s.TurnAccount(ctx, ids.TurnID(now))
 	is.True(errors.Is(err, turnframe.ErrNotFound)) // no such turn
-	got, err := s.TurnOutbox(ctx, turn, 10)
+	got, err := s.TurnOutbox(ctx, turn, turnframe.OutboxID{}, 10)
 	is.NoErr(err)
 	is.Equal(got, rows) // the turn's rows in enqueue order
+	got, err = s.TurnOutbox(ctx, turn, rows[0], 10)
+	is.NoErr(err)
+	is.Equal(got, rows[1:]) // after a row: the rows enqueued after it
 
 	dests, err := s.DestinationCounts(ctx, 10)
 	is.NoErr(err)
@@ -137,8 +140,11 @@ func TestOperatorReads(t *testing.T) {
 			"entries limit":      func() error { _, _, err := s.EntriesIn(ctx, turnframe.JournalCommitted, 0); return err }(),
 			"list turns account": func() error { _, err := s.ListTurns(ctx, " bad\x00", turnframe.TurnID{}, 1); return err }(),
 			"turn account zero":  func() error { _, err := s.TurnAccount(ctx, turnframe.TurnID{}); return err }(),
-			"turn outbox limit":  func() error { _, err := s.TurnOutbox(ctx, turn, turnframe.MaxLimit+1); return err }(),
-			"destinations n":     func() error { _, err := s.DestinationCounts(ctx, 0); return err }(),
+			"turn outbox limit": func() error {
+				_, err := s.TurnOutbox(ctx, turn, turnframe.OutboxID{}, turnframe.MaxLimit+1)
+				return err
+			}(),
+			"destinations n": func() error { _, err := s.DestinationCounts(ctx, 0); return err }(),
 		} {
 			is.True(errors.Is(err, turnframe.ErrInvalid)) // name
 			_ = name

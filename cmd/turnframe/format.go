@@ -88,6 +88,19 @@ func (a *jsonArray) close() error {
 // more field, name, whose value is an array that stream writes element by
 // element: so a long list (a subject's history) is never held whole.
 func writeJSONWithArray(w io.Writer, v any, name string, stream func(*jsonArray) error) error {
+	return writeJSONWithArrays(w, v, []jsonStream{{name, stream}})
+}
+
+// jsonStream is one streamed field of writeJSONWithArrays: its name, and
+// what writes its array element by element.
+type jsonStream struct {
+	name   string
+	stream func(*jsonArray) error
+}
+
+// writeJSONWithArrays is writeJSONWithArray with several streamed fields,
+// written in order after v's own.
+func writeJSONWithArrays(w io.Writer, v any, streams []jsonStream) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -96,19 +109,24 @@ func writeJSONWithArray(w io.Writer, v any, name string, stream func(*jsonArray)
 	if !ok {
 		return fmt.Errorf("write JSON: %T is not a non-empty object", v)
 	}
-	key, err := json.Marshal(name)
-	if err != nil {
+	if _, err := io.WriteString(w, body); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(w, body+",\n  "+string(key)+": "); err != nil {
-		return err
-	}
-	arr := newJSONArray(w, "  ")
-	if err := stream(arr); err != nil {
-		return err
-	}
-	if err := arr.close(); err != nil {
-		return err
+	for _, s := range streams {
+		key, err := json.Marshal(s.name)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, ",\n  "+string(key)+": "); err != nil {
+			return err
+		}
+		arr := newJSONArray(w, "  ")
+		if err := s.stream(arr); err != nil {
+			return err
+		}
+		if err := arr.close(); err != nil {
+			return err
+		}
 	}
 	_, err = io.WriteString(w, "\n}\n")
 	return err

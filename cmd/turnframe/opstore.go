@@ -38,9 +38,11 @@ type opStore interface {
 	// turnAccount returns the account of the turn with this id;
 	// ErrNotFound when no turn has it.
 	turnAccount(ctx context.Context, turn turnframe.TurnID) (turnframe.AccountID, error)
-	// turnOutbox returns the ids of at most limit rows the turn enqueued,
-	// in enqueue order.
-	turnOutbox(ctx context.Context, turn turnframe.TurnID, limit int) ([]turnframe.OutboxID, error)
+	// turnOutbox returns the ids of at most limit rows the turn enqueued
+	// whose id sorts after after (every row for the zero id), in id order:
+	// enqueue order, the turn's writes running one at a time. A cursor row
+	// pruned since is no matter: the listing goes on from its id.
+	turnOutbox(ctx context.Context, turn turnframe.TurnID, after turnframe.OutboxID, limit int) ([]turnframe.OutboxID, error)
 	// destinationCounts counts the rows of the first n destinations (by
 	// name) per status, sorted by destination.
 	destinationCounts(ctx context.Context, n int) ([]destinationCount, error)

@@ -249,8 +249,8 @@ func (s pgOps) turnAccount(ctx context.Context, turn turnframe.TurnID) (turnfram
 	return s.TurnAccount(ctx, turn)
 }
 
-func (s pgOps) turnOutbox(ctx context.Context, turn turnframe.TurnID, limit int) ([]turnframe.OutboxID, error) {
-	return s.TurnOutbox(ctx, turn, limit)
+func (s pgOps) turnOutbox(ctx context.Context, turn turnframe.TurnID, after turnframe.OutboxID, limit int) ([]turnframe.OutboxID, error) {
+	return s.TurnOutbox(ctx, turn, after, limit)
 }
 
 func (s pgOps) destinationCounts(ctx context.Context, n int) ([]destinationCount, error) {

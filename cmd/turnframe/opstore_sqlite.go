@@ -181,9 +181,13 @@ func (s sqliteOps) turnAccount(ctx context.Context, turn turnframe.TurnID) (turn
 	return turnframe.AccountID(account), nil
 }
 
-func (s sqliteOps) turnOutbox(ctx context.Context, turn turnframe.TurnID, limit int) ([]turnframe.OutboxID, error) {
-	ids, err := queryIDs(ctx, s.ReadDB(), turnframe.ParseOutboxID, "SELECT id FROM outbox WHERE turn = ? ORDER BY seq LIMIT ?",
-		turn.String(), limit)
+func (s sqliteOps) turnOutbox(ctx context.Context, turn turnframe.TurnID, after turnframe.OutboxID, limit int) ([]turnframe.OutboxID, error) {
+	cursor := "" // every id sorts after it
+	if !after.IsZero() {
+		cursor = after.String()
+	}
+	ids, err := queryIDs(ctx, s.ReadDB(), turnframe.ParseOutboxID, "SELECT id FROM outbox WHERE turn = ? AND id > ? ORDER BY id LIMIT ?",
+		turn.String(), cursor, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox rows of turn %s: %w", turn, err)
 	}

@@ -27,10 +27,18 @@ would: a command whose Remote forbids re-running a dead attempt shows
 resume_commands where the application's recovery declares it unknown. Either ends
 with its history, oldest first, as
 'turnframe history' prints it. An id that is neither is an error (exit 2).
-A value holding a control character prints as a quoted Go string.`,
+A value holding a control character prints as a quoted Go string.
+
+A turn's outbox rows are listed in enqueue order, read 100 at a time and
+printed as they are read. --limit (at most 10000) bounds them; when rows
+remain past it, a "more:" line on stderr gives the --after to read on with
+('turnframe show TURN --after ROW' shows the turn again, its rows from the
+one after ROW on).`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			asJSON := fs.Bool("json", false, "print JSON")
+			limit := fs.Int("limit", 100, "at most this many of a turn's outbox rows (1–10000)")
+			after := fs.String("after", "", "a turn's outbox rows enqueued after the row with this `id` (the \"more:\" line gives it)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 1 {
 					return usagef("unexpected argument %q", args[1])
@@ -38,6 +46,15 @@ A value holding a control character prints as a quoted Go string.`,
 				id, err := parseOutboxID(args, "the id of an outbox row or a turn")
 				if err != nil {
 					return err
+				}
+				if err := checkListLimit(*limit); err != nil {
+					return err
+				}
+				var cursor turnframe.OutboxID
+				if *after != "" {
+					if cursor, err = turnframe.ParseOutboxID(*after); err != nil {
+						return usagef("--after %q is not an outbox row id", *after)
+					}
 				}
 				store, err := db.open(ctx, e)
 				if err != nil {
@@ -66,15 +83,55 @@ A value holding a control character prints as a quoted Go string.`,
 					return err
 				}
 				subject := turnframe.TurnSubject(t.turn.Account, turnID)
+				rows := func(write func([]turnframe.OutboxRecord) error) (string, error) {
+					return turnRows(ctx, e, store, turnID, *limit, cursor, write)
+				}
+				var next string
 				if *asJSON {
-					return writeJSONWithArray(e.stdout, t.json(), "history",
-						func(arr *jsonArray) error { return streamHistoryJSON(ctx, arr, store, subject) })
+					err := writeJSONWithArrays(e.stdout, t.json(), []jsonStream{
+						{"outbox", func(arr *jsonArray) error {
+							next, err = rows(func(page []turnframe.OutboxRecord) error {
+								for _, r := range page {
+									if err := arr.add(outboxView(r)); err != nil {
+										return err
+									}
+								}
+								return nil
+							})
+							return err
+						}},
+						{"history", func(arr *jsonArray) error { return streamHistoryJSON(ctx, arr, store, subject) }},
+					})
+					if err != nil {
+						return err
+					}
+					moreHint(e, "show "+turnID.String(), next)
+					return nil
 				}
 				if err := t.print(e); err != nil {
 					return err
 				}
+				fmt.Fprintf(e.stdout, "\noutbox:\n")
+				out := newListOutput(e.stdout, outboxColumns, false)
+				next, err = rows(func(page []turnframe.OutboxRecord) error {
+					table := make([][]string, 0, len(page))
+					for _, r := range page {
+						table = append(table, outboxRow(r))
+					}
+					return out.page(table, nil)
+				})
+				if err != nil {
+					return err
+				}
+				if err := out.close(); err != nil {
+					return err
+				}
 				fmt.Fprintf(e.stdout, "\nhistory of the turn's phase (each command's own: 'turnframe history --account %s KEY'):\n", cell(string(t.turn.Account)))
-				return printHistory(ctx, e.stdout, store, subject)
+				if err := printHistory(ctx, e.stdout, store, subject); err != nil {
+					return err
+				}
+				moreHint(e, "show "+turnID.String(), next)
+				return nil
 			}
 		},
 	}
@@ -136,19 +193,20 @@ func leaseState(now, until time.Time) string {
 	return "ended " + roundAge(now.Sub(until)).String() + " ago"
 }
 
-// turnDetail is one turn with everything "show" prints about it.
+// turnDetail is one turn with everything "show" prints about it but its
+// outbox rows, which it reads a page at a time (turnRows).
 type turnDetail struct {
 	turn     turnframe.StoredTurn
 	replay   *turnframe.ReplayRecord
 	entries  []turnframe.JournalEntry
 	events   []turnframe.StoredEvent
-	outbox   []turnframe.OutboxRecord
 	recovery turnframe.ActionKind
 }
 
-// readTurn reads a turn by id alone: the store's reads need its account, so
-// the account is looked up first with the operator read (turnAccount), and
-// so are the turn's rows (turnOutbox). ErrNotFound when no turn has this id.
+// readTurn reads a turn by id alone, without its outbox rows (turnRows):
+// the store's reads need its account, so the account is looked up first
+// with the operator read (turnAccount). The decision is Recovery.Triage's,
+// which reads no event data. ErrNotFound when no turn has this id.
 func readTurn(ctx context.Context, store opStore, id turnframe.TurnID) (turnDetail, error) {
 	acct, err := turnAccount(ctx, store, id)
 	if errors.Is(err, turnframe.ErrNotFound) {
@@ -171,41 +229,80 @@ func readTurn(ctx context.Context, store opStore, id turnframe.TurnID) (turnDeta
 	if t.events, err = store.EventsByID(ctx, acct, turnframe.CommittedEventIDs(t.entries)); err != nil {
 		return t, err
 	}
-	action, err := rec.Decide(ctx, acct, id)
+	action, err := rec.Triage(ctx, acct, id)
 	if err != nil {
 		return t, err
 	}
 	t.recovery = action.Kind
-	ids, err := store.turnOutbox(ctx, id, turnframe.MaxLimit)
-	if err != nil {
-		return t, err
-	}
-	for _, oid := range ids {
-		r, err := store.GetOutbox(ctx, oid)
-		if err != nil {
-			return t, err
-		}
-		t.outbox = append(t.outbox, r)
-	}
 	return t, nil
+}
+
+// turnRows reads the outbox rows the turn enqueued after the row with id
+// after (from the first for the zero id), a page at a time, and hands each
+// page to write as it comes, as the listings do (pageThrough): at most
+// limit rows, and next is the --after to read on with when more remain. A
+// row pruned between its id's read and its own is left out.
+func turnRows(ctx context.Context, e *env, store opStore, turn turnframe.TurnID, limit int, after turnframe.OutboxID,
+	write func([]turnframe.OutboxRecord) error) (next string, err error) {
+	type row struct {
+		id  turnframe.OutboxID
+		rec *turnframe.OutboxRecord // nil: pruned since its id was read
+	}
+	cursor := ""
+	if !after.IsZero() {
+		cursor = after.String()
+	}
+	return pageThrough(ctx, e, limit, cursor,
+		func(ctx context.Context, after string, n int) ([]row, error) {
+			from, _ := turnframe.ParseOutboxID(after) // a row's own id; "" is the zero id
+			ids, err := store.turnOutbox(ctx, turn, from, n)
+			if err != nil {
+				return nil, err
+			}
+			page := make([]row, 0, len(ids))
+			for _, id := range ids {
+				r, err := store.GetOutbox(ctx, id)
+				switch {
+				case errors.Is(err, turnframe.ErrNotFound):
+					page = append(page, row{id: id})
+				case err != nil:
+					return nil, err
+				default:
+					page = append(page, row{id: id, rec: &r})
+				}
+			}
+			return page, nil
+		},
+		func(r row) string { return r.id.String() },
+		func(page []row) error {
+			recs := make([]turnframe.OutboxRecord, 0, len(page))
+			for _, r := range page {
+				if r.rec != nil {
+					recs = append(recs, *r.rec)
+				}
+			}
+			return write(recs)
+		})
 }
 
 // turnDetailJSON is "show --json" for a turn.
 type turnDetailJSON struct {
-	Kind         string       `json:"kind"` // "turn"
-	ID           string       `json:"id"`
-	Account      string       `json:"account"`
-	Conversation string       `json:"conversation"`
-	Phase        string       `json:"phase"`
-	Text         string       `json:"text"`
-	Response     string       `json:"response,omitempty"`
-	AbandonCode  string       `json:"abandon_code,omitempty"`
-	ReceivedAt   jsonTime     `json:"received_at"`
-	UpdatedAt    jsonTime     `json:"updated_at"`
-	Recovery     string       `json:"recovery"`
-	Journal      []entryJSON  `json:"journal"`
-	Events       []eventJSON  `json:"events"`
-	Outbox       []outboxJSON `json:"outbox"`
+	Kind         string      `json:"kind"` // "turn"
+	ID           string      `json:"id"`
+	Account      string      `json:"account"`
+	Conversation string      `json:"conversation"`
+	Phase        string      `json:"phase"`
+	Text         string      `json:"text"`
+	Response     string      `json:"response,omitempty"`
+	AbandonCode  string      `json:"abandon_code,omitempty"`
+	ReceivedAt   jsonTime    `json:"received_at"`
+	UpdatedAt    jsonTime    `json:"updated_at"`
+	Recovery     string      `json:"recovery"`
+	Journal      []entryJSON `json:"journal"`
+	Events       []eventJSON `json:"events"`
+	// Outbox is the ui's page of the turn's rows; "show --json" streams
+	// them after the events instead.
+	Outbox []outboxJSON `json:"outbox,omitempty"`
 }
 
 func (t turnDetail) json() turnDetailJSON {
@@ -213,7 +310,7 @@ func (t turnDetail) json() turnDetailJSON {
 		Kind: "turn", ID: t.turn.ID.String(), Account: string(t.turn.Account),
 		Conversation: t.turn.Conversation.String(), Phase: t.turn.Phase.String(), Text: t.turn.Text,
 		ReceivedAt: at(t.turn.ReceivedAt), UpdatedAt: at(t.turn.UpdatedAt), Recovery: t.recovery.String(),
-		Journal: []entryJSON{}, Events: []eventJSON{}, Outbox: []outboxJSON{},
+		Journal: []entryJSON{}, Events: []eventJSON{},
 	}
 	if t.replay != nil {
 		v.Response, v.AbandonCode = t.replay.Response, t.replay.AbandonCode
@@ -223,9 +320,6 @@ func (t turnDetail) json() turnDetailJSON {
 	}
 	for _, ev := range t.events {
 		v.Events = append(v.Events, eventView(ev))
-	}
-	for _, r := range t.outbox {
-		v.Outbox = append(v.Outbox, outboxView(r))
 	}
 	return v
 }
@@ -267,10 +361,5 @@ func (t turnDetail) print(e *env) error {
 	if err := writeTable(e.stdout, []string{"ID", "CASE", "REVISION", "TYPE", "KEY", "AT"}, rows); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "\noutbox:\n")
-	rows = nil
-	for _, r := range t.outbox {
-		rows = append(rows, outboxRow(r))
-	}
-	return writeTable(e.stdout, outboxColumns, rows)
+	return nil
 }

@@ -189,6 +189,16 @@ func (s *uiServer) idPage(r *http.Request) (string, any, error) {
 			return "", nil, err
 		}
 		v := t.json()
+		// The page lists up to MaxLimit of the turn's rows, as before, with
+		// no link to more yet.
+		if _, err := turnRows(ctx, s.e, s.store, turn, turnframe.MaxLimit, turnframe.OutboxID{}, func(page []turnframe.OutboxRecord) error {
+			for _, r := range page {
+				v.Outbox = append(v.Outbox, outboxView(r))
+			}
+			return nil
+		}); err != nil {
+			return "", nil, err
+		}
 		page.Turn, subject = &v, turnframe.TurnSubject(t.turn.Account, turn)
 	default:
 		return "", nil, err
