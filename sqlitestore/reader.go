@@ -11,7 +11,8 @@ import (
 // read's cost (a quarter of a turn's reads, by a profile of BenchmarkTurn).
 // database/sql prepares a statement again, by itself, on each pooled
 // connection that runs it first. The listings whose text depends on their
-// filter (ListOutbox, ListUnfinishedTurns) run from their text.
+// filter (ListOutbox) run from their text; ListUnfinishedTurns's no longer
+// does (its scope is parameters).
 
 // Read queries with a fixed text.
 const (
@@ -23,7 +24,8 @@ const (
 
 // readQueries is every read query with a fixed text.
 func readQueries() []string {
-	return []string{findTurnSQL, findEntrySQL, forTurnSQL, caseRevisionSQL, eventsByIDSQL, eventsSinceSQL, replaySQL, historySQL, findOutboxSQL}
+	return []string{findTurnSQL, findEntrySQL, forTurnSQL, caseRevisionSQL, eventsByIDSQL, eventsSinceSQL, replaySQL, historySQL, findOutboxSQL,
+		unfinishedSQL}
 }
 
 // reader is the read pool as a querier: a query with a prepared statement

@@ -160,6 +160,10 @@ func TestReadPathRunsPreparedStatements(t *testing.T) {
 			return err
 		}},
 		{"outbox row", func() error { _, err := s.GetOutbox(ctx, applied.Outbox[0].ID); return err }},
+		{"unfinished turns", func() error {
+			_, err := s.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{Account: "acme", UpdatedBefore: t0.Add(time.Hour)}, 10)
+			return err
+		}},
 		{"replay (none yet)", func() error {
 			if _, err := s.Replay(ctx, "acme", turn); !errors.Is(err, turnframe.ErrNotFound) {
 				return err
