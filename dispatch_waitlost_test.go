@@ -2,6 +2,9 @@ package turnframe_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,7 +88,13 @@ func TestARowWhoseClaimEndedWhileItWaitedIsNotSent(t *testing.T) {
 				cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond,
 					DestinationLimits: map[string]int{"bakery": 1}}
 				flaky := &flakyExtensions{Store: store, passed: make(chan int, 8)}
-				d := turnframe.NewDispatcher(flaky, sender, cfg, turnframe.WithClock(clock.read))
+				lostLogged := make(chan struct{}, 8) // the keeper logs a lost claim once it has taken the refusal in
+				logger := slog.New(hookHandler{Handler: slog.NewTextHandler(io.Discard, nil), hook: func(msg string) {
+					if strings.Contains(msg, "lost its claim") {
+						lostLogged <- struct{}{}
+					}
+				}})
+				d := turnframe.NewDispatcher(flaky, sender, cfg, turnframe.WithClock(clock.read), turnframe.WithLogger(logger))
 				done := make(chan turnframe.DispatchReport, 1)
 				go func() {
 					report, err := d.RunOnce(ctx, dispNow)
@@ -108,8 +117,9 @@ func TestARowWhoseClaimEndedWhileItWaitedIsNotSent(t *testing.T) {
 
 				if heals {
 					flaky.heal() // the store answers the keeper again: every extension is ErrClaimLost
-					for n := 0; n < 2; {
-						n = await(t, (<-chan int)(flaky.passed), "an extension reaches the store") // the second starts after the first was taken in
+					await(t, (<-chan int)(flaky.passed), "an extension reaches the store")
+					for range 2 { // both rows' claims: taken in as lost
+						await(t, (<-chan struct{})(lostLogged), "the keeper takes a lost claim in")
 					}
 				}
 				close(sender.proceed) // the place frees
