@@ -32,7 +32,7 @@ const VersionTable = "goose_db_version"
 // Version is the schema version this build of turnframe reads and writes:
 // the number of the last migration in FS. A file at another version is
 // opened only by migrating it (Up), and only forward.
-const Version int64 = 6
+const Version int64 = 7
 
 // Querier is what FileVersion reads through: a *sql.DB, *sql.Conn or
 // *sql.Tx.

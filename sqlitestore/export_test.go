@@ -19,6 +19,9 @@ const (
 	MessageTurnSQL  = messageTurnSQL
 )
 
+// ListOutboxSQL is listOutboxSQL, ListOutbox's statement for a filter.
+var ListOutboxSQL = listOutboxSQL
+
 // SettleBatchSQL is settleBatchSQL, the statement of n settlements.
 var SettleBatchSQL = settleBatchSQL
 

@@ -13,6 +13,15 @@ import (
 
 // The checks every migration test makes of a file an earlier version wrote.
 
+// uncertainIndexes are the indexes 00007 adds, as table.index
+// (migrate7_test.go): the tests of earlier migrations, which compare a
+// file's indexes before and after Open migrates it to the current version,
+// expect them too, and notUncertainIndex leaves them out of the
+// definitions those tests compare.
+var uncertainIndexes = []string{"outbox.outbox_intervention", "outbox.outbox_unknown"}
+
+const notUncertainIndex = `name NOT IN ('outbox_unknown', 'outbox_intervention')`
+
 // isCurrent checks that the file behind db is at schema.Version.
 func isCurrent(t *testing.T, db *sql.DB) {
 	t.Helper()

@@ -296,7 +296,7 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 		return nil, err
 	}
 	defer done()
-	query, args := `SELECT `+outboxCols+` FROM outbox WHERE 1`, []any{}
+	var afterSeq int64
 	if !filter.After.IsZero() {
 		after, err := findOutbox(ctx, s.reads, filter.After)
 		if err == nil && filter.Account != "" && after.rec.Account != filter.Account {
@@ -305,19 +305,9 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 		if err != nil {
 			return nil, s.fail(ctx, "list outbox", err)
 		}
-		query += ` AND seq > ?`
-		args = append(args, after.seq)
+		afterSeq = after.seq
 	}
-	if filter.Status != 0 {
-		query += ` AND status = ?`
-		args = append(args, filter.Status.String())
-	}
-	if filter.Account != "" {
-		query += ` AND account = ?`
-		args = append(args, string(filter.Account))
-	}
-	query += ` ORDER BY seq LIMIT ?`
-	args = append(args, filter.Limit)
+	query, args := listOutboxSQL(filter, afterSeq)
 	rows, err := scanOutboxRows(s.reads.QueryContext(ctx, query, args...))
 	if err != nil {
 		return nil, s.fail(ctx, "list outbox", err)
@@ -327,4 +317,57 @@ func (s *Store) ListOutbox(ctx context.Context, filter turnframe.OutboxFilter) (
 		out = append(out, r.rec)
 	}
 	return out, nil
+}
+
+// listOutboxSQL returns ListOutbox's statement for filter, and its
+// arguments; afterSeq is the seq of filter.After's row, read only when
+// filter.After is set.
+//
+// A listing of the uncertain rows — Run's release, every PollInterval, and
+// every Recover — reads its status's partial index (outbox_unknown,
+// outbox_intervention: migration 00007), never the finished rows. So the
+// status is written into the text as a literal, not bound: SQLite uses a
+// partial index for a statement whose WHERE clause implies the index's
+// condition, and proves that from the text; only a build with STAT4 (the
+// driver's has it today) also looks at a bound value, by preparing the
+// statement again once it is bound. The literal depends on no build. (A
+// status's name is one of a closed set of snake_case words, checked by
+// filter.Validate, so the literal needs no escaping.) And the
+// statement names the index (INDEXED BY): with an account, the planner,
+// which has no statistics, would rather read every row of the account
+// through outbox_key, finished ones included; INDEXED BY also makes the
+// statement fail to prepare, rather than read the table, should the index
+// ever be missing.
+func listOutboxSQL(filter turnframe.OutboxFilter, afterSeq int64) (string, []any) {
+	query, args := `SELECT `+outboxCols+` FROM outbox`, []any{}
+	if index := statusIndex(filter.Status); index != "" {
+		query += ` INDEXED BY ` + index
+	}
+	query += ` WHERE 1`
+	if !filter.After.IsZero() {
+		query += ` AND seq > ?`
+		args = append(args, afterSeq)
+	}
+	if filter.Status != 0 {
+		query += ` AND status = '` + filter.Status.String() + `'`
+	}
+	if filter.Account != "" {
+		query += ` AND account = ?`
+		args = append(args, string(filter.Account))
+	}
+	query += ` ORDER BY seq LIMIT ?`
+	args = append(args, filter.Limit)
+	return query, args
+}
+
+// statusIndex returns the partial index holding exactly the rows of status
+// st, in seq order (migration 00007), or "" for a status without one.
+func statusIndex(st turnframe.OutboxStatus) string {
+	switch st {
+	case turnframe.OutboxOutcomeUnknown:
+		return "outbox_unknown"
+	case turnframe.OutboxNeedsIntervention:
+		return "outbox_intervention"
+	}
+	return ""
 }

@@ -44,6 +44,10 @@ func TestQueryPlans(t *testing.T) {
 		mustCommit(t, s, "acme", turnframe.IdempotencyKey(fmt.Sprintf("k%d", i)),
 			turnframe.OutboxMessage{Destination: "payments", OrderKey: "card"})
 	}
+	list := func(f turnframe.OutboxFilter) (string, []any) { return sqlitestore.ListOutboxSQL(f, 1) }
+	unknownSQL, unknownArgs := list(turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: 256})
+	unknownNextSQL, unknownNextArgs := list(turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: 256, After: turnframe.NewIDGenerator().OutboxID(t0)})
+	interventionSQL, interventionArgs := list(turnframe.OutboxFilter{Status: turnframe.OutboxNeedsIntervention, Account: "acme", Limit: 256})
 	tests := []struct {
 		name    string
 		query   string
@@ -167,6 +171,26 @@ func TestQueryPlans(t *testing.T) {
 				"journal_awaiting (turn>?)", "sqlite_autoindex_turns_1 (id=?)"},
 			noScans: []string{"turns", "journal"}, avoids: []string{"TEMP B-TREE FOR DISTINCT", "turns_message"},
 			sortsOnlyParts: true,
+		},
+		{
+			// Run's release lists the unknown rows every PollInterval:
+			// it reads their index, already in seq order, not the
+			// finished rows.
+			name:  "UnknownListingReadsTheUnknownIndex",
+			query: unknownSQL, args: unknownArgs,
+			uses: []string{"outbox_unknown"}, noScans: []string{"outbox"}, avoids: []string{"TEMP B-TREE"},
+		},
+		{
+			// Recover pages through them after the last row it saw.
+			name:  "UnknownListingPagesOnTheUnknownIndex",
+			query: unknownNextSQL, args: unknownNextArgs,
+			uses: []string{"outbox_unknown (seq>?)"}, noScans: []string{"outbox"}, avoids: []string{"TEMP B-TREE"},
+		},
+		{
+			// Recover lists the rows that need a person, in its scope.
+			name:  "InterventionListingReadsTheInterventionIndex",
+			query: interventionSQL, args: interventionArgs,
+			uses: []string{"outbox_intervention"}, noScans: []string{"outbox"}, avoids: []string{"TEMP B-TREE"},
 		},
 	}
 	for _, tc := range tests {
