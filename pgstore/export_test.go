@@ -15,6 +15,10 @@ const ClaimSQL = claimSQL
 // UnfinishedSQL is unfinishedSQL, for the plan test.
 const UnfinishedSQL = unfinishedSQL
 
+// ListOutboxSQL is listOutboxSQL, ListOutbox's statement for a filter, for
+// the plan test.
+var ListOutboxSQL = listOutboxSQL
+
 // Translate is translate, for the error tests.
 var Translate = translate
 

@@ -25,7 +25,7 @@ const VersionTable = "turnframe_goose_version"
 
 // SchemaVersion is the schema version this build reads and writes: the
 // number of the last migration.
-const SchemaVersion int64 = 6
+const SchemaVersion int64 = 7
 
 // migrateLockID is the advisory lock (a session lock, database-wide) that
 // goose holds while it migrates, so that processes starting at once apply

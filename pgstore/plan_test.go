@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
 )
 
@@ -19,6 +22,7 @@ type planNode struct {
 	Subplan  string     `json:"Subplan Name"`
 	Loops    float64    `json:"Actual Loops"`
 	Rows     float64    `json:"Actual Rows"`
+	Removed  float64    `json:"Rows Removed by Filter"`
 	Plans    []planNode `json:"Plans"`
 }
 
@@ -201,5 +205,118 @@ func TestUnfinishedPlan(t *testing.T) {
 			})
 			is.Equal(len(parts), 4) // every part walks its partial index
 		})
+	}
+}
+
+var listingIDs = turnframe.NewIDGenerator()
+
+// explainListing runs ListOutbox's statement for filter under EXPLAIN
+// ANALYZE, and returns every node of its plan. generic plans it as a
+// prepared statement's generic plan, the one PostgreSQL may keep for pgx's
+// cached statement after a few runs: it cannot see the bound values.
+func explainListing(t *testing.T, s *pgstore.Store, filter turnframe.OutboxFilter, generic bool) []planNode {
+	t.Helper()
+	ctx := context.Background()
+	query, args := pgstore.ListOutboxSQL(filter, 1)
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	defer conn.Release()
+	var out []byte
+	if generic {
+		// EXECUTE takes its arguments as literals: ints and plain words.
+		lits := make([]string, len(args))
+		for i, a := range args {
+			if str, ok := a.(string); ok {
+				lits[i] = "'" + str + "'"
+			} else {
+				lits[i] = fmt.Sprint(a)
+			}
+		}
+		// The pool's other statements stay: pgx caches them on the
+		// connection, under names of its own.
+		for _, q := range []string{"SET plan_cache_mode = force_generic_plan", "PREPARE test_listing AS " + query} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		defer func() {
+			for _, q := range []string{"DEALLOCATE test_listing", "RESET plan_cache_mode"} {
+				if _, err := conn.Exec(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+		}()
+		err = conn.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE test_listing("+strings.Join(lits, ", ")+")").Scan(&out)
+	} else {
+		err = conn.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args...).Scan(&out)
+	}
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("read the plan (%v): %s", err, out)
+	}
+	var nodes []planNode
+	plans[0].Plan.walk(func(n planNode) { nodes = append(nodes, n) })
+	return nodes
+}
+
+// Dispatcher.Run's release (every PollInterval) and every Recover list the
+// OutcomeUnknown rows, and Recover the NeedsIntervention ones of its
+// scope. DESIGN promises that a claim's cost does not grow with finished
+// rows, and this listing runs beside every claim: it reads its status's
+// partial index (outbox_unknown, outbox_intervention), never a finished
+// row, in the generic plan too (the status is a literal). The unknown rows'
+// listing, the one Run makes, does so before the table was ever analysed;
+// without statistics, an account's listing may also read outbox_key's
+// entries of the account (a BitmapAnd), so that one is checked once
+// analysed, as autovacuum leaves a table that has grown.
+func TestPGListingUncertainRowsDoesNotReadTheFinishedRows(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := mustOpen(t, pgstore.WithClock(pgstore.CallerClock))
+	finishedRows(t, s, t0, 2000, 10, func(int) time.Time { return t0.Add(3 * time.Second) })
+	after := listingIDs.OutboxID(t0) // any id: the statement reads only that one is set
+	tests := []struct {
+		name   string
+		filter turnframe.OutboxFilter
+		index  string
+	}{
+		{"Unknown", turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: 256}, "outbox_unknown"},
+		{"UnknownAfterARow", turnframe.OutboxFilter{Status: turnframe.OutboxOutcomeUnknown, Limit: 256, After: after}, "outbox_unknown"},
+		{"InterventionOfAnAccount", turnframe.OutboxFilter{Status: turnframe.OutboxNeedsIntervention, Account: "acme", Limit: turnframe.MaxLimit}, "outbox_intervention"},
+	}
+	check := func(t *testing.T, filter turnframe.OutboxFilter, index string, generic bool) {
+		is := is.New(t)
+		var indexed int
+		for _, n := range explainListing(t, s, filter, generic) {
+			t.Logf("%s %s %s removed=%v", n.Type, n.Relation, n.Index, n.Removed)
+			if n.Index != "" { // an Index Scan, or a Bitmap Index Scan under a Bitmap Heap Scan
+				is.Equal(n.Index, index) // outbox is read through its status's index only
+				indexed++
+			}
+			if n.Relation == "outbox" {
+				is.True(n.Type != "Seq Scan") // never the whole table
+				is.Equal(n.Removed, 0.0)      // no finished row is read to be filtered out
+			}
+		}
+		is.True(indexed > 0) // the index is read
+	}
+	for _, tc := range tests[:2] {
+		for _, generic := range []bool{false, true} {
+			t.Run(fmt.Sprintf("Unanalysed/%s/generic=%v", tc.name, generic), func(t *testing.T) { check(t, tc.filter, tc.index, generic) })
+		}
+	}
+	if _, err := s.Pool().Exec(context.Background(), "ANALYZE outbox"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		for _, generic := range []bool{false, true} {
+			t.Run(fmt.Sprintf("Analysed/%s/generic=%v", tc.name, generic), func(t *testing.T) { check(t, tc.filter, tc.index, generic) })
+		}
 	}
 }
