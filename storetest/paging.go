@@ -108,6 +108,23 @@ func testOutboxPages(t *testing.T, e *env) {
 		is := is.New(t)
 		is.Equal(len(e.outboxIDs(turnframe.OutboxFilter{After: all[len(all)-1], Limit: 10})), 0) // nothing after it
 	})
+	// The listings Run and Recover make, which a store may serve from an
+	// index of the status alone: the same rules as any other status.
+	t.Run("TheUncertainStatusesListExactlyTheirRows", func(t *testing.T) {
+		is := is.New(t)
+		unknown, intervention := turnframe.OutboxOutcomeUnknown, turnframe.OutboxNeedsIntervention
+		list := func(f turnframe.OutboxFilter) []turnframe.OutboxID {
+			f.Limit = turnframe.MaxLimit
+			return e.outboxIDs(f)
+		}
+		is.Equal(list(turnframe.OutboxFilter{Status: unknown}), all[8:9])                                     // all[8] is OutcomeUnknown
+		is.Equal(list(turnframe.OutboxFilter{Status: intervention}), all[4:5])                                // all[4] is NeedsIntervention
+		is.Equal(list(turnframe.OutboxFilter{Status: unknown, Account: acme}), all[8:9])                      // its account's
+		is.Equal(list(turnframe.OutboxFilter{Status: intervention, Account: globex}), []turnframe.OutboxID{}) // not another's
+		is.Equal(list(turnframe.OutboxFilter{Status: unknown, After: all[4]}), all[8:9])                      // after a row of another status
+		is.Equal(list(turnframe.OutboxFilter{Status: intervention, After: all[4]}), []turnframe.OutboxID{})   // nothing after the last one
+		is.Equal(list(turnframe.OutboxFilter{Status: unknown, Account: acme, After: all[2]}), all[8:9])       // all three
+	})
 }
 
 func testOutboxPagesMissing(t *testing.T, e *env) {
