@@ -196,14 +196,7 @@ func (s *Store) Prune(ctx context.Context, finishedBefore time.Time) (int, error
 		return 0, err
 	}
 	finishedBefore = stamp(finishedBefore)
-	n := 0
-	for {
-		k, err := s.pruneBatch(ctx, finishedBefore)
-		n += k
-		if err != nil || k < storekit.PruneBatch {
-			return n, err
-		}
-	}
+	return storekit.PruneInBatches(func() (int, error) { return s.pruneBatch(ctx, finishedBefore) })
 }
 
 // pruneBatch deletes, in one transaction, the next batch of Prune's rows

@@ -211,3 +211,18 @@ func Prunable(r turnframe.OutboxRecord, finishedBefore time.Time) bool {
 // only what Prunable needs and what names the row and its history: never
 // its payload. memstore, whose rows are in memory, prunes under one lock.
 const PruneBatch = 256
+
+// PruneInBatches is the loop of a database store's Prune: it calls batch,
+// which deletes the next batch of at most PruneBatch rows in a transaction
+// of its own and returns how many, until one deletes fewer or fails, and
+// returns how many rows the batches deleted in all, with the error.
+func PruneInBatches(batch func() (int, error)) (int, error) {
+	n := 0
+	for {
+		k, err := batch()
+		n += k
+		if err != nil || k < PruneBatch {
+			return n, err
+		}
+	}
+}
