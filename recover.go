@@ -53,9 +53,10 @@ type PolicyResult struct {
 	Err error
 }
 
-// RecoverReport is what one Recover did. Its Uncertain values carry no
-// Payload (a Verifier is given it during its call): a report of many
-// unknown outcomes holds none of their payloads.
+// RecoverReport is what one Recover did. Its Uncertain values and entries
+// carry no Payload (a Verifier is given it during its call; the store's
+// ByKey reads an entry's): a report of many unknown outcomes or approvals holds none of
+// their payloads.
 type RecoverReport struct {
 	// Expired are the outbox rows whose claim's lease had ended, moved to
 	// OutcomeUnknown (and then handed to the policy, as every unknown).
@@ -245,7 +246,10 @@ func (r *Recovery) recoverTurn(ctx context.Context, h RecoveryHandler, m TurnPha
 	if err == nil {
 		report.Turns.Actions[action.Kind]++
 		if action.Phase != PhaseAbandoned { // its commands never run: a new turn's plan adopts them
-			report.AwaitingApproval = append(report.AwaitingApproval, action.Awaiting...)
+			for _, e := range action.Awaiting {
+				e.Payload = nil // as the report keeps it: the entry's own read has it
+				report.AwaitingApproval = append(report.AwaitingApproval, e)
+			}
 		}
 		err = dispatchAction(ctx, h, m, action)
 	}

@@ -117,3 +117,32 @@ func TestRecoverSaysWhenMoreNeedIntervention(t *testing.T) {
 	is.Equal(report.NeedsIntervention[0].Subject.Account, turnframe.AccountID("small"))
 	is.True(!report.MoreNeedIntervention)
 }
+
+// The same for the entries awaiting approval: AwaitingApproval kept each
+// listed entry whole, its command's Payload included, so a backlog of
+// proposals waiting for a person was held in memory by every Recover.
+func TestARecoverReportHoldsNoPayloadOfAnEntryAwaitingApproval(t *testing.T) {
+	eachStore(t, func(t *testing.T, s turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		ids := turnframe.NewIDGenerator()
+		for i := range 3 {
+			turn := ids.TurnID(t0)
+			_, err := s.Apply(ctx, turnframe.Write{Account: "acme", Turn: turn, Now: t0,
+				Begin: &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(t0), Text: "pay"},
+				Admit: []turnframe.Command{{Key: turnframe.IdempotencyKey(fmt.Sprintf("pay%d", i)), Case: "c", Name: "pay",
+					Payload: make([]byte, 4096), NeedsApproval: true}},
+				Phase: turnframe.PhasePlanned})
+			is.NoErr(err)
+		}
+		r := turnframe.NewRecovery(s, turnframe.WithLogger(slog.New(slog.DiscardHandler)),
+			turnframe.WithClock(func() time.Time { return t0.Add(time.Hour) }))
+		report, err := r.Recover(ctx, turnframe.RecoveryScope{}, boundsNoop{})
+		is.NoErr(err)
+		is.Equal(len(report.AwaitingApproval), 3)
+		for _, e := range report.AwaitingApproval {
+			is.Equal(len(e.Payload), 0) // the report names the entry; it holds no payload
+		}
+	})
+}
