@@ -52,6 +52,7 @@ type sweep struct {
 	open     map[int]bool // rows not settled and not given up: the keeper extends their leases
 	settling map[int]bool // rows whose settlement is being written: the keeper leaves them alone
 	lost     map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
+	started  map[int]bool // rows whose send started (startSend): only these may be sent on a claim lost meanwhile
 	done     map[int]bool // rows whose send is over (or never started): only their settlement is left
 	until    []time.Time  // each row's lease end, as the store last granted it
 }
@@ -75,6 +76,7 @@ func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now, sta
 		open:     make(map[int]bool, len(claims)),
 		settling: make(map[int]bool),
 		lost:     make(map[int]bool),
+		started:  make(map[int]bool),
 		done:     make(map[int]bool),
 		until:    make([]time.Time, len(claims)),
 	}
@@ -167,6 +169,10 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 		// expire the row and hand it on while this send still runs.
 		d.limits.release(c.Destination)
 		return notSent("its lease could not be renewed to cover its send")
+	}
+	if !sw.startSend(idx) {
+		d.limits.release(c.Destination)
+		return notSent("its claim was found lost before its send started")
 	}
 	out, sent := d.send(sw.ctx, sw.stop, c)
 	d.limits.release(c.Destination)
@@ -393,6 +399,20 @@ func (sw *sweep) markSettling(idx []int, settling bool) {
 	}
 }
 
+// startSend marks row idx's send as started, unless an extension found its
+// claim lost: checked and marked at once, so the keeper's warning that a
+// row may be sent twice (extend) is given exactly for the rows whose send
+// may be running.
+func (sw *sweep) startSend(idx int) bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.lost[idx] {
+		return false
+	}
+	sw.started[idx] = true
+	return true
+}
+
 // claimLost reports whether an extension found row idx's claim lost.
 func (sw *sweep) claimLost(idx int) bool {
 	sw.mu.Lock()
@@ -478,11 +498,11 @@ func (sw *sweep) keepLeases(settled <-chan struct{}) {
 }
 
 // extend extends the leases of the open rows once. A claim the store says
-// is lost is no longer extended. If the row's send may still run, someone
+// is lost is no longer extended. If the row's send is running, someone
 // else released it (its lease ended while the store was unreachable), and
-// the row may be sent twice. If the send is over, its settlement will tell
-// what happened: a batch whose try was cut may have landed after all
-// (landed), which also ends the claim.
+// the row may be sent twice. If it has not started, it never will; if it
+// is over, its settlement will tell what happened: a batch whose try was
+// cut may have landed after all (landed), which also ends the claim.
 func (sw *sweep) extend() {
 	d := sw.d
 	sw.writing.Lock()
@@ -523,10 +543,10 @@ func (sw *sweep) extend() {
 		sw.mu.Lock()
 		sw.lost[idx[i]] = true // not extended: its send, if not started, never starts
 		delete(sw.open, idx[i])
-		done := sw.done[idx[i]]
+		running := sw.started[idx[i]] && !sw.done[idx[i]]
 		sw.mu.Unlock()
-		if done {
-			d.obs.logf(sw.ctx, slog.LevelDebug, "turnframe: outbox row's claim ended before its settlement was written; the settlement will tell",
+		if !running {
+			d.obs.logf(sw.ctx, slog.LevelDebug, "turnframe: outbox row's claim ended while its send was not running; its settlement will tell",
 				append(rowAttrs(sw.claims[idx[i]]), slog.String("error", rerr.Error()))...)
 			continue
 		}

@@ -55,8 +55,8 @@ type PolicyResult struct {
 
 // RecoverReport is what one Recover did. Its Uncertain values and entries
 // carry no Payload (a Verifier is given it during its call; the store's
-// ByKey reads an entry's): a report of many unknown outcomes or approvals holds none of
-// their payloads.
+// ByKey reads an entry's): a report of many unknown outcomes or approvals
+// holds none of their payloads.
 type RecoverReport struct {
 	// Expired are the outbox rows whose claim's lease had ended, moved to
 	// OutcomeUnknown (and then handed to the policy, as every unknown).
