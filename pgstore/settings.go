@@ -6,8 +6,9 @@ import "strings"
 // RuntimeParams of a pgconn.Config, as pgx parsed them from a URL and the
 // environment — set the server setting name (such as "lock_timeout"): as a
 // parameter of its own, or inside options ("-c name=value",
-// "-cname=value", "--name=value"; PGOPTIONS comes in there too). Names
-// compare as PostgreSQL compares them: in any case, with '-' read as '_'.
+// "-cname=value", "--name=value", flags joined as "-ec name=value";
+// PGOPTIONS comes in there too). Names compare as PostgreSQL compares
+// them: in any case, with '-' read as '_'.
 // A setting whose name merely contains name (deadlock_timeout for
 // lock_timeout) does not count.
 func SetsSetting(params map[string]string, name string) bool {
@@ -33,10 +34,45 @@ func settingName(name string) string {
 	return strings.ToLower(strings.ReplaceAll(name, "-", "_"))
 }
 
-// optionSettings returns the names of the settings an options string sets:
-// its words split on white space not escaped by a backslash, as the server
-// splits them, each "-c name=value" or "--name=value".
+// optionSettings returns the names of the settings an options string sets,
+// read as the server reads it: words split on white space not escaped by a
+// backslash, then each word getopt's way, flags joined in one word
+// ("-ec name=value") as well as apart; a setting is the argument of -c
+// ("-c name=value", "-cname=value") or of - ("--name=value").
 func optionSettings(options string) []string {
+	words := optionWords(options)
+	var names []string
+	for i := 0; i < len(words); i++ {
+		word := words[i]
+		if len(word) < 2 || word[0] != '-' {
+			continue
+		}
+		for j := 1; j < len(word); j++ {
+			flag := word[j]
+			if !strings.ContainsRune(backendArgFlags, rune(flag)) {
+				continue // a flag without an argument, such as -e
+			}
+			arg := word[j+1:]
+			if arg == "" && i+1 < len(words) {
+				i++
+				arg = words[i]
+			}
+			if flag == 'c' || flag == '-' {
+				name, _, _ := strings.Cut(arg, "=")
+				names = append(names, name)
+			}
+			break // the argument ends the word
+		}
+	}
+	return names
+}
+
+// backendArgFlags are the server's command-line flags that take an
+// argument, as its getopt string gives them.
+const backendArgFlags = "BcCDdfhkNprStvW-"
+
+// optionWords splits options on white space not escaped by a backslash.
+func optionWords(options string) []string {
 	var words []string
 	var w strings.Builder
 	escaped := false
@@ -58,22 +94,5 @@ func optionSettings(options string) []string {
 	if w.Len() > 0 {
 		words = append(words, w.String())
 	}
-	var names []string
-	for i := 0; i < len(words); i++ {
-		var set string
-		switch word := words[i]; {
-		case word == "-c" && i+1 < len(words):
-			i++
-			set = words[i]
-		case strings.HasPrefix(word, "--"):
-			set = word[2:]
-		case strings.HasPrefix(word, "-c"):
-			set = word[2:]
-		default:
-			continue
-		}
-		name, _, _ := strings.Cut(set, "=")
-		names = append(names, name)
-	}
-	return names
+	return words
 }
