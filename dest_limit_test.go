@@ -119,14 +119,7 @@ func TestARowWaitingForItsDestinationIsNotSentOnceTheContextEnds(t *testing.T) {
 	cfg.DestinationLimits = map[string]int{"slow": 1}
 	d := turnframe.NewDispatcher(store, sender, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan turnframe.DispatchReport, 1)
-	go func() {
-		report, err := d.RunOnce(ctx, dispNow)
-		if err != nil {
-			t.Errorf("run once: %v", err)
-		}
-		done <- report
-	}()
+	done := runOnceAsync(t, d, ctx, dispNow)
 	await(t, sender.started, "the first send")
 	cancel()              // the second row waits for "slow"
 	close(sender.proceed) // the first send answers, late: its context ended

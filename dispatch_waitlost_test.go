@@ -95,19 +95,9 @@ func TestARowWhoseClaimEndedWhileItWaitedIsNotSent(t *testing.T) {
 					}
 				}})
 				d := turnframe.NewDispatcher(flaky, sender, cfg, turnframe.WithClock(clock.read), turnframe.WithLogger(logger))
-				done := make(chan turnframe.DispatchReport, 1)
-				go func() {
-					report, err := d.RunOnce(ctx, dispNow)
-					if err != nil {
-						t.Errorf("run once: %v", err)
-					}
-					done <- report
-				}()
+				done := runOnceAsync(t, d, ctx, dispNow)
 				holder := await(t, sender.first, "the first send holds the place")
-				waiter := rows[0].ID
-				if holder == waiter {
-					waiter = rows[1].ID
-				}
+				waiter := otherRow(rows, holder)
 
 				clock.set(dispNow.Add(2 * time.Hour)) // two hours on: every lease the claim granted has ended
 				rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.read), turnframe.WithDestination("bakery", turnframe.Remote{}))

@@ -249,3 +249,26 @@ func (h hookHandler) Handle(ctx context.Context, r slog.Record) error {
 	h.hook(r.Message)
 	return h.Handler.Handle(ctx, r)
 }
+
+// runOnceAsync runs d.RunOnce(ctx, now) on a goroutine and returns where
+// its report comes; an error fails the test.
+func runOnceAsync(t *testing.T, d *turnframe.Dispatcher, ctx context.Context, now time.Time) <-chan turnframe.DispatchReport {
+	t.Helper()
+	done := make(chan turnframe.DispatchReport, 1)
+	go func() {
+		report, err := d.RunOnce(ctx, now)
+		if err != nil {
+			t.Errorf("run once: %v", err)
+		}
+		done <- report
+	}()
+	return done
+}
+
+// otherRow returns the id of whichever of rows[0] and rows[1] is not id.
+func otherRow(rows []turnframe.OutboxEntry, id turnframe.OutboxID) turnframe.OutboxID {
+	if rows[0].ID == id {
+		return rows[1].ID
+	}
+	return rows[0].ID
+}

@@ -124,19 +124,9 @@ func leaseCoverRun(t *testing.T, store turnframe.Store, refused bool) {
 	cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 2, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond,
 		DestinationLimits: map[string]int{"bakery": 1}}
 	d := turnframe.NewDispatcher(keeperRefused{store, refused}, sender, cfg, turnframe.WithClock(clock.read))
-	done := make(chan turnframe.DispatchReport, 1)
-	go func() {
-		report, err := d.RunOnce(ctx, dispNow)
-		if err != nil {
-			t.Errorf("run once: %v", err)
-		}
-		done <- report
-	}()
+	done := runOnceAsync(t, d, ctx, dispNow)
 	holder := await(t, first, "the first send holds the place")
-	waiter := rows[0].ID
-	if holder == waiter {
-		waiter = rows[1].ID
-	}
+	waiter := otherRow(rows, holder)
 	clock.set(dispNow.Add(time.Hour)) // the claim's lease (an hour and 10 ms) has 10 ms left
 	close(proceed1)                   // the place frees
 	select {

@@ -31,14 +31,7 @@ func TestRunOnceKeepsTheLeasesOfRowsInFlight(t *testing.T) {
 		cfg := turnframe.DefaultDispatchConfig("a")
 		cfg.SendTimeout, cfg.LeaseMargin = time.Hour, 2*time.Millisecond
 		d := turnframe.NewDispatcher(store, sender, cfg)
-		done := make(chan turnframe.DispatchReport, 1)
-		go func() {
-			report, err := d.RunOnce(ctx, dispNow)
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-			done <- report
-		}()
+		done := runOnceAsync(t, d, ctx, dispNow)
 
 		// Wait until both leases were extended past where the claim put
 		// them, and the second (not sent yet, Concurrency 1) too.

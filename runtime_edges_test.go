@@ -315,14 +315,7 @@ func TestTheLeaseKeeperLeavesASettledRowAlone(t *testing.T) {
 		cfg.Concurrency, cfg.SendTimeout, cfg.LeaseMargin = 2, time.Hour, 2*time.Millisecond
 		var log dispLog
 		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithLogger(dispLogger(&log)))
-		done := make(chan turnframe.DispatchReport, 1)
-		go func() {
-			report, err := d.RunOnce(context.Background(), dispNow)
-			if err != nil {
-				t.Errorf("run once: %v", err)
-			}
-			done <- report
-		}()
+		done := runOnceAsync(t, d, context.Background(), dispNow)
 		ids := await(t, store.extended, "an extension after the first settlement")
 		once.Do(func() { close(proceed) })
 		report := await(t, done, "RunOnce returns")
@@ -360,14 +353,7 @@ func TestABusyStoreIsGivenUpOnceTheContextEndedAndTheKeeperStopped(t *testing.T)
 		// lease ahead of the clock, and the row would never be given up.
 		cfg.SendTimeout, cfg.LeaseMargin = time.Hour, 2*time.Millisecond
 		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithLogger(slog.New(slog.DiscardHandler)), turnframe.WithClock(clock.read))
-		done := make(chan turnframe.DispatchReport, 1)
-		go func() {
-			report, err := d.RunOnce(ctx, dispNow)
-			if err != nil {
-				t.Errorf("run once: %v", err)
-			}
-			done <- report
-		}()
+		done := runOnceAsync(t, d, ctx, dispNow)
 		report := await(t, done, "RunOnce gives the busy store up")
 		is.Equal(report.Unsettled, []turnframe.OutboxID{rows[0].ID}) // given up once the leases ended
 	})
@@ -530,14 +516,7 @@ func TestADestinationLimitAdmitsNoSendBeyondIt(t *testing.T) {
 	cfg.Concurrency, cfg.BatchSize = 3, 3
 	cfg.DestinationLimits = map[string]int{"slow": 2}
 	d := turnframe.NewDispatcher(store, sender, cfg)
-	done := make(chan turnframe.DispatchReport, 1)
-	go func() {
-		report, err := d.RunOnce(context.Background(), dispNow)
-		if err != nil {
-			t.Errorf("run once: %v", err)
-		}
-		done <- report
-	}()
+	done := runOnceAsync(t, d, context.Background(), dispNow)
 	await(t, sender.started, "a first send")
 	await(t, sender.started, "a second send")
 	waiting := func() bool { // a goroutine of the sweep blocked waiting for a place

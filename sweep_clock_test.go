@@ -66,10 +66,7 @@ func TestASlowClaimNeverLetsASendOutliveItsLease(t *testing.T) {
 			}
 		}()
 		holder := await(t, first, "the first send holds the place")
-		waiter := rows[0].ID
-		if holder == waiter {
-			waiter = rows[1].ID
-		}
+		waiter := otherRow(rows, holder)
 		is.Equal(dispGet(t, store, waiter).LeaseUntil, dispNow.Add(time.Minute)) // leased from the claim's now
 		clock.set(dispNow.Add(33 * time.Second))                                 // 27 s of lease left: less than the 30 s send
 		close(proceed1)

@@ -61,19 +61,9 @@ func TestARowWhoseClaimWasFoundLostWhileItWaitedIsNotSent(t *testing.T) {
 		cfg := turnframe.DispatchConfig{WorkerID: "w1", Concurrency: 1, SendTimeout: time.Hour, LeaseMargin: 10 * time.Millisecond}
 		store := &lostExtensions{Store: inner, lost: make(chan struct{})}
 		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithClock(clock.read))
-		done := make(chan turnframe.DispatchReport, 1)
-		go func() {
-			report, err := d.RunOnce(ctx, dispNow)
-			if err != nil {
-				t.Errorf("run once: %v", err)
-			}
-			done <- report
-		}()
+		done := runOnceAsync(t, d, ctx, dispNow)
 		holder := await(t, sender.first, "the first send runs")
-		waiter := rows[0].ID
-		if holder == waiter {
-			waiter = rows[1].ID
-		}
+		waiter := otherRow(rows, holder)
 		is.NoErr(inner.ReleaseClaim(ctx, waiter, 0, dispNow)) // an operator takes the waiting row's claim
 		await(t, (<-chan struct{})(store.lost), "the keeper finds the waiting row's claim lost")
 		close(sender.proceed)
@@ -567,19 +557,9 @@ func TestASettlementAfterARenewalIsTriedUntilTheRenewedLeaseEnds(t *testing.T) {
 			DestinationLimits: map[string]int{"bakery": 1}}
 		store := &renewOnly{Store: inner, from: dispNow.Add(time.Hour)}
 		d := turnframe.NewDispatcher(store, sender, cfg, turnframe.WithClock(clock.read))
-		done := make(chan turnframe.DispatchReport, 1)
-		go func() {
-			report, err := d.RunOnce(ctx, dispNow)
-			if err != nil {
-				t.Errorf("run once: %v", err)
-			}
-			done <- report
-		}()
+		done := runOnceAsync(t, d, ctx, dispNow)
 		holder := await(t, sender.first, "the first send holds the place")
-		waiter := rows[0].ID
-		if holder == waiter {
-			waiter = rows[1].ID
-		}
+		waiter := otherRow(rows, holder)
 		store.mu.Lock()
 		store.row = waiter
 		store.mu.Unlock()
