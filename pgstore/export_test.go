@@ -52,3 +52,6 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
 	_, err = p.UpTo(ctx, version)
 	return err
 }
+
+// MigrateLockID is migrateLockID, for the tests that hold the lock.
+const MigrateLockID = migrateLockID

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 	"github.com/turnframe/turnframe"
 )
 
@@ -28,14 +27,18 @@ const VersionTable = "turnframe_goose_version"
 const SchemaVersion int64 = 7
 
 // migrateLockID is the advisory lock (a session lock, database-wide) that
-// goose holds while it migrates, so that processes starting at once apply
-// each migration once.
+// Migrate holds while goose migrates (advisoryLocker), so that processes
+// starting at once apply each migration once.
 const migrateLockID int64 = 0x7475726e6672616d // "turnfram"
 
 // Migrate applies every migration the database (the first schema of the
 // pool's search_path) does not have yet, each in its own transaction with
 // its version row, under an advisory lock, so several processes may call it
-// at once. A crash leaves the schema at the last migration that committed.
+// at once: one migrates, the others wait for it in the server (each wait
+// bounded by the connection's lock_timeout, begun again while ctx lasts).
+// A database already at SchemaVersion is only read: its version, and no
+// lock, so processes that start together do not queue for one another.
+// A crash leaves the schema at the last migration that committed.
 // It never goes down: a database at a version above SchemaVersion (a newer
 // turnframe wrote it) is refused with an error, wrapping
 // turnframe.ErrInvalid when goose itself does not refuse it first. Open and
@@ -44,11 +47,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := checkSchemaExists(ctx, pool); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	files, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	if v, err := DatabaseVersion(ctx, pool); err == nil && v == SchemaVersion {
+		return nil // current: no lock to take, nothing to apply
 	}
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrateLockID))
+	files, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -57,7 +59,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
 		goose.WithDisableGlobalRegistry(true),
 		goose.WithTableName(VersionTable),
-		goose.WithSessionLocker(locker),
+		goose.WithSessionLocker(advisoryLocker{id: migrateLockID}),
 	)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
