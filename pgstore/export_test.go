@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,3 +56,9 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
 
 // MigrateLockID is migrateLockID, for the tests that hold the lock.
 const MigrateLockID = migrateLockID
+
+// TakeMigrationLock takes the migration lock on conn's session as Migrate
+// does (advisoryLocker), for the test of its waits.
+func TakeMigrationLock(ctx context.Context, conn *sql.Conn) error {
+	return advisoryLocker{id: migrateLockID}.SessionLock(ctx, conn)
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe/pgstore"
 	"github.com/turnframe/turnframe/pgstore/pgtest"
@@ -35,12 +37,12 @@ func TestOpenAndTheMigrationLock(t *testing.T) {
 		is.NoErr(err) // opened without the lock
 		is.NoErr(s.Close())
 	})
-	t.Run("AnOpenerWaitsForAMigrationThatOutlastsItsLockTimeout", func(t *testing.T) {
+	t.Run("AnOpenerWaitsForTheLockAndMigratesOnceItIsLetGo", func(t *testing.T) {
 		is := is.New(t)
 		db := pgtest.Schema(t) // empty: the opener must migrate
 		holder := holdMigrationLock(t, db)
 		app := "opener_" + strings.ToLower(rand.Text())
-		opener := pgtest.WithParams(t, db, url.Values{"lock_timeout": {"20"}, "application_name": {app}})
+		opener := pgtest.WithParams(t, db, url.Values{"application_name": {app}})
 		done := make(chan error, 1)
 		go func() {
 			s, err := pgstore.Open(context.Background(), opener)
@@ -49,11 +51,32 @@ func TestOpenAndTheMigrationLock(t *testing.T) {
 			}
 			done <- err
 		}()
-		waitForSecondLockWait(t, db, app, done) // its first wait ended at lock_timeout, and it waits again
+		waitForLockWait(t, db, app, done)
 		releaseMigrationLock(t, holder)
 		is.NoErr(<-done) // migrated once the lock was let go
 		s := mustOpenURL(t, db, pgstore.WithExisting())
 		is.NoErr(s.Close()) // at this build's version
+	})
+	t.Run("AWaitForTheLockOutlastsTheSessionsLockTimeout", func(t *testing.T) {
+		is := is.New(t)
+		db := pgtest.Schema(t)
+		holder := holdMigrationLock(t, db)
+		app := "opener_" + strings.ToLower(rand.Text())
+		// Only the lock is taken here, not the migration that follows it,
+		// whose own statements a lock_timeout this short could cut.
+		pool, err := pgxpool.New(context.Background(), pgtest.WithParams(t, db, url.Values{"lock_timeout": {"20"}, "application_name": {app}}))
+		is.NoErr(err)
+		defer pool.Close()
+		sdb := stdlib.OpenDBFromPool(pool)
+		defer sdb.Close()
+		conn, err := sdb.Conn(context.Background())
+		is.NoErr(err)
+		defer conn.Close()
+		done := make(chan error, 1)
+		go func() { done <- pgstore.TakeMigrationLock(context.Background(), conn) }()
+		waitForSecondLockWait(t, db, app, done) // its first wait ended at lock_timeout, and it waits again
+		releaseMigrationLock(t, holder)
+		is.NoErr(<-done) // taken once the holder let go, not refused at the first lock_timeout
 	})
 	t.Run("AnOpenerWaitingForTheLockEndsWithItsContext", func(t *testing.T) {
 		is := is.New(t)
