@@ -30,6 +30,7 @@ type Dispatcher struct {
 	obs    observer
 	clock  settings // for WithClock: the time late evidence is stamped with, and Run's now
 	limits destLimits
+	live   *liveSweeps // the sweeps running now, whose leases Run's release brings up to the clock first
 }
 
 // NewDispatcher returns a dispatcher over store, sending through sender with
@@ -53,7 +54,8 @@ func NewDispatcher(store OutboxStore, sender Sender, cfg DispatchConfig, opts ..
 		panic("turnframe: NewDispatcher: " + err.Error())
 	}
 	s := newSettings(opts)
-	return &Dispatcher{store: store, sender: sender, cfg: cfg, obs: s.observe(), clock: s, limits: newDestLimits(cfg.DestinationLimits)}
+	return &Dispatcher{store: store, sender: sender, cfg: cfg, obs: s.observe(), clock: s, limits: newDestLimits(cfg.DestinationLimits),
+		live: &liveSweeps{}}
 }
 
 // Config returns the configuration in force, defaults filled in. Its

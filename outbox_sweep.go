@@ -101,6 +101,8 @@ func (sw *sweep) clock() time.Time {
 // run sends every claimed row, settles each, and returns once the senders,
 // the settler and the keeper have all ended.
 func (sw *sweep) run() {
+	sw.d.live.add(sw)
+	defer sw.d.live.remove(sw)
 	queue := make(chan queuedSettlement, len(sw.claims))
 	settled := make(chan struct{})
 	go func() {
@@ -471,6 +473,21 @@ func (sw *sweep) covered(idx int) bool {
 	}
 	sw.until[idx] = now.Add(d.cfg.Lease())
 	return true
+}
+
+// endsSoon reports whether an open row's lease, not being settled, ends
+// within half a lease margin of the sweep's clock: sooner than the keeper
+// ever lets one come, unless the clock stepped (liveSweeps.catchUp).
+func (sw *sweep) endsSoon() bool {
+	soon := sw.clock().Add(sw.d.cfg.LeaseMargin / 2)
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	for i := range sw.open {
+		if !sw.settling[i] && !sw.until[i].After(soon) {
+			return true
+		}
+	}
+	return false
 }
 
 // keepLeases extends the leases of the open rows every LeaseMargin/2 until

@@ -172,6 +172,7 @@ func (l *runLoop) startRelease() {
 // claims whose lease ended and hand the unknown rows to the policy of
 // their destination's Remote.
 func (d *Dispatcher) release(ctx context.Context) error {
+	d.live.catchUp() // its own live sends' rows are not ended claims, however the clock stepped
 	s, ok := d.store.(Store)
 	if !ok {
 		expired, err := d.store.ExpireClaims(ctx, d.clock.now())

@@ -1,0 +1,47 @@
+package turnframe
+
+import "sync"
+
+// liveSweeps is the set of a Dispatcher's sweeps that are running, RunOnce's
+// and Run's alike, so that Run's release can bring their leases up to the
+// clock before it expires ended claims (catchUp).
+type liveSweeps struct {
+	mu  sync.Mutex
+	set map[*sweep]struct{}
+}
+
+func (l *liveSweeps) add(sw *sweep) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.set == nil {
+		l.set = make(map[*sweep]struct{})
+	}
+	l.set[sw] = struct{}{}
+}
+
+func (l *liveSweeps) remove(sw *sweep) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.set, sw)
+}
+
+// catchUp extends, before a release, the leases of every live sweep whose
+// rows' leases end within half a lease margin. The keeper keeps them
+// further ahead than that; only a wall clock stepped forward (a resumed
+// machine, an NTP step) brings them so near, and the keeper follows the
+// step only at its next tick, up to half a margin later, after a release
+// of this process's own that would have taken the rows of its live sends.
+// A release in another process is not held up: see DESIGN.md, "One clock".
+func (l *liveSweeps) catchUp() {
+	l.mu.Lock()
+	sweeps := make([]*sweep, 0, len(l.set))
+	for sw := range l.set {
+		sweeps = append(sweeps, sw)
+	}
+	l.mu.Unlock()
+	for _, sw := range sweeps {
+		if sw.ctx.Err() == nil && sw.endsSoon() {
+			sw.extend()
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package turnframe_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// expireSpy tells of each ExpireClaims whose now is at or after after.
+type expireSpy struct {
+	turnframe.Store
+	after   time.Time
+	expired chan []turnframe.OutboxID
+}
+
+func (s *expireSpy) ExpireClaims(ctx context.Context, now time.Time) ([]turnframe.OutboxID, error) {
+	ids, err := s.Store.ExpireClaims(ctx, now)
+	if err == nil && !now.Before(s.after) {
+		select {
+		case s.expired <- ids:
+		default:
+		}
+	}
+	return ids, err
+}
+
+// RELIABILITY §17 row 5 (TestAForwardWallStepNeverLetsAReleaseTakeALiveSweepsRow):
+// after the wall clock stepped forward past a lease, "the next release, in
+// the same process, took the row of a live send, which the policy sent
+// again"; the fix has the sweep's keeper extend on the wall reading. That
+// test waits for two extensions after the step before it releases. Run
+// does not: with the defaults it releases on every poll (1 s) and the
+// keeper extends every LeaseMargin/2 (15 s), so the first release after the
+// step, in the same process, expires the row of the live send — DESIGN.md
+// "One clock": "a sweep follows a clock the machine stepped".
+func TestAForwardWallStepNeverLetsRunsReleaseTakeItsOwnLiveSend(t *testing.T) {
+	is := is.New(t)
+	clk := &osClock{}
+	mem := memstoreFor(t)
+	rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
+	spy := &expireSpy{Store: mem, after: clk.read().Add(time.Hour), expired: make(chan []turnframe.OutboxID, 1)}
+	gate := newSendGate()
+	cfg := turnframe.DefaultDispatchConfig("w1") // sends of 30 s, leases of 60 s, a poll a second
+	cfg.Concurrency = 2
+	d := turnframe.NewDispatcher(spy, gate, cfg, turnframe.WithClock(clk.read))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(ctx) }()
+	first := <-gate.started // the send runs
+	is.Equal(first.ID, rows[0].ID)
+
+	clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours (a VM resumed)
+	var expired []turnframe.OutboxID
+	select {
+	case expired = <-spy.expired: // Run's next release, on the stepped clock
+	case <-time.After(time.Minute):
+		t.Fatal("Run never released after the step")
+	}
+	got := dispGet(t, mem, rows[0].ID)
+	t.Logf("released %v; the row is %v, its send still running", expired, got.Status)
+	if len(expired) > 0 {
+		select {
+		case again := <-gate.started: // the policy resends an undeclared destination's ended claim
+			t.Logf("and it was sent again beside the running send: %v", again.ID)
+		case <-time.After(10 * time.Second):
+		}
+	}
+	close(gate.proceed)
+	cancel()
+	is.NoErr(<-ran)
+	is.Equal(len(expired), 0)                         // the live send's claim is not expired
+	is.Equal(got.Status, turnframe.OutboxDispatching) // still held by the sweep whose send runs
+}
