@@ -172,6 +172,7 @@ func (o Outcome) RemoteRef() string { return o.remoteRef }
 
 // handlerEnd is how one handler call ended, as Execute records it.
 type handlerEnd struct {
+	ran   bool // the handler was called (even if the caller's context ended before it answered)
 	out   Outcome
 	cause string // "handler", "timeout" or "panic": who made the outcome
 	panic any    // cause "panic": the value
@@ -208,20 +209,20 @@ func (rt *Runtime) callHandler(ctx context.Context, h Handler, call Call, local 
 	switch r.end {
 	case callTimedOut:
 		if err := ctx.Err(); err != nil {
-			return handlerEnd{}, err
+			return handlerEnd{ran: true}, err
 		}
 		timed("timeout")
 		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: command did not answer within its timeout; "+consequence,
 			append(attrs, slog.Duration("timeout", rt.cfg.commandTimeout))...)
-		return handlerEnd{out: Unknown(""), cause: "timeout"}, nil
+		return handlerEnd{ran: true, out: Unknown(""), cause: "timeout"}, nil
 	case callPanicked:
 		timed("panic")
 		rt.obs.logf(ctx, slog.LevelError, "turnframe: command handler panicked; "+consequence,
 			append(attrs, slog.Any("panic", r.panic), slog.String("stack", string(r.stack)))...)
-		return handlerEnd{out: Unknown(""), cause: "panic", panic: r.panic, stack: r.stack}, nil
+		return handlerEnd{ran: true, out: Unknown(""), cause: "panic", panic: r.panic, stack: r.stack}, nil
 	}
 	timed(r.value.kind.String())
-	return handlerEnd{out: r.value, cause: "handler"}, nil
+	return handlerEnd{ran: true, out: r.value, cause: "handler"}, nil
 }
 
 // ExecuteReport is what one Runtime.Execute did.
@@ -312,6 +313,15 @@ var resultNames = [...]string{"unset", "committed", "rejected", "unknown", "skip
 func (k ResultKind) String() string { return enumName(resultNames[:], int(k), "result") }
 
 // resultOf reports e as it stands, not run by this Execute.
+// ranResult is resultOf(e) for an entry whose handler this Execute may
+// have called: Ran is set when it did (end.ran), whatever became of its
+// outcome after.
+func ranResult(e JournalEntry, end handlerEnd) CommandResult {
+	r := resultOf(e)
+	r.Ran = end.ran
+	return r
+}
+
 func resultOf(e JournalEntry) CommandResult {
 	r := CommandResult{
 		Key: e.Key, Command: e.Name, Status: e.Status, Attempt: e.Attempt,
@@ -377,11 +387,11 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		}
 		rev, end, err := x.call(ctx, running.Command, running.Attempt, running.Attempts, false)
 		if err != nil {
-			return resultOf(running), err
+			return ranResult(running, end), err
 		}
 		w, err := x.settlement(ctx, running, Settlement{Key: running.Key, Attempt: running.Attempt}, rev, end.out)
 		if err != nil {
-			return resultOf(running), err
+			return ranResult(running, end), err
 		}
 		applied, err := x.record(ctx, running, w)
 		if err == nil {
@@ -390,14 +400,14 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		}
 		if end.out.kind != OutcomeCommit || !errors.Is(err, ErrConflict) {
 			x.unrecorded(ctx, running, end, err)
-			return resultOf(running), fmt.Errorf("settle %v: %w", end.out.kind, err)
+			return ranResult(running, end), fmt.Errorf("settle %v: %w", end.out.kind, err)
 		}
 		// A conflict on a commit: re-run only if it is the case that moved,
 		// not a refused transition. If another Runtime took the entry over
 		// (its own attempt, or already settled), the command is its business.
 		again, err := x.rerunnable(ctx, running, rev, reruns, err)
 		if err != nil {
-			return resultOf(again), err
+			return ranResult(again, end), err
 		}
 		running = again
 	}

@@ -59,14 +59,14 @@ func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult
 	for reruns := 0; ; reruns++ {
 		rev, end, err := x.call(ctx, e.Command, attempt, e.Attempts+1, true)
 		if err != nil {
-			return resultOf(e), err
+			return ranResult(e, end), err
 		}
 		if end.cause != "handler" {
 			return x.localUnanswered(e, end)
 		}
 		w, err := x.settlement(ctx, e, Settlement{Key: e.Key, Attempt: attempt, Prior: e.Attempt}, rev, end.out)
 		if err != nil {
-			return resultOf(e), err
+			return ranResult(e, end), err
 		}
 		applied, err := rt.store.Apply(ctx, w)
 		if err == nil {
@@ -79,7 +79,7 @@ func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult
 			ran := e
 			ran.Attempt = attempt
 			x.unrecorded(ctx, ran, end, err)
-			return resultOf(e), fmt.Errorf("settle %v: %w", end.out.kind, err)
+			return ranResult(e, end), fmt.Errorf("settle %v: %w", end.out.kind, err)
 		}
 		res, again, err := x.localRefused(ctx, e, rev, reruns, end.out.kind, err)
 		if !again {
