@@ -13,8 +13,9 @@ type EnqueueNotifier interface {
 	// close it. Each call may return a new channel: take it before looking
 	// for due rows, so a commit between the look and the wait is not
 	// missed. Commits by another process, or another store value on the
-	// same file, do not close it (Run's poll finds them). Safe for
-	// concurrent use.
+	// same file, do not close it (Run's poll finds them). Close closes it
+	// too, so a waiter learns at once that the store closed: its next call
+	// is ErrClosed. Safe for concurrent use.
 	Enqueued() <-chan struct{}
 }
 

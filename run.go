@@ -48,7 +48,10 @@ import (
 //
 // The times Run claims and settles at are read from WithClock's clock. It
 // returns nil when ctx ends. It returns an error only when it cannot go
-// on: the store is closed (ErrClosed), once its sends in flight ended. Any other failure to claim or release — a busy file, a refused
+// on: the store is closed (ErrClosed), once its sends in flight ended —
+// found at once on memstore, sqlitestore and pgstore (their Close wakes
+// it), at the next poll on a store that cannot wake it. Any other failure
+// to claim or release — a busy file, a refused
 // listing — is logged and tried again at the next poll. Run may be called
 // concurrently with RunOnce and other Runs; they claim disjoint rows.
 func (d *Dispatcher) Run(ctx context.Context) error {

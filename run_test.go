@@ -161,6 +161,25 @@ func runConfig() turnframe.DispatchConfig {
 	return cfg
 }
 
+// Closing the store wakes a Run that would otherwise sleep for an hour
+// before it found out: Run is idle (two empty claims) when the store is
+// closed, and returns ErrClosed without waiting for its next poll.
+func TestRunReturnsAtOnceWhenItsIdleStoreIsClosed(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		w := watch(store)
+		d := turnframe.NewDispatcher(notifyingStore{w}, newSendGate(), runConfig())
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet) // a Run that does not stop fails, not hangs
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- d.Run(ctx) }()
+		is.Equal(await(t, w.claims, "the first claim"), 0)
+		is.Equal(await(t, w.claims, "the claim after the release"), 0)
+		is.NoErr(store.Close())
+		is.True(errors.Is(<-ran, turnframe.ErrClosed)) // returned at once, not at the end of safetyNet
+	})
+}
+
 // An enqueue in this process wakes a Run that would otherwise sleep for an
 // hour: Run is idle (two empty claims: at start, and after its release)
 // when the row is committed, and only the store's notification can make

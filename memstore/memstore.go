@@ -133,6 +133,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.turns, s.entries, s.byTurn, s.events, s.eventAt, s.cases, s.outbox, s.rowKeys = nil, nil, nil, nil, nil, nil, nil, nil
 	s.history, s.app = nil, nil
+	s.enqueued.Signal() // a Run waiting for an enqueue claims once more, and finds the store closed
 	return nil
 }
 

@@ -6,7 +6,8 @@ var _ turnframe.EnqueueNotifier = (*Store)(nil)
 
 // Enqueued returns a channel closed by the next Apply or ApplyTx of this
 // Store value that enqueues outbox rows (turnframe.EnqueueNotifier). A
-// refused Write, or one without rows, leaves it open; so does Close.
+// refused Write, or one without rows, leaves it open. Close closes it, so
+// that a Dispatcher.Run waiting on it finds the store closed at once.
 // Another Store value or process on the same file does not close it.
 //
 // Apply closes it after its commit. ApplyTx closes it when the Write landed

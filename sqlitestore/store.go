@@ -89,6 +89,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.enqueued.Signal() // a Run waiting for an enqueue claims once more, and finds the store closed
 	// database/sql's Close fails the calls queued for a connection and
 	// closes a connection in use once it is put back: nothing here waits
 	// for a transaction.
