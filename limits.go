@@ -14,6 +14,7 @@ const (
 	MaxOutcomeMessages = 1000     // outbox messages one command's outcome (one Write) enqueues
 	MaxPlanCases       = 1000     // cases one Plan's replay record names as loaded
 	MaxPlanQuestions   = 1000     // questions one Plan's understanding holds
+	MaxExpectedCases   = 1000     // cases one Write expects at a revision (Write.Expect; the Runtime sets one)
 )
 
 // Limits bounds what an application hands a Runtime: each field is the most

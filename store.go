@@ -69,7 +69,8 @@ type Write struct {
 	// Events are appended to their cases: each gets the case's revision + 1.
 	Events []Event
 	// Expect is an optimistic check: a case whose revision is not the one
-	// given is ErrConflict. 0 expects a case with no event.
+	// given is ErrConflict. 0 expects a case with no event. At most
+	// MaxExpectedCases cases (pgstore takes a lock per case).
 	Expect map[CaseKey]CaseRevision
 	// Outbox rows are enqueued Pending, carrying the account, the turn and
 	// a key derived from the committing command's key by OutboxKey. No two

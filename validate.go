@@ -494,6 +494,9 @@ func (w Write) validateEffects() error {
 	if err := checkCeiling("outbox", len(w.Outbox), MaxOutcomeMessages, "MaxOutcomeMessages", "outbox messages"); err != nil {
 		return err
 	}
+	if err := checkCeiling("expect", len(w.Expect), MaxExpectedCases, "MaxExpectedCases", "cases"); err != nil {
+		return err
+	}
 	for i, ev := range w.Events {
 		field := fmt.Sprintf("events[%d]", i)
 		if err := ev.Case.Validate(); err != nil {

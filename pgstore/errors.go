@@ -67,7 +67,7 @@ func translate(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: a string PostgreSQL cannot store as text: %w", turnframe.ErrInvalid, err)
 	}
 	if strings.HasPrefix(pe.Code, classInsufficient) {
-		return fmt.Errorf("%w: the server lacks a resource (is its disk full?): %w", turnframe.ErrBusy, err)
+		return fmt.Errorf("%w: the server lacks a resource (%s): %w", turnframe.ErrBusy, lacking(pe.Code), err)
 	}
 	if rolledBack(err) {
 		return fmt.Errorf("%w: %w", turnframe.ErrBusy, err)
@@ -105,4 +105,17 @@ func retryable(err error) bool {
 	}
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected)
+}
+
+// lacking names the resource a class 53 error says the server ran out of.
+func lacking(code string) string {
+	switch code {
+	case "53100":
+		return "is its disk full?"
+	case "53200":
+		return "memory, or slots in its lock table: a write takes a lock per case and per order key it names; see max_locks_per_transaction"
+	case "53300":
+		return "connections: see max_connections"
+	}
+	return "a limit of its configuration"
 }

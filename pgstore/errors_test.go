@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,6 +48,14 @@ func TestTranslate(t *testing.T) {
 			is.True(errors.As(err, &got)) // the server's error stays in the chain
 		})
 	}
+	t.Run("AFullLockTableSaysWhichSettingToRaise", func(t *testing.T) {
+		is := is.New(t)
+		for code, words := range map[string]string{"53200": "max_locks_per_transaction", "53300": "max_connections", "53100": "disk full"} {
+			err := pgstore.Translate(context.Background(), &pgconn.PgError{Code: code, Message: "out of shared memory"})
+			is.True(errors.Is(err, turnframe.ErrBusy))    // it may pass
+			is.True(strings.Contains(err.Error(), words)) // and says what ran out
+		}
+	})
 	t.Run("ACancelledContextIsTheContextsError", func(t *testing.T) {
 		is := is.New(t)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -160,6 +160,11 @@ func testBadWrites(t *testing.T, e *env) {
 		{"MoreOutboxMessagesThanTheCeiling", "write.outbox", func(w *turnframe.Write) {
 			w.Outbox = slices.Repeat(w.Outbox, turnframe.MaxOutcomeMessages+1)
 		}},
+		{"MoreExpectedCasesThanTheCeiling", "write.expect", func(w *turnframe.Write) {
+			for i := range turnframe.MaxExpectedCases + 1 {
+				w.Expect[turnframe.CaseKey(fmt.Sprintf("case/%d", i))] = 0
+			}
+		}},
 		{"ResponseOverItsCeiling", "replay.response", func(w *turnframe.Write) {
 			w.Replay = &turnframe.ReplayRecord{Response: long(turnframe.MaxTextLen + 1)}
 		}},
