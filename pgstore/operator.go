@@ -321,7 +321,8 @@ type DestinationCount struct {
 }
 
 // DestinationCounts counts the outbox rows of the first n destinations, in
-// name order, per status (statuses without rows absent), sorted by
+// name order (of their bytes, as sqlitestore's, whatever the database's
+// collation), per status (statuses without rows absent), sorted by
 // destination. ErrInvalid for an n outside 1–MaxLimit.
 func (s *Store) DestinationCounts(ctx context.Context, n int) ([]DestinationCount, error) {
 	if err := turnframe.CheckLimit("n", n); err != nil {
@@ -332,9 +333,10 @@ func (s *Store) DestinationCounts(ctx context.Context, n int) ([]DestinationCoun
 		return nil, err
 	}
 	defer done()
+	// COLLATE "C": byte order, as SQLite's, whatever the database's default.
 	rows, err := s.pool.Query(ctx, `SELECT destination, status, count(*) FROM outbox
-		WHERE destination IN (SELECT DISTINCT destination FROM outbox ORDER BY destination LIMIT $1)
-		GROUP BY destination, status ORDER BY destination, status`, n)
+		WHERE destination COLLATE "C" IN (SELECT d FROM (SELECT DISTINCT destination COLLATE "C" AS d FROM outbox) AS names ORDER BY d LIMIT $1)
+		GROUP BY destination, status ORDER BY destination COLLATE "C", status`, n)
 	if err != nil {
 		return nil, s.fail(ctx, "destination counts", err)
 	}
