@@ -117,6 +117,13 @@ func testInboxTenancy(t *testing.T, e *env) {
 	got, err := e.s.LoadTurn(e.ctx, globex, w.Turn)
 	is.NoErr(err)                 // globex's own turn
 	is.Equal(got.Account, globex) // of globex
+	// Each account's redelivery finds its own turn, whichever began first.
+	for _, account := range []turnframe.AccountID{globex, acme} {
+		again := e.apply(e.deliverWrite(account, conv, "upd-1", "hello", at(2*time.Second)))
+		is.True(again.Redelivered != nil)                           // a redelivery
+		is.Equal(again.Redelivered.Account, account)                // of the account's own turn
+		is.Equal(again.Redelivered.ID == w.Turn, account == globex) // globex's is the second turn begun
+	}
 }
 
 func testInboxConcurrent(t *testing.T, e *env) {

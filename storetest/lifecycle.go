@@ -54,9 +54,11 @@ func testClosed(t *testing.T, e *env) {
 		"Resolve": func() error {
 			return s.Resolve(ctx, turnframe.Resolution{ID: c.ID, Verdict: turnframe.VerdictCompleted, Now: at(time.Hour)})
 		},
-		"Requeue":      func() error { return s.Requeue(ctx, c.ID, 0, at(time.Hour)) },
-		"ExpireClaims": func() error { _, err := s.ExpireClaims(ctx, at(time.Hour)); return err },
-		"ReleaseClaim": func() error { return s.ReleaseClaim(ctx, c.ID, 0, at(time.Hour)) },
+		"SettleNothing": func() error { _, err := s.Settle(ctx, nil); return err }, // an empty batch is valid input too
+		"ExtendNothing": func() error { _, err := s.ExtendClaims(ctx, nil, at(time.Hour), lease); return err },
+		"Requeue":       func() error { return s.Requeue(ctx, c.ID, 0, at(time.Hour)) },
+		"ExpireClaims":  func() error { _, err := s.ExpireClaims(ctx, at(time.Hour)); return err },
+		"ReleaseClaim":  func() error { return s.ReleaseClaim(ctx, c.ID, 0, at(time.Hour)) },
 		"History": func() error {
 			_, err := s.History(ctx, turnframe.TurnSubject(acme, turn), 0, 10)
 			return err
