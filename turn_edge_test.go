@@ -141,14 +141,10 @@ func TestSettleRefusesAResendOnAnAbandonedTurn(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		ctx := context.Background()
-		rt := turnframe.New(store)
-		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
-		_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
-		is.NoErr(err)
-		is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
+		abandonedUnknownCharge(t, store)
 		subject := turnframe.JournalSubject(rtAccount, "k-charge")
 		trail := histLines(t, store, subject)
-		err = turnframe.NewRecovery(store).Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictResend})
+		err := turnframe.NewRecovery(store).Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictResend})
 		is.True(errors.Is(err, turnframe.ErrConflict))                                  // refused
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // nothing written
 		is.Equal(histLines(t, store, subject), trail)                                   // not even to the audit trail
@@ -161,11 +157,7 @@ func TestSettleRefusesAResendOnAnAbandonedTurn(t *testing.T) {
 		eachStore(t, func(t *testing.T, store turnframe.Store) {
 			is := is.New(t)
 			ctx := context.Background()
-			rt := turnframe.New(store)
-			turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
-			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
-			is.NoErr(err)
-			is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
+			abandonedUnknownCharge(t, store)
 			r := turnframe.NewRecovery(store, turnframe.WithCommand("charge", turnframe.Remote{Deduplicates: 24 * time.Hour}))
 			report, err := r.Recover(ctx, turnframe.RecoveryScope{}, &recHandler{})
 			is.NoErr(err)
@@ -177,6 +169,39 @@ func TestSettleRefusesAResendOnAnAbandonedTurn(t *testing.T) {
 			is.Equal(report.NeedsIntervention[0].Key, turnframe.IdempotencyKey("k-charge"))
 		})
 	})
+	// Remote: "NotHappened resends it, at most Resends times, then
+	// escalates (a command of an abandoned turn: rejects it)". Nothing will
+	// run it again, so a lookup that finds it never arrived settles it.
+	t.Run("a lookup that finds it never arrived rejects it", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			abandonedUnknownCharge(t, store)
+			r := turnframe.NewRecovery(store, turnframe.WithCommand("charge",
+				turnframe.Remote{Verifier: polFound(turnframe.FoundNotHappened, "")}))
+			report, err := r.Recover(context.Background(), turnframe.RecoveryScope{}, &recHandler{})
+			is.NoErr(err)
+			res := policyFor(t, report, turnframe.JournalSubject(rtAccount, "k-charge"))
+			is.NoErr(res.Err)
+			is.Equal(res.Outcome, turnframe.PolicyRejected) // not resent: nothing would run it
+			e := rtEntry(t, store, "k-charge")
+			is.Equal(e.Status, turnframe.JournalRejected) // settled, not left unknown
+			is.Equal(e.Code, turnframe.CodeVerifiedNotHappened)
+		})
+	})
+}
+
+// abandonedUnknownCharge leaves the command k-charge OutcomeUnknown (the
+// script's answer to "charge") on a turn then abandoned.
+func abandonedUnknownCharge(t *testing.T, store turnframe.Store) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	rt := turnframe.New(store)
+	turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
+	_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+	is.NoErr(err)
+	is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // the charge's outcome unknown
+	is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
 }
 
 // A clock out of the range the stores keep is refused at the boundary, never
