@@ -49,6 +49,10 @@ func translate(ctx context.Context, err error) error {
 		// COMMIT, and a failed one commits nothing: SQLite rolls the
 		// transaction back, and the same call may land once space is freed.
 		return fmt.Errorf("%w: the file system refused a write (is the disk full?); nothing was written: %w", ErrBusy, err)
+	case code&0xff == sqlite3.SQLITE_READONLY:
+		// SQLite opened the file read-only, without a word, because this
+		// process may not write it: no sentinel, as no retry mends it.
+		return fmt.Errorf("the file is read-only for this process (its permissions, an immutable file, a read-only file system); nothing was written: %w", err)
 	}
 	return err
 }

@@ -54,10 +54,10 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // that is not a turnframe store or whose schema is older than this build's
 // (run `turnframe migrate`); ErrBusy, never with ErrInvalid, when another
 // connection keeps the file locked past the busy timeout (the same Open may
-// succeed later); for a file this process may not write (a read-only file,
-// or file system), the file system's error (fs.ErrPermission, or EROFS),
-// since a store writes; otherwise the error of the file system, the driver
-// or a migration. Two processes may open one new file at the same
+// succeed later); otherwise the error of the file system, the driver or a
+// migration. A file this process may not write (a read-only file or file
+// system) opens, as SQLite opens it, read-only: reads work, and every write
+// fails, saying the file is read-only, wrapping no sentinel. Two processes may open one new file at the same
 // time: both succeed, and the schema is applied once.
 //
 // The writer pool is one connection with busy_timeout, foreign_keys,
@@ -78,9 +78,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 		}
 	} else if err := createPrivate(abs, cfg.fileMode); err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
-	}
-	if err := checkWritable(abs); err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 	}
 	write, err := openWriter(ctx, abs, cfg)
@@ -355,16 +352,4 @@ func checkVersion(ctx context.Context, db *sql.DB) error {
 			"use that newer turnframe (the file was left unchanged)", turnframe.ErrInvalid, v, schema.Version)
 	}
 	return nil
-}
-
-// checkWritable refuses a file this process cannot open for writing. SQLite
-// itself would open it read-only without a word (as it does when it cannot
-// write), and every write of the store would then fail, each with the
-// driver's "attempt to write a readonly database".
-func checkWritable(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("the file cannot be opened for writing, and a store writes to it: %w", err)
-	}
-	return f.Close()
 }

@@ -3,13 +3,15 @@ package sqlitestore_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
 
@@ -36,29 +38,33 @@ func makeReadOnly(t *testing.T, file string) {
 	})
 }
 
-// A store writes. SQLite opens a file it may not write read-only, without
-// a word, so Open returned a store whose every write failed with the
-// driver's "attempt to write a readonly database", which no sentinel
-// wraps. Open refuses the file with the file system's error.
-func TestOpenRefusesAFileItCannotWrite(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []sqlitestore.Option
-	}{
-		{"Open", nil},
-		{"WithExisting", []sqlitestore.Option{sqlitestore.WithExisting()}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "turnframe.db")
-			s, err := sqlitestore.Open(ctx, path)
-			is.NoErr(err)
-			is.NoErr(s.Close())
-			makeReadOnly(t, path)
-			_, err = sqlitestore.Open(ctx, path, tc.opts...)
-			is.True(err != nil)                       // refused at Open, not at the first write
-			is.True(errors.Is(err, fs.ErrPermission)) // the file system's refusal
-		})
-	}
+// A file this process may not write (its directory writable): SQLite
+// opens it read-only without a word. The store reads it (the CLI's status
+// of a backup an operator may only read), and a write fails at once with
+// an error that says why, not ErrBusy (no retry mends it): it was the
+// driver's bare "attempt to write a readonly database". Open does not
+// probe the file itself: closing a descriptor of its own on the file
+// would drop the locks SQLite holds on it for another store of the
+// process.
+func TestAFileItCannotWriteIsReadAndRefusesWrites(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "turnframe.db")
+	s, err := sqlitestore.Open(ctx, path)
+	is.NoErr(err)
+	is.NoErr(s.Close())
+	makeReadOnly(t, path)
+	s, err = sqlitestore.Open(ctx, path, sqlitestore.WithExisting())
+	is.NoErr(err) // read-only is enough to read
+	defer s.Close()
+	_, err = s.ListUnfinishedTurns(ctx, turnframe.RecoveryScope{}, 10)
+	is.NoErr(err) // reads work
+	ids := turnframe.NewIDGenerator()
+	now := time.Now()
+	turn := ids.TurnID(now)
+	_, err = s.Apply(ctx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
+		Begin: &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "hi"}})
+	is.True(err != nil)                                 // refused
+	is.True(!errors.Is(err, turnframe.ErrBusy))         // not "try again"
+	is.True(strings.Contains(err.Error(), "read-only")) // and says why
 }
