@@ -314,11 +314,11 @@ func (k ResultKind) String() string { return enumName(resultNames[:], int(k), "r
 
 // resultOf reports e as it stands, not run by this Execute.
 // ranResult is resultOf(e) for an entry whose handler this Execute may
-// have called: Ran is set when it did (end.ran), whatever became of its
-// outcome after.
-func ranResult(e JournalEntry, end handlerEnd) CommandResult {
+// have called: Ran is ran, whether it did (on any pass of a re-run),
+// whatever became of its outcome after.
+func ranResult(e JournalEntry, ran bool) CommandResult {
 	r := resultOf(e)
-	r.Ran = end.ran
+	r.Ran = ran
 	return r
 }
 
@@ -377,21 +377,23 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		return res, err
 	}
 	rt := x.rt
+	ran := false // the handler was called, on this pass or an earlier one
 	for reruns := 0; ; reruns++ {
 		if running.LeaseUntil.Before(rt.cfg.now().Add(rt.cfg.commandTimeout)) {
 			// The call would outlive the lease (the process was slow
 			// since the take): hold the entry for the whole call first.
 			if running, err = x.renew(ctx, running); err != nil {
-				return resultOf(running), err
+				return ranResult(running, ran), err
 			}
 		}
 		rev, end, err := x.call(ctx, running.Command, running.Attempt, running.Attempts, false)
+		ran = ran || end.ran
 		if err != nil {
-			return ranResult(running, end), err
+			return ranResult(running, ran), err
 		}
 		w, err := x.settlement(ctx, running, Settlement{Key: running.Key, Attempt: running.Attempt}, rev, end.out)
 		if err != nil {
-			return ranResult(running, end), err
+			return ranResult(running, ran), err
 		}
 		applied, err := x.record(ctx, running, w)
 		if err == nil {
@@ -400,14 +402,14 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		}
 		if end.out.kind != OutcomeCommit || !errors.Is(err, ErrConflict) {
 			x.unrecorded(ctx, running, end, err)
-			return ranResult(running, end), fmt.Errorf("settle %v: %w", end.out.kind, err)
+			return ranResult(running, ran), fmt.Errorf("settle %v: %w", end.out.kind, err)
 		}
 		// A conflict on a commit: re-run only if it is the case that moved,
 		// not a refused transition. If another Runtime took the entry over
 		// (its own attempt, or already settled), the command is its business.
 		again, err := x.rerunnable(ctx, running, rev, reruns, err)
 		if err != nil {
-			return ranResult(again, end), err
+			return ranResult(again, ran), err
 		}
 		running = again
 	}

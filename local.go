@@ -56,17 +56,19 @@ func WithLocalCommand(names ...string) Option {
 func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult, error) {
 	rt := x.rt
 	attempt := rt.cfg.ids.AttemptID(rt.cfg.now())
+	ran := false // the handler was called, on this pass or an earlier one
 	for reruns := 0; ; reruns++ {
 		rev, end, err := x.call(ctx, e.Command, attempt, e.Attempts+1, true)
+		ran = ran || end.ran
 		if err != nil {
-			return ranResult(e, end), err
+			return ranResult(e, ran), err
 		}
 		if end.cause != "handler" {
 			return x.localUnanswered(e, end)
 		}
 		w, err := x.settlement(ctx, e, Settlement{Key: e.Key, Attempt: attempt, Prior: e.Attempt}, rev, end.out)
 		if err != nil {
-			return ranResult(e, end), err
+			return ranResult(e, ran), err
 		}
 		applied, err := rt.store.Apply(ctx, w)
 		if err == nil {
@@ -76,10 +78,10 @@ func (x *execution) runLocal(ctx context.Context, e JournalEntry) (CommandResult
 		// ErrNotFound: the entry is no longer this turn's (abandoned while
 		// the handler ran, and adopted by a new turn's plan).
 		if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
-			ran := e
-			ran.Attempt = attempt
-			x.unrecorded(ctx, ran, end, err)
-			return ranResult(e, end), fmt.Errorf("settle %v: %w", end.out.kind, err)
+			tried := e
+			tried.Attempt = attempt
+			x.unrecorded(ctx, tried, end, err)
+			return ranResult(e, ran), fmt.Errorf("settle %v: %w", end.out.kind, err)
 		}
 		res, again, err := x.localRefused(ctx, e, rev, reruns, end.out.kind, err)
 		if !again {
