@@ -62,3 +62,8 @@ const MigrateLockID = migrateLockID
 func TakeMigrationLock(ctx context.Context, conn *sql.Conn) error {
 	return advisoryLocker{id: migrateLockID}.SessionLock(ctx, conn)
 }
+
+// DropMigrationLockIfHeld is advisoryLocker.dropIfHeld, for its test.
+func DropMigrationLockIfHeld(ctx context.Context, conn *sql.Conn) error {
+	return advisoryLocker{id: migrateLockID}.dropIfHeld(ctx, conn)
+}

@@ -35,7 +35,8 @@ const migrateLockID int64 = 0x7475726e6672616d // "turnfram"
 // pool's search_path) does not have yet, each in its own transaction with
 // its version row, under an advisory lock, so several processes may call it
 // at once: one migrates, the others wait for it in the server (each wait
-// bounded by the connection's lock_timeout, begun again while ctx lasts).
+// bounded by the connection's lock_timeout and statement_timeout, begun
+// again while ctx lasts).
 // A database already at SchemaVersion is only read: its version, and no
 // lock, so processes that start together do not queue for one another.
 // A crash leaves the schema at the last migration that committed.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3/lock"
@@ -16,28 +17,48 @@ import (
 // pg_try_advisory_lock every 5 s instead, so processes that started at
 // once waited 5 s, 10 s, … for a lock held a few milliseconds.
 //
-// The connection's lock_timeout bounds each wait (Open's connections:
-// DefaultLockTimeout); a wait that times out is begun again, so a
-// migration that runs longer than lock_timeout in another process (an
-// index on a large table) is waited for, not refused. ctx bounds the
-// whole wait.
+// The connection's lock_timeout and statement_timeout bound each wait
+// (Open's connections: DefaultLockTimeout); a wait either one ends is begun
+// again, so a migration that runs longer than them in another process (an
+// index on a large table) is waited for, not refused. ctx bounds the whole
+// wait.
 type advisoryLocker struct{ id int64 }
 
 var _ lock.SessionLocker = advisoryLocker{}
 
-// SessionLock blocks until conn's session holds the lock, or ctx ends.
+// SessionLock blocks until conn's session holds the lock, or ctx ends. A
+// wait that fails leaves the session without the lock: the server may
+// grant it just before a cancel or a timeout ends the statement, and a
+// session that kept it would hold it twice after the next wait, or go
+// back to the pool holding it, so that every other process that must
+// migrate waited for as long as the connection lived.
 func (l advisoryLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
 	for {
 		_, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, l.id)
+		if err == nil {
+			return nil
+		}
+		if uerr := l.dropIfHeld(ctx, conn); uerr != nil {
+			return fmt.Errorf("take the migration lock: %w (and the session may hold it: %v)", err, uerr)
+		}
 		var pe *pgconn.PgError
-		if err != nil && errors.As(err, &pe) && pe.Code == codeLockNotAvailable && ctx.Err() == nil {
-			continue // lock_timeout ended this wait; the holder is still migrating
+		if errors.As(err, &pe) && (pe.Code == codeLockNotAvailable || pe.Code == codeQueryCanceled) && ctx.Err() == nil {
+			continue // lock_timeout or statement_timeout ended this wait; the holder is still migrating
 		}
-		if err != nil {
-			return fmt.Errorf("take the migration lock: %w", err)
-		}
-		return nil
+		return fmt.Errorf("take the migration lock: %w", err)
 	}
+}
+
+// dropIfHeld releases the lock if conn's session holds it, past ctx's end
+// (bounded on its own): only a lock granted under a wait that then failed
+// is held here.
+func (l advisoryLocker) dropIfHeld(ctx context.Context, conn *sql.Conn) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err := conn.ExecContext(dctx, `SELECT pg_advisory_unlock($1) FROM pg_locks
+		WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+		AND classid = ($1 >> 32)::oid AND objid = ($1 & 4294967295)::oid AND objsubid = 1`, l.id)
+	return err
 }
 
 // SessionUnlock releases the lock SessionLock took on conn's session.

@@ -1,0 +1,77 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe/pgstore"
+	"github.com/turnframe/turnframe/pgstore/pgtest"
+)
+
+// Migrate: "one migrates, the others wait for it in the server (each wait
+// bounded by the connection's lock_timeout, begun again while ctx lasts)";
+// migrate_lock.go: "a migration that runs longer than lock_timeout in
+// another process (an index on a large table) is waited for, not
+// refused". A URL that sets statement_timeout (a common safety setting)
+// ends the wait in pg_advisory_lock too, with 57014, and the locker
+// refuses at once: goose's own locker, which polled
+// pg_try_advisory_lock, never met statement_timeout.
+func TestAWaitForTheMigrationLockOutlastsTheSessionsStatementTimeout(t *testing.T) {
+	is := is.New(t)
+	db := pgtest.Schema(t)
+	holder := holdMigrationLock(t, db)
+	app := "opener_" + strings.ToLower(rand.Text())
+	pool, err := pgxpool.New(context.Background(), pgtest.WithParams(t, db, url.Values{"statement_timeout": {"50"}, "application_name": {app}}))
+	is.NoErr(err)
+	defer pool.Close()
+	sdb := stdlib.OpenDBFromPool(pool)
+	defer sdb.Close()
+	conn, err := sdb.Conn(context.Background())
+	is.NoErr(err)
+	defer conn.Close()
+	done := make(chan error, 1)
+	go func() { done <- pgstore.TakeMigrationLock(context.Background(), conn) }()
+	waitForSecondLockWait(t, db, app, done) // the first wait ended at statement_timeout, and it waits again
+	releaseMigrationLock(t, holder)
+	is.NoErr(<-done) // taken once the holder let go
+}
+
+// A wait for the migration lock that fails may fail after the server
+// granted the lock (a cancel or a timeout arriving just after the grant).
+// The locker then lets go of it, so that the session neither holds it
+// twice after its next wait nor goes back to the pool holding it, while
+// every other process that must migrate waits. The race is rare; what is
+// tested here is the release itself: that it finds the lock the session
+// holds (the key's two halves, as pg_locks shows them) and lets it go,
+// and is harmless when the session does not hold it.
+func TestALockGrantedToAWaitThatFailedIsLetGo(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.Schema(t))
+	is.NoErr(err)
+	defer pool.Close()
+	sdb := stdlib.OpenDBFromPool(pool)
+	defer sdb.Close()
+	conn, err := sdb.Conn(ctx)
+	is.NoErr(err)
+	defer conn.Close()
+	held := func() bool {
+		var n int
+		is.NoErr(conn.QueryRowContext(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted`).Scan(&n))
+		return n > 0
+	}
+	_, err = conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, pgstore.MigrateLockID)
+	is.NoErr(err)
+	is.True(held()) // granted, as to a wait whose statement then failed
+	is.NoErr(pgstore.DropMigrationLockIfHeld(ctx, conn))
+	is.True(!held()) // let go
+	is.NoErr(pgstore.DropMigrationLockIfHeld(ctx, conn))
+	is.True(!held()) // and nothing happens when it is not held
+}
