@@ -29,9 +29,9 @@ func (l *liveSweeps) remove(sw *sweep) {
 // rows' leases end within half a lease margin. The keeper keeps them
 // further ahead than that; only a wall clock stepped forward (a resumed
 // machine, an NTP step) brings them so near, and the keeper follows the
-// step only at its next tick, up to half a margin later, after a release
-// of this process's own that would have taken the rows of its live sends.
-// A release in another process is not held up: see DESIGN.md, "One clock".
+// step only at its next look, up to a second later (stepCheck), after
+// Run's release, every poll, would have taken the rows of its live sends.
+// Other releases are not held up: see DESIGN.md, "One clock".
 func (l *liveSweeps) catchUp() {
 	l.mu.Lock()
 	sweeps := make([]*sweep, 0, len(l.set))

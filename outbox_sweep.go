@@ -493,13 +493,19 @@ func (sw *sweep) endsSoon() bool {
 // keepLeases extends the leases of the open rows every LeaseMargin/2 until
 // settled is closed, so a lease never ends while this sweep runs: each
 // extension runs SendTimeout + LeaseMargin from its time. A sweep that ends
-// sooner writes no extension at all. Once the caller's context ended it
-// stops: no send starts or runs on after that, and the settler's tries are
-// bounded by the leases as they stand.
+// sooner writes no extension at all. Between extensions it looks every
+// second (stepCheck) whether the wall clock stepped forward so far that a
+// lease ends within half a margin, and extends at once if so: a release
+// elsewhere would take the rows of a live send in the meantime. Once the
+// caller's context ended it stops: no send starts or runs on after that,
+// and the settler's tries are bounded by the leases as they stand.
 func (sw *sweep) keepLeases(settled <-chan struct{}) {
-	tick := time.NewTicker(max(sw.d.cfg.LeaseMargin/2, time.Millisecond))
+	every := max(sw.d.cfg.LeaseMargin/2, time.Millisecond)
+	look := min(every, stepCheck)
+	tick := time.NewTicker(look)
 	defer tick.Stop()
-	for {
+	looks := int((every + look - 1) / look) // looks per extension: 1 when every is under a second
+	for n := 1; ; n++ {
 		select {
 		case <-settled:
 			return
@@ -509,10 +515,17 @@ func (sw *sweep) keepLeases(settled <-chan struct{}) {
 			if sw.ctx.Err() != nil {
 				return // a tick and the end both ready: the end wins
 			}
-			sw.extend()
+			if n >= looks || sw.endsSoon() {
+				sw.extend()
+				n = 0
+			}
 		}
 	}
 }
+
+// stepCheck is how often a sweep's keeper looks for a forward step of the
+// wall clock between its extensions; the look reads no store.
+const stepCheck = time.Second
 
 // extend extends the leases of the open rows once. A claim the store says
 // is lost is no longer extended. If the row's send is running, someone

@@ -75,3 +75,45 @@ func TestAForwardWallStepNeverLetsRunsReleaseTakeItsOwnLiveSend(t *testing.T) {
 	is.Equal(len(expired), 0)                         // the live send's claim is not expired
 	is.Equal(got.Status, turnframe.OutboxDispatching) // still held by the sweep whose send runs
 }
+
+// A Recovery beside the Dispatcher (Recovery.Run in the same process, or
+// another process's) knows nothing of its live sweeps: after a forward
+// step it would take the row of a live send until the keeper follows the
+// step. The keeper looks for such a step every second, between its
+// extensions (every LeaseMargin/2: 15 s with the defaults, the window it
+// used to leave), and extends at once; the Recover after that leaves the
+// row to its live send.
+func TestAKeeperFollowsAForwardWallStepWithinASecondNotAtItsNextExtension(t *testing.T) {
+	is := is.New(t)
+	clk := &osClock{}
+	mem := memstoreFor(t)
+	rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
+	spy := &extendSpy{Store: mem, extended: make(chan time.Time, 1)}
+	gate := newSendGate()
+	d := turnframe.NewDispatcher(spy, gate, runConfig(), turnframe.WithClock(clk.read)) // default margins: an extension every 15 s
+	rec := turnframe.NewRecovery(mem, turnframe.WithClock(clk.read))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(ctx) }()
+	first := <-gate.started // the send runs
+	is.Equal(first.ID, rows[0].ID)
+
+	stepped := clk.read().Add(2 * time.Hour)
+	clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
+	select {
+	case at := <-spy.extended:
+		is.True(!at.Before(stepped.Add(-time.Minute))) // extended on the stepped clock
+	case <-time.After(10 * time.Second): // a bound for the failure, under the 15 s the keeper used to wait
+		t.Fatal("the keeper did not follow the step before its next extension")
+	}
+	report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, boundsNoop{})
+	is.NoErr(err)
+	got := dispGet(t, mem, rows[0].ID)
+	close(gate.proceed)
+	cancel()
+	is.NoErr(<-ran)
+	is.Equal(len(report.Expired), 0)                  // the live send's claim is not expired
+	is.Equal(got.Status, turnframe.OutboxDispatching) // still its live sweep's
+}
