@@ -1,12 +1,10 @@
 package sqlitestore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"net/url"
@@ -34,9 +32,6 @@ const readPoolSize = 4
 // fails, rolls back whole, and Open runs Up again, which finds it applied.
 // One retry per migration another opener may be applying is enough.
 const migrateAttempts = int(schema.Version) + 1
-
-// sqliteHeader is how every SQLite database file begins.
-var sqliteHeader = []byte("SQLite format 3\x00")
 
 // Open opens the store in the SQLite file at path and returns it ready:
 // WAL mode verified, schema at schema.Version. Without WithExisting it
@@ -299,24 +294,20 @@ func openReader(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 // header itself before the driver touches the file, and then reads the
 // schema version through a read-only connection that cannot create it.
 func checkExisting(ctx context.Context, path string, cfg config) error {
-	f, err := os.Open(path)
+	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: no such file", turnframe.ErrNotFound)
 	}
 	if err != nil {
 		return err
 	}
-	head := make([]byte, len(sqliteHeader))
-	_, err = io.ReadFull(f, head)
-	info, statErr := f.Stat()
-	f.Close()
-	if statErr == nil && info.IsDir() {
+	if info.IsDir() {
 		return fmt.Errorf("%w: a directory, not a SQLite file", turnframe.ErrInvalid)
 	}
-	if err != nil || !bytes.Equal(head, sqliteHeader) {
-		return fmt.Errorf("%w: not a SQLite database", turnframe.ErrInvalid)
-	}
-
+	// The file is read through SQLite alone (a file that is not a database
+	// fails its first read): a descriptor of this code's own, once closed,
+	// would drop every POSIX lock the process holds on the file, those
+	// SQLite holds for another store of the process on it too.
 	params := url.Values{"_pragma": {busyPragma(cfg), "query_only(1)"}}
 	db, err := sql.Open("sqlite", dsn(path, existingMode(params, cfg)))
 	if err != nil {
