@@ -500,11 +500,9 @@ func (sw *sweep) endsSoon() bool {
 // caller's context ended it stops: no send starts or runs on after that,
 // and the settler's tries are bounded by the leases as they stand.
 func (sw *sweep) keepLeases(settled <-chan struct{}) {
-	every := max(sw.d.cfg.LeaseMargin/2, time.Millisecond)
-	look := min(every, stepCheck)
+	look, looks := keeperCadence(sw.d.cfg.LeaseMargin)
 	tick := time.NewTicker(look)
 	defer tick.Stop()
-	looks := int((every + look - 1) / look) // looks per extension: 1 when every is under a second
 	for n := 1; ; n++ {
 		select {
 		case <-settled:
@@ -523,9 +521,19 @@ func (sw *sweep) keepLeases(settled <-chan struct{}) {
 	}
 }
 
-// stepCheck is how often a sweep's keeper looks for a forward step of the
-// wall clock between its extensions; the look reads no store.
+// stepCheck is how often, at the most, a sweep's keeper looks for a
+// forward step of the wall clock between its extensions; the look reads
+// no store.
 const stepCheck = time.Second
+
+// keeperCadence returns how often a keeper looks, and every how many looks
+// it extends, for margin: the extensions come every margin/2 (the looks
+// divide it, to the nanosecond), and the looks at most every stepCheck.
+func keeperCadence(margin time.Duration) (look time.Duration, looks int) {
+	every := max(margin/2, time.Millisecond)
+	looks = int((every + stepCheck - 1) / stepCheck)
+	return every / time.Duration(looks), looks
+}
 
 // extend extends the leases of the open rows once. A claim the store says
 // is lost is no longer extended. If the row's send is running, someone
@@ -554,7 +562,7 @@ func (sw *sweep) extend() {
 	defer cancel()
 	results, err := d.store.ExtendClaims(ctx, claims, now, lease)
 	if err != nil {
-		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox leases could not be extended; the next try is in half a lease margin",
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox leases could not be extended; the keeper tries again at its next extension, or its next look if a lease is near its end",
 			slog.Int("rows", len(claims)), slog.String("error", err.Error()))
 		return
 	}
