@@ -67,3 +67,6 @@ func TakeMigrationLock(ctx context.Context, conn *sql.Conn) error {
 func DropMigrationLockIfHeld(ctx context.Context, conn *sql.Conn) error {
 	return advisoryLocker{id: migrateLockID}.dropIfHeld(ctx, conn)
 }
+
+// DiscardSession is discard, for its test.
+var DiscardSession = discard

@@ -3,10 +3,12 @@ package pgstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3/lock"
 )
@@ -39,7 +41,8 @@ func (l advisoryLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
 			return nil
 		}
 		if uerr := l.dropIfHeld(ctx, conn); uerr != nil {
-			return fmt.Errorf("take the migration lock: %w (and the session may hold it: %v)", err, uerr)
+			discard(conn) // it may hold the lock: end the session rather than pool it
+			return fmt.Errorf("take the migration lock: %w (the session was closed: letting go of the lock failed: %v)", err, uerr)
 		}
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && (pe.Code == codeLockNotAvailable || pe.Code == codeQueryCanceled) && ctx.Err() == nil {
@@ -57,7 +60,7 @@ func (l advisoryLocker) dropIfHeld(ctx context.Context, conn *sql.Conn) error {
 	defer cancel()
 	_, err := conn.ExecContext(dctx, `SELECT pg_advisory_unlock($1) FROM pg_locks
 		WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-		AND classid = ($1 >> 32)::oid AND objid = ($1 & 4294967295)::oid AND objsubid = 1`, l.id)
+		AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid AND objsubid = 1`, l.id)
 	return err
 }
 
@@ -71,4 +74,18 @@ func (l advisoryLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error
 		return fmt.Errorf("release the migration lock: the session did not hold it")
 	}
 	return nil
+}
+
+// discard closes conn's session on the server, so that every session lock
+// it holds ends with it, and tells database/sql not to reuse the
+// connection: a pool (the application's, New's) never gets it back.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(interface{ Conn() *pgx.Conn }); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = c.Conn().Close(ctx)
+		}
+		return driver.ErrBadConn
+	})
 }
