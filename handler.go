@@ -312,7 +312,6 @@ var resultNames = [...]string{"unset", "committed", "rejected", "unknown", "skip
 // String returns the kind in lower case ("committed", "skipped", …).
 func (k ResultKind) String() string { return enumName(resultNames[:], int(k), "result") }
 
-// resultOf reports e as it stands, not run by this Execute.
 // ranResult is resultOf(e) for an entry whose handler this Execute may
 // have called: Ran is ran, whether it did (on any pass of a re-run),
 // whatever became of its outcome after.
@@ -322,6 +321,7 @@ func ranResult(e JournalEntry, ran bool) CommandResult {
 	return r
 }
 
+// resultOf reports e as it stands, not run by this Execute.
 func resultOf(e JournalEntry) CommandResult {
 	r := CommandResult{
 		Key: e.Key, Command: e.Name, Status: e.Status, Attempt: e.Attempt,

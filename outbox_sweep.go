@@ -493,8 +493,8 @@ func (sw *sweep) endsSoon() bool {
 // keepLeases extends the leases of the open rows every LeaseMargin/2 until
 // settled is closed, so a lease never ends while this sweep runs: each
 // extension runs SendTimeout + LeaseMargin from its time. A sweep that ends
-// sooner writes no extension at all. Between extensions it looks every
-// second (stepCheck) whether the wall clock stepped forward so far that a
+// sooner writes no extension at all. Between extensions it looks, at least
+// every second (keeperCadence), whether the wall clock stepped forward so far that a
 // lease ends within half a margin, and extends at once if so: a release
 // elsewhere would take the rows of a live send in the meantime. Once the
 // caller's context ended it stops: no send starts or runs on after that,
