@@ -2,9 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -14,34 +11,6 @@ import (
 	"github.com/turnframe/turnframe/pgstore"
 	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
-
-// Migrate: "one migrates, the others wait for it in the server (each wait
-// bounded by the connection's lock_timeout, begun again while ctx lasts)";
-// migrate_lock.go: "a migration that runs longer than lock_timeout in
-// another process (an index on a large table) is waited for, not
-// refused". A URL that sets statement_timeout (a common safety setting)
-// ends the wait in pg_advisory_lock too, with 57014, and the locker
-// refuses at once: goose's own locker, which polled
-// pg_try_advisory_lock, never met statement_timeout.
-func TestAWaitForTheMigrationLockOutlastsTheSessionsStatementTimeout(t *testing.T) {
-	is := is.New(t)
-	db := pgtest.Schema(t)
-	holder := holdMigrationLock(t, db)
-	app := "opener_" + strings.ToLower(rand.Text())
-	pool, err := pgxpool.New(context.Background(), pgtest.WithParams(t, db, url.Values{"statement_timeout": {"50"}, "application_name": {app}}))
-	is.NoErr(err)
-	defer pool.Close()
-	sdb := stdlib.OpenDBFromPool(pool)
-	defer sdb.Close()
-	conn, err := sdb.Conn(context.Background())
-	is.NoErr(err)
-	defer conn.Close()
-	done := make(chan error, 1)
-	go func() { done <- pgstore.TakeMigrationLock(context.Background(), conn) }()
-	waitForSecondLockWait(t, db, app, done) // the first wait ended at statement_timeout, and it waits again
-	releaseMigrationLock(t, holder)
-	is.NoErr(<-done) // taken once the holder let go
-}
 
 // A wait for the migration lock that fails may fail after the server
 // granted the lock (a cancel or a timeout arriving just after the grant).

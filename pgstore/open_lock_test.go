@@ -57,27 +57,32 @@ func TestOpenAndTheMigrationLock(t *testing.T) {
 		s := mustOpenURL(t, db, pgstore.WithExisting())
 		is.NoErr(s.Close()) // at this build's version
 	})
-	t.Run("AWaitForTheLockOutlastsTheSessionsLockTimeout", func(t *testing.T) {
-		is := is.New(t)
-		db := pgtest.Schema(t)
-		holder := holdMigrationLock(t, db)
-		app := "opener_" + strings.ToLower(rand.Text())
-		// Only the lock is taken here, not the migration that follows it,
-		// whose own statements a lock_timeout this short could cut.
-		pool, err := pgxpool.New(context.Background(), pgtest.WithParams(t, db, url.Values{"lock_timeout": {"20"}, "application_name": {app}}))
-		is.NoErr(err)
-		defer pool.Close()
-		sdb := stdlib.OpenDBFromPool(pool)
-		defer sdb.Close()
-		conn, err := sdb.Conn(context.Background())
-		is.NoErr(err)
-		defer conn.Close()
-		done := make(chan error, 1)
-		go func() { done <- pgstore.TakeMigrationLock(context.Background(), conn) }()
-		waitForSecondLockWait(t, db, app, done) // its first wait ended at lock_timeout, and it waits again
-		releaseMigrationLock(t, holder)
-		is.NoErr(<-done) // taken once the holder let go, not refused at the first lock_timeout
-	})
+	// A URL may set either timeout (statement_timeout is a common safety
+	// setting); each ends a wait in pg_advisory_lock, which goose's
+	// polling locker never met.
+	for _, setting := range []string{"lock_timeout", "statement_timeout"} {
+		t.Run("AWaitForTheLockOutlastsTheSessions_"+setting, func(t *testing.T) {
+			is := is.New(t)
+			db := pgtest.Schema(t)
+			holder := holdMigrationLock(t, db)
+			app := "opener_" + strings.ToLower(rand.Text())
+			// Only the lock is taken here, not the migration that follows it,
+			// whose own statements a timeout this short could cut.
+			pool, err := pgxpool.New(context.Background(), pgtest.WithParams(t, db, url.Values{setting: {"20"}, "application_name": {app}}))
+			is.NoErr(err)
+			defer pool.Close()
+			sdb := stdlib.OpenDBFromPool(pool)
+			defer sdb.Close()
+			conn, err := sdb.Conn(context.Background())
+			is.NoErr(err)
+			defer conn.Close()
+			done := make(chan error, 1)
+			go func() { done <- pgstore.TakeMigrationLock(context.Background(), conn) }()
+			waitForSecondLockWait(t, db, app, done) // its first wait ended at the timeout, and it waits again
+			releaseMigrationLock(t, holder)
+			is.NoErr(<-done) // taken once the holder let go, not refused at the first timeout
+		})
+	}
 	t.Run("AnOpenerWaitingForTheLockEndsWithItsContext", func(t *testing.T) {
 		is := is.New(t)
 		db := pgtest.Schema(t)
