@@ -43,8 +43,12 @@ func TestAForwardWallStepNeverLetsRunsReleaseTakeItsOwnLiveSend(t *testing.T) {
 	rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
 	spy := &expireSpy{Store: mem, after: clk.read().Add(time.Hour), expired: make(chan []turnframe.OutboxID, 1)}
 	gate := newSendGate()
-	cfg := turnframe.DefaultDispatchConfig("w1") // sends of 30 s, leases of 60 s, a poll a second
+	cfg := turnframe.DefaultDispatchConfig("w1") // sends of 30 s, leases of 60 s
 	cfg.Concurrency = 2
+	// A release every millisecond: the first after the step comes long
+	// before the keeper's next look (within a second), so only the
+	// release's own catch-up keeps the live send's row.
+	cfg.PollInterval = time.Millisecond
 	d := turnframe.NewDispatcher(spy, gate, cfg, turnframe.WithClock(clk.read))
 
 	ctx, cancel := context.WithCancel(context.Background())
