@@ -144,7 +144,7 @@ func (r *Recovery) Recover(ctx context.Context, scope RecoveryScope, h RecoveryH
 		return RecoverReport{}, err
 	}
 	report := RecoverReport{Turns: SweepReport{Actions: make(map[ActionKind]int)}}
-	if err := r.recoverRows(ctx, &report); err != nil {
+	if err := r.recoverRows(ctx, r.cfg.now(), &report); err != nil {
 		return report, fmt.Errorf("recover: %w", err)
 	}
 	if err := r.sweep(ctx, scope, h, &report); err != nil {
@@ -158,9 +158,10 @@ func (r *Recovery) Recover(ctx context.Context, scope RecoveryScope, h RecoveryH
 
 // recoverRows is Recover's steps 1 and 2, the outbox's part, which
 // Dispatcher.Run makes too: it expires the claims whose lease ended and
-// hands every OutcomeUnknown row to the policy.
-func (r *Recovery) recoverRows(ctx context.Context, report *RecoverReport) error {
-	expired, err := r.store.ExpireClaims(ctx, r.cfg.now())
+// hands every OutcomeUnknown row to the policy. now is the instant the
+// leases are judged at.
+func (r *Recovery) recoverRows(ctx context.Context, now time.Time, report *RecoverReport) error {
+	expired, err := r.store.ExpireClaims(ctx, now)
 	if err != nil {
 		return fmt.Errorf("expire claims: %w", err)
 	}

@@ -174,17 +174,24 @@ func (l *runLoop) startRelease() {
 // release is the outbox's part of Recovery.Recover, run by Run: expire the
 // claims whose lease ended and hand the unknown rows to the policy of
 // their destination's Remote.
+//
+// The release reads its clock before it catches its own live sweeps up,
+// never after: a forward step between a catch-up that saw no step and an
+// expiry on the stepped clock would take the row of a live send. Read
+// first, a step before the reading is one the catch-up sees, and a step
+// after it is one the expiry does not.
 func (d *Dispatcher) release(ctx context.Context) error {
+	now := d.clock.now()
 	d.live.catchUp() // its own live sends' rows are not ended claims, however the clock stepped
 	s, ok := d.store.(Store)
 	if !ok {
-		expired, err := d.store.ExpireClaims(ctx, d.clock.now())
+		expired, err := d.store.ExpireClaims(ctx, now)
 		countExpired(ctx, d.store, d.obs, expired)
 		return err
 	}
 	r := &Recovery{store: s, cfg: d.clock, obs: d.obs}
 	var report RecoverReport
-	return r.recoverRows(ctx, &report)
+	return r.recoverRows(ctx, now, &report)
 }
 
 // enqueued returns the channel the store closes at its next enqueue, or

@@ -2,6 +2,7 @@ package turnframe_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,7 +93,8 @@ func TestAKeeperFollowsAForwardWallStepWithinASecondNotAtItsNextExtension(t *tes
 	clk := &osClock{}
 	mem := memstoreFor(t)
 	rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
-	spy := &extendSpy{Store: mem, extended: make(chan time.Time, 1)}
+	released := &expireSpy{Store: mem, expired: make(chan []turnframe.OutboxID, 1)}
+	spy := &extendSpy{Store: released, extended: make(chan time.Time, 1)}
 	gate := newSendGate()
 	d := turnframe.NewDispatcher(spy, gate, runConfig(), turnframe.WithClock(clk.read)) // default margins: an extension every 15 s
 	rec := turnframe.NewRecovery(mem, turnframe.WithClock(clk.read))
@@ -103,6 +105,7 @@ func TestAKeeperFollowsAForwardWallStepWithinASecondNotAtItsNextExtension(t *tes
 	go func() { ran <- d.Run(ctx) }()
 	first := <-gate.started // the send runs
 	is.Equal(first.ID, rows[0].ID)
+	<-released.expired // Run's first release is over, and its catch-up with it: the next is an hour away
 
 	stepped := clk.read().Add(2 * time.Hour)
 	clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
@@ -119,5 +122,55 @@ func TestAKeeperFollowsAForwardWallStepWithinASecondNotAtItsNextExtension(t *tes
 	cancel()
 	is.NoErr(<-ran)
 	is.Equal(len(report.Expired), 0)                  // the live send's claim is not expired
+	is.Equal(got.Status, turnframe.OutboxDispatching) // still its live sweep's
+}
+
+// stepOnRead is a wall clock that steps forward by step at its reads-th
+// reading from arm on: a step that lands between two given readings.
+type stepOnRead struct {
+	osClock
+	left atomic.Int64
+	by   time.Duration
+}
+
+func (c *stepOnRead) arm(reads int, by time.Duration) {
+	c.by = by
+	c.left.Store(int64(reads))
+}
+
+func (c *stepOnRead) read() time.Time {
+	if c.left.Add(-1) == 0 {
+		c.step.Store(int64(c.by))
+	}
+	return c.osClock.read()
+}
+
+// Run's release caught its own live sweeps up to the clock (catchUp) and
+// then read the clock for the expiry: a forward step between the two
+// readings (CI caught it on Run's first release, which runs beside the
+// first claim) expired the row of the live send, which catchUp had found
+// in no danger. The release now reads its clock first. The step here comes
+// at the second reading after the send started: the expiry's, on the old
+// order; the catch-up's, on the new one.
+func TestAStepBetweenRunsCatchUpAndItsExpiryLeavesTheLiveSendsRow(t *testing.T) {
+	is := is.New(t)
+	clk := &stepOnRead{}
+	mem := memstoreFor(t)
+	rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
+	gate := newSendGate()
+	d := turnframe.NewDispatcher(mem, gate, runConfig(), turnframe.WithClock(clk.read)) // the keeper looks every second: not within this test's few readings
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.RunOnce(context.Background(), clk.read().UTC())
+		done <- err
+	}()
+	<-gate.started // the send runs
+
+	clk.arm(2, 2*time.Hour)
+	is.NoErr(turnframe.Release(context.Background(), d))
+	got := dispGet(t, mem, rows[0].ID)
+	close(gate.proceed)
+	is.NoErr(<-done)
+	is.True(clk.left.Load() < 0)                      // the clock stepped during the release
 	is.Equal(got.Status, turnframe.OutboxDispatching) // still its live sweep's
 }
