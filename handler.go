@@ -386,7 +386,9 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 				return ranResult(running, ran), err
 			}
 		}
+		keeper := x.keepAttempt(ctx, running)
 		rev, end, err := x.call(ctx, running.Command, running.Attempt, running.Attempts, false)
+		running = keeper.end()
 		ran = ran || end.ran
 		if err != nil {
 			return ranResult(running, ran), err

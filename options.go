@@ -137,12 +137,14 @@ func WithCommandTimeout(d time.Duration) Option {
 // Execute — in this process or another — takes the command over, so a
 // command runs in at most one place at a time; after it ends, one may (the
 // process is taken for dead, and the command is resumed by key). The lease
-// is judged on the wall clock (WithClock's) and is not extended while the
-// handler runs: a wall clock stepped forward by more than the margin while
-// a handler ran (an NTP step; a laptop resumed from sleep, whose handler's
-// deadline, on the monotonic clock, did not move) makes the live attempt
-// look dead to every other Execute. See DESIGN.md, "One clock". A
-// non-positive d keeps the default.
+// is judged on the wall clock (WithClock's), while the handler's deadline
+// is on the monotonic one: a wall clock stepped forward by more than the
+// margin while a handler runs (an NTP step; a laptop resumed from sleep)
+// makes the live attempt look dead. While the handler runs, Execute looks
+// every second for such a step and renews the lease at once when it ends
+// within half the margin; another process's Execute may take the command
+// over in that second. See DESIGN.md, "One clock". A non-positive d keeps
+// the default.
 func WithLeaseMargin(d time.Duration) Option {
 	return func(s *settings) {
 		if d > 0 {

@@ -209,7 +209,9 @@ func (p Plan) validate(l Limits) error {
 //     compare-and-set on the attempt Execute read, leased for the command
 //     timeout plus WithLeaseMargin — and moves the turn to PhaseExecuting
 //     on its first attempt; h is called with the case's current revision
-//     under the command timeout; one more Apply writes the outcome. A
+//     under the command timeout (while it runs, a wall clock stepped
+//     forward near the lease's end has the lease renewed within a second:
+//     WithLeaseMargin); one more Apply writes the outcome. A
 //     Commit writes the events (checked against that revision), the outbox
 //     rows, the Committed entry and the app's own writes (Outcome.With) in
 //     one transaction; a Reject writes the
