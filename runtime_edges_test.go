@@ -565,7 +565,7 @@ func (s *rtLapseSpy) ExtendClaims(ctx context.Context, claims []turnframe.Claim,
 }
 
 // While a sweep runs — here its settler tries a busy store again for over
-// a second — the keeper extends a row's lease before it ends, every half
+// five seconds — the keeper extends a row's lease before it ends, every half
 // lease margin: with a lease of the send timeout and the margin, the lease
 // never lapses even when the send timeout is short.
 func TestTheLeaseKeeperExtendsALeaseBeforeItEnds(t *testing.T) {
@@ -573,13 +573,18 @@ func TestTheLeaseKeeperExtendsALeaseBeforeItEnds(t *testing.T) {
 	inner := memstoreFor(t)
 	rows := dispEnqueue(t, inner, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
 	busy := &busyStore{Store: inner}
-	busy.busy.Store(7) // refused for 10+20+…+640 ms
+	busy.busy.Store(11) // refused for 10+20+…+640 ms, then 1 s four times: 5.27 s
 	spy := &rtLapseSpy{Store: busy, until: make(map[turnframe.OutboxID]time.Time)}
 	cfg := turnframe.DefaultDispatchConfig("w1")
-	// Leases of 500 ms, extended every 200 ms: a keeper that ticked twice a
-	// lease margin apart would let them lapse. The send has 100 ms to answer;
-	// at 1 ms, a loaded machine sometimes spent that on scheduling alone.
-	cfg.SendTimeout, cfg.LeaseMargin = 100*time.Millisecond, 400*time.Millisecond
+	// Leases of 2.1 s, extended every second: a keeper that ticked twice a
+	// lease margin apart (every 4 s) would let them lapse. The keeper's
+	// ticks are real time, so the slack is too: with leases of 500 ms
+	// extended every 200 ms, a process stalled for 300 ms on a loaded
+	// machine (CI runs the suites side by side under -race) let one lapse,
+	// and the test failed about once in a hundred there. A stall must now
+	// outlast 1.1 s. The send has 100 ms to answer; at 1 ms, a loaded
+	// machine sometimes spent that on scheduling alone.
+	cfg.SendTimeout, cfg.LeaseMargin = 100*time.Millisecond, 2*time.Second
 	d := turnframe.NewDispatcher(spy, &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}, cfg,
 		turnframe.WithLogger(slog.New(slog.DiscardHandler)))
 	report, err := d.RunOnce(context.Background(), dispNow)
