@@ -40,8 +40,15 @@ func (l *liveSweeps) catchUp() {
 	}
 	l.mu.Unlock()
 	for _, sw := range sweeps {
-		if sw.ctx.Err() == nil && sw.endsSoon() {
+		if sw.ctx.Err() != nil {
+			continue
+		}
+		open, settling := sw.endsSoon()
+		if open {
 			sw.extend()
+		}
+		if settling {
+			sw.extendSettling() // a send that is over, its settlement being written
 		}
 	}
 }

@@ -50,7 +50,7 @@ type sweep struct {
 
 	mu       sync.Mutex
 	open     map[int]bool // rows not settled and not given up: the keeper extends their leases
-	settling map[int]bool // rows whose settlement is being written: the keeper leaves them alone
+	settling map[int]bool // rows whose settlement is being written: the keeper extends them only after a step (extendSettling)
 	lost     map[int]bool // rows whose extension the store refused (ErrClaimLost): never sent
 	started  map[int]bool // rows whose send started (startSend): only these may be sent on a claim lost meanwhile
 	done     map[int]bool // rows whose send is over (or never started): only their settlement is left
@@ -281,10 +281,12 @@ func (sw *sweep) record(batch []queuedSettlement, results []error, err error) {
 // ended too (by then a release may have taken them), or when one try
 // outlasts the leases. The store call itself runs even after the caller's
 // context ended: a send that happened must be recorded. Each try is
-// bounded by the rows' leases instead (pastCaller): the keeper leaves rows
-// being settled alone. A batch refused as busy, or cut by the end of the
-// leases, is written again row by row (writeEach): a row no one else holds
-// may still be this sweep's. Once it has its answer, the rows idx are out
+// bounded by the rows' leases instead (pastCaller): the keeper extends
+// rows being settled only when the wall clock stepped (extendSettling). A
+// batch refused as busy, or cut by the end of the leases, is written again
+// row by row (writeEach): a row no one else holds may still be this
+// sweep's. A single whose try was cut is written again while its claim,
+// renewed, holds (tryWrite). Once it has its answer, the rows idx are out
 // of the keeper's care.
 func (sw *sweep) write(settlements []OutboxSettlement, idx []int) ([]error, error) {
 	results, final, err := sw.tryWrite(settlements, idx)
@@ -309,13 +311,18 @@ func (sw *sweep) writeAgain(settlements []OutboxSettlement, idx []int, err error
 			slog.Int("rows", len(settlements)), slog.String("error", err.Error()))
 		return sw.writeEach(settlements, idx), nil
 	}
+	cutBefore := false // a try was cut, and may have committed before its answer was lost
 	for wait := settleRetryFirst; ; wait = min(2*wait, settleRetryMax) {
+		cutBefore = cutBefore || errors.Is(err, errLeasesRanOut)
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: store busy; the settlement will be written again",
 			slog.Int("rows", len(settlements)), slog.Duration("wait", wait), slog.String("error", err.Error()))
 		t := time.NewTimer(wait)
 		<-t.C
 		results, final, terr := sw.tryWrite(settlements, idx)
 		if final {
+			if cutBefore && terr == nil && len(results) == 1 && errors.Is(results[0], ErrClaimLost) && sw.landed(settlements[0]) {
+				results[0] = nil // the cut try had committed it
+			}
 			return results, terr
 		}
 		err = terr
@@ -329,8 +336,7 @@ var errLeasesRanOut = errors.New("the rows' leases ran out while their settlemen
 // writeEach writes each settlement alone, all at once, each tried again
 // as write does, and returns each one's result: a row another session
 // keeps locked (PostgreSQL) must not hold up the others of its batch until
-// their leases end, and the keeper leaves the rows of a batch being
-// written alone. A single refused as ErrClaimLost whose row stands as its
+// their leases end. A single refused as ErrClaimLost whose row stands as its
 // settlement makes it (landed) was written by the batch's cut try.
 func (sw *sweep) writeEach(settlements []OutboxSettlement, idx []int) []error {
 	results := make([]error, len(settlements))
@@ -366,6 +372,17 @@ func (sw *sweep) tryWrite(settlements []OutboxSettlement, idx []int) (results []
 	cancel()
 	if err != nil && cut {
 		err = fmt.Errorf("%w: %w", errLeasesRanOut, err)
+		if len(idx) == 1 && sw.ctx.Err() == nil && sw.renew(idx[0], "turnframe: outbox row's lease could not be renewed after its settlement's try was cut") {
+			// Its claim holds, and now runs a lease from now: the try
+			// was cut while waiting was still of use (a forward step of
+			// the wall clock had left it a second, pastCaller). It is
+			// written again. Once the caller's context ended, no lease
+			// is renewed: the try was given what the leases had left.
+			return nil, false, err
+		}
+		if len(idx) == 1 && sw.landed(settlements[0]) {
+			results, err = []error{nil}, nil // the cut try had committed before its answer was lost
+		}
 	} else if err != nil && errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) {
 		if sw.ctx.Err() == nil || sw.clock().Before(sw.leaseEnd(idx...)) {
 			return nil, false, err
@@ -454,6 +471,14 @@ func (sw *sweep) covered(idx int) bool {
 	if sw.leaseEnd(idx).Sub(sw.clock()) >= need {
 		return true
 	}
+	return sw.renew(idx, "turnframe: outbox row's lease could not be renewed before its send")
+}
+
+// renew extends row idx's claim alone, at the sweep's clock, and reports
+// whether the store granted it; a claim the store says is lost is marked
+// lost. A failed write is logged with msg.
+func (sw *sweep) renew(idx int, msg string) bool {
+	d := sw.d
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
 	now := sw.clock()
@@ -461,7 +486,7 @@ func (sw *sweep) covered(idx int) bool {
 	defer cancel()
 	results, err := d.store.ExtendClaims(ctx, []Claim{sw.claims[idx]}, now, d.cfg.Lease())
 	if err != nil || len(results) != 1 {
-		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox row's lease could not be renewed before its send",
+		d.obs.logf(sw.ctx, slog.LevelWarn, msg,
 			append(rowAttrs(sw.claims[idx]), slog.Any("error", err), slog.Int("results", len(results)))...)
 		return false
 	}
@@ -471,23 +496,74 @@ func (sw *sweep) covered(idx int) bool {
 		sw.lost[idx] = true
 		return false
 	}
-	sw.until[idx] = now.Add(d.cfg.Lease())
+	if until := now.Add(d.cfg.Lease()); until.After(sw.until[idx]) {
+		sw.until[idx] = until
+	}
 	return true
 }
 
-// endsSoon reports whether an open row's lease, not being settled, ends
-// within half a lease margin of the sweep's clock: sooner than the keeper
-// ever lets one come, unless the clock stepped (liveSweeps.catchUp).
-func (sw *sweep) endsSoon() bool {
+// endsSoon reports whether an open row's lease ends within half a lease
+// margin of the sweep's clock: sooner than the keeper ever lets one come,
+// unless the clock stepped (liveSweeps.catchUp). open is for the rows not
+// being settled, which extend extends; settling for the rows whose
+// settlement is being written, which only extendSettling extends.
+func (sw *sweep) endsSoon() (open, settling bool) {
 	soon := sw.clock().Add(sw.d.cfg.LeaseMargin / 2)
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	for i := range sw.open {
-		if !sw.settling[i] && !sw.until[i].After(soon) {
-			return true
+		if !sw.until[i].After(soon) {
+			if sw.settling[i] {
+				settling = true
+			} else {
+				open = true
+			}
 		}
 	}
-	return false
+	return open, settling
+}
+
+// extendSettling extends the leases of the rows whose settlement is being
+// written and whose lease ends within half a lease margin: only a wall
+// clock stepped forward brings them so near while their try runs (each
+// try is bounded by what was left of the leases when it began), and a
+// release would then take the row of a send that is over and whose
+// outcome is being written, and its policy send it again. They are
+// extended apart from the other rows, so a row another session keeps
+// locked holds up no other's extension; a row whose settlement landed
+// meanwhile is refused (ErrClaimLost), which the settler's own answer
+// records.
+func (sw *sweep) extendSettling() {
+	d := sw.d
+	soon := sw.clock().Add(d.cfg.LeaseMargin / 2)
+	sw.mu.Lock()
+	var idx []int
+	var claims []Claim
+	for i := range sw.claims {
+		if sw.open[i] && sw.settling[i] && !sw.until[i].After(soon) {
+			idx, claims = append(idx, i), append(claims, sw.claims[i])
+		}
+	}
+	sw.mu.Unlock()
+	if len(claims) == 0 {
+		return
+	}
+	now, lease := sw.clock(), d.cfg.Lease()
+	ctx, cancel := sw.pastCaller(idx...)
+	defer cancel()
+	results, err := d.store.ExtendClaims(ctx, claims, now, lease)
+	if err != nil || len(results) != len(claims) {
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: the leases of outbox rows being settled could not be extended",
+			slog.Int("rows", len(claims)), slog.Any("error", err), slog.Int("results", len(results)))
+		return
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	for i, rerr := range results {
+		if rerr == nil && now.Add(lease).After(sw.until[idx[i]]) {
+			sw.until[idx[i]] = now.Add(lease)
+		}
+	}
 }
 
 // keepLeases extends the leases of the open rows every LeaseMargin/2 until
@@ -513,9 +589,13 @@ func (sw *sweep) keepLeases(settled <-chan struct{}) {
 			if sw.ctx.Err() != nil {
 				return // a tick and the end both ready: the end wins
 			}
-			if n >= looks || sw.endsSoon() {
+			open, settling := sw.endsSoon()
+			if n >= looks || open {
 				sw.extend()
 				n = 0
+			}
+			if settling {
+				sw.extendSettling()
 			}
 		}
 	}
