@@ -123,16 +123,12 @@ const (
 // claim that could not be made; it wraps the store's error, and then nothing
 // was claimed.
 func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport, error) {
-	start := d.clock.clock() // now's reading: the lease runs from here, however long the claim takes
-	claims, err := d.claimDue(ctx, now, d.cfg.BatchSize)
-	if err != nil {
+	sw, err := d.claimLive(ctx, ctx, ctx, d.cfg.BatchSize, func(time.Time) time.Time { return now })
+	if err != nil || sw == nil {
 		return DispatchReport{}, err
 	}
-	if len(claims) == 0 {
-		return DispatchReport{}, nil
-	}
-	sw := newSweep(ctx, ctx, d, claims, now, start)
 	sw.run()
+	claims := sw.claims
 
 	var report DispatchReport
 	for i, c := range claims {
@@ -150,6 +146,26 @@ func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport
 		}
 	}
 	return report, nil
+}
+
+// claimLive claims at most limit due rows and returns their sweep, in the
+// live set before Run's release can read its clock (liveSweeps.gate), or
+// nil if no row was due. The Dispatcher's clock is read first, as start:
+// the leases run from that reading, however long the claim takes; at
+// gives the claim's time from it. The sweep sends under send, starts no
+// send once stop ended, and must be run: its run leaves the live set.
+func (d *Dispatcher) claimLive(ctx, send, stop context.Context, limit int, at func(start time.Time) time.Time) (*sweep, error) {
+	d.live.gate.RLock()
+	defer d.live.gate.RUnlock()
+	start := d.clock.clock()
+	now := at(start)
+	claims, err := d.claimDue(ctx, now, limit)
+	if err != nil || len(claims) == 0 {
+		return nil, err
+	}
+	sw := newSweep(send, stop, d, claims, now, start)
+	d.live.add(sw)
+	return sw, nil
 }
 
 // claimDue claims at most limit rows due at now, under WorkerID, leased

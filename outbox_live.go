@@ -5,7 +5,17 @@ import "sync"
 // liveSweeps is the set of a Dispatcher's sweeps that are running, RunOnce's
 // and Run's alike, so that Run's release can bring their leases up to the
 // clock before it expires ended claims (catchUp).
+//
+// gate keeps a claim and that release apart: a claim holds it shared from
+// its clock reading until its sweep is in the set (Dispatcher.claimLive),
+// the release alone from its clock reading through its expiry
+// (Dispatcher.expireLive). Without it a claim made before a forward step
+// of the wall clock, and not yet in the set, was expired by a release on
+// the stepped clock: never sent, yet escalated as a send that may have
+// left.
 type liveSweeps struct {
+	gate sync.RWMutex
+
 	mu  sync.Mutex
 	set map[*sweep]struct{}
 }

@@ -101,8 +101,7 @@ func (sw *sweep) clock() time.Time {
 // run sends every claimed row, settles each, and returns once the senders,
 // the settler and the keeper have all ended.
 func (sw *sweep) run() {
-	sw.d.live.add(sw)
-	defer sw.d.live.remove(sw)
+	defer sw.d.live.remove(sw) // added by its claim (Dispatcher.claimLive)
 	queue := make(chan queuedSettlement, len(sw.claims))
 	settled := make(chan struct{})
 	go func() {

@@ -156,10 +156,11 @@ func (r *Recovery) Recover(ctx context.Context, scope RecoveryScope, h RecoveryH
 	return report, nil
 }
 
-// recoverRows is Recover's steps 1 and 2, the outbox's part, which
-// Dispatcher.Run makes too: it expires the claims whose lease ended and
-// hands every OutcomeUnknown row to the policy. now is the instant the
-// leases are judged at.
+// recoverRows is Recover's steps 1 and 2, the outbox's part: it expires
+// the claims whose lease ended and hands every OutcomeUnknown row to the
+// policy. now is the instant the leases are judged at. Dispatcher.Run
+// makes the same steps (Dispatcher.release), its expiry kept apart from
+// its own claims.
 func (r *Recovery) recoverRows(ctx context.Context, now time.Time, report *RecoverReport) error {
 	expired, err := r.store.ExpireClaims(ctx, now)
 	if err != nil {

@@ -143,18 +143,19 @@ func (l *runLoop) claim() (full bool, err error) {
 		return false, nil
 	}
 	limit := min(l.free, l.d.cfg.BatchSize)
-	start := l.d.clock.clock() // now's reading: the lease runs from here, however long the claim takes
-	now := start.UTC().Truncate(time.Microsecond)
-	claims, err := l.d.claimDue(l.stop, now, limit)
-	if err != nil || len(claims) == 0 {
+	sw, err := l.d.claimLive(l.stop, l.send, l.stop, limit, func(start time.Time) time.Time {
+		return start.UTC().Truncate(time.Microsecond)
+	})
+	if err != nil || sw == nil {
 		return false, err
 	}
-	l.free -= len(claims)
+	n := len(sw.claims)
+	l.free -= n
 	l.work.Go(func() {
-		newSweep(l.send, l.stop, l.d, claims, now, start).run()
-		l.ended <- len(claims)
+		sw.run()
+		l.ended <- n
 	})
-	return len(claims) == limit, nil
+	return n == limit, nil
 }
 
 // startRelease expires ended claims and applies the policy to unknown rows
@@ -172,26 +173,37 @@ func (l *runLoop) startRelease() {
 }
 
 // release is the outbox's part of Recovery.Recover, run by Run: expire the
-// claims whose lease ended and hand the unknown rows to the policy of
-// their destination's Remote.
-//
-// The release reads its clock before it catches its own live sweeps up,
-// never after: a forward step between a catch-up that saw no step and an
-// expiry on the stepped clock would take the row of a live send. Read
-// first, a step before the reading is one the catch-up sees, and a step
-// after it is one the expiry does not.
+// claims whose lease ended (expireLive) and hand the unknown rows to the
+// policy of their destination's Remote.
 func (d *Dispatcher) release(ctx context.Context) error {
-	now := d.clock.now()
-	d.live.catchUp() // its own live sends' rows are not ended claims, however the clock stepped
+	expired, err := d.expireLive(ctx)
+	countExpired(ctx, d.store, d.obs, expired)
+	if err != nil {
+		return fmt.Errorf("expire claims: %w", err)
+	}
 	s, ok := d.store.(Store)
 	if !ok {
-		expired, err := d.store.ExpireClaims(ctx, now)
-		countExpired(ctx, d.store, d.obs, expired)
-		return err
+		return nil
 	}
 	r := &Recovery{store: s, cfg: d.clock, obs: d.obs}
-	var report RecoverReport
-	return r.recoverRows(ctx, now, &report)
+	report := RecoverReport{Expired: expired}
+	return r.resolveRows(ctx, &report)
+}
+
+// expireLive expires the claims whose lease ended, but never one of this
+// Dispatcher's live sweeps, however the wall clock stepped. It holds the
+// live gate alone, so no claim is between its clock reading and the live
+// set; it reads its clock, then brings the leases of the live sweeps up to
+// that clock (catchUp), then expires at that reading. Read first, a step
+// before the reading is one the catch-up sees, and a step after it is one
+// the expiry does not: a step between a catch-up that saw none and an
+// expiry on the stepped clock would take the row of a live send.
+func (d *Dispatcher) expireLive(ctx context.Context) ([]OutboxID, error) {
+	d.live.gate.Lock()
+	defer d.live.gate.Unlock()
+	now := d.clock.now()
+	d.live.catchUp()
+	return d.store.ExpireClaims(ctx, now)
 }
 
 // enqueued returns the channel the store closes at its next enqueue, or

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -115,33 +114,22 @@ func (g *sendGate) Send(ctx context.Context, e turnframe.OutboxEntry) turnframe.
 	}
 }
 
-// watchedStore reports its claims and listings, and lets a claim wait for
-// the first listing: Run's release lists the unknown rows once at start,
-// so after two claims that found nothing the Run is idle until something
-// wakes it. It is an EnqueueNotifier when its store is, and notify is set.
+// watchedStore reports its claims. Run claims once at its start, once when
+// its first release ended, and then only when something wakes it: after
+// two claims that found nothing it is idle. A claim here never waits for
+// the release: a claim and the release's expiry are kept apart, so such a
+// wait would hold both for good. notifyingStore makes it an
+// EnqueueNotifier.
 type watchedStore struct {
 	turnframe.Store
-	listed     chan struct{} // closed when the first ListOutbox returned
-	listedOnce sync.Once
-	claims     chan int // how many rows each ClaimDue returned
+	claims chan int // how many rows each ClaimDue returned
 }
 
 func watch(s turnframe.Store) *watchedStore {
-	return &watchedStore{Store: s, listed: make(chan struct{}), claims: make(chan int, 1024)}
-}
-
-func (w *watchedStore) ListOutbox(ctx context.Context, f turnframe.OutboxFilter) ([]turnframe.OutboxRecord, error) {
-	rows, err := w.Store.ListOutbox(ctx, f)
-	w.listedOnce.Do(func() { close(w.listed) })
-	return rows, err
+	return &watchedStore{Store: s, claims: make(chan int, 1024)}
 }
 
 func (w *watchedStore) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
-	select {
-	case <-w.listed:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 	cs, err := w.Store.ClaimDue(ctx, now, limit, worker, lease)
 	w.claims <- len(cs)
 	return cs, err
