@@ -34,6 +34,11 @@ const DefaultLockTimeout = 5 * time.Second
 //
 // Errors: ErrInvalid for an empty or unparsable url; otherwise the error of
 // the connection or of a migration, translated (a context error stays one).
+// A server that refuses the connection for good (a database or role it does
+// not know, a failed authentication) is its own error, naming the server's
+// words, never ErrBusy. Once open, a connection that cannot be opened is
+// ErrBusy whatever the cause: a settlement must outlast a pg_hba.conf
+// reload or a database restarting, not be given up.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if url == "" {
 		return nil, &turnframe.InvalidError{Field: "url", Reason: "empty"}
