@@ -47,15 +47,7 @@ func TestAStepBetweenAClaimAndItsSweepLeavesTheFreshClaimToRunsRelease(t *testin
 	sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}}
 	d := turnframe.NewDispatcher(store, sender, runConfig(), turnframe.WithClock(clk.read))
 
-	type result struct {
-		report turnframe.DispatchReport
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		report, err := d.RunOnce(context.Background(), clk.read().UTC())
-		done <- result{report, err}
-	}()
+	done := runOnceAsync(t, d, context.Background(), clk.read().UTC())
 	<-store.held // claimed, its sweep not started
 
 	clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
@@ -68,11 +60,10 @@ func TestAStepBetweenAClaimAndItsSweepLeavesTheFreshClaimToRunsRelease(t *testin
 	}
 	close(store.let)
 	is.NoErr(<-released)
-	r := <-done
-	is.NoErr(r.err)
+	sent := <-done
 	got := dispGet(t, mem, rows[0].ID)
-	t.Logf("report %+v; the row is %v (%s)", r.report, got.Status, got.LastCode)
-	is.Equal(len(r.report.Unsettled), 0) // the claim held: its settlement landed
+	t.Logf("report %+v; the row is %v (%s)", sent, got.Status, got.LastCode)
+	is.Equal(len(sent.Unsettled), 0) // the claim held: its settlement landed
 	// Sent and completed, or, if the sweep judged its lease before the
 	// release caught it up to the step, put back unsent: never expired.
 	sentOrNot := got.Status == turnframe.OutboxCompleted ||

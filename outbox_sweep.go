@@ -480,10 +480,7 @@ func (sw *sweep) renew(idx int, msg string) bool {
 	d := sw.d
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
-	now := sw.clock()
-	ctx, cancel := sw.pastCaller(idx)
-	defer cancel()
-	results, err := d.store.ExtendClaims(ctx, []Claim{sw.claims[idx]}, now, d.cfg.Lease())
+	until, results, err := sw.extendClaims([]int{idx}, []Claim{sw.claims[idx]})
 	if err != nil || len(results) != 1 {
 		d.obs.logf(sw.ctx, slog.LevelWarn, msg,
 			append(rowAttrs(sw.claims[idx]), slog.Any("error", err), slog.Int("results", len(results)))...)
@@ -495,7 +492,7 @@ func (sw *sweep) renew(idx int, msg string) bool {
 		sw.lost[idx] = true
 		return false
 	}
-	if until := now.Add(d.cfg.Lease()); until.After(sw.until[idx]) {
+	if until.After(sw.until[idx]) {
 		sw.until[idx] = until
 	}
 	return true
@@ -535,22 +532,11 @@ func (sw *sweep) endsSoon() (open, settling bool) {
 func (sw *sweep) extendSettling() {
 	d := sw.d
 	soon := sw.clock().Add(d.cfg.LeaseMargin / 2)
-	sw.mu.Lock()
-	var idx []int
-	var claims []Claim
-	for i := range sw.claims {
-		if sw.open[i] && sw.settling[i] && !sw.until[i].After(soon) {
-			idx, claims = append(idx, i), append(claims, sw.claims[i])
-		}
-	}
-	sw.mu.Unlock()
+	idx, claims := sw.pick(func(i int) bool { return sw.settling[i] && !sw.until[i].After(soon) })
 	if len(claims) == 0 {
 		return
 	}
-	now, lease := sw.clock(), d.cfg.Lease()
-	ctx, cancel := sw.pastCaller(idx...)
-	defer cancel()
-	results, err := d.store.ExtendClaims(ctx, claims, now, lease)
+	until, results, err := sw.extendClaims(idx, claims)
 	if err != nil || len(results) != len(claims) {
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: the leases of outbox rows being settled could not be extended",
 			slog.Int("rows", len(claims)), slog.Any("error", err), slog.Int("results", len(results)))
@@ -559,10 +545,34 @@ func (sw *sweep) extendSettling() {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	for i, rerr := range results {
-		if rerr == nil && now.Add(lease).After(sw.until[idx[i]]) {
-			sw.until[idx[i]] = now.Add(lease)
+		if rerr == nil && until.After(sw.until[idx[i]]) {
+			sw.until[idx[i]] = until
 		}
 	}
+}
+
+// extendClaims extends the claims of the rows idx to a lease from the
+// sweep's clock, bounded by what is left of their leases (pastCaller), and
+// returns the lease end it asked for with the store's answer.
+func (sw *sweep) extendClaims(idx []int, claims []Claim) (until time.Time, results []error, err error) {
+	now, lease := sw.clock(), sw.d.cfg.Lease()
+	ctx, cancel := sw.pastCaller(idx...)
+	defer cancel()
+	results, err = sw.d.store.ExtendClaims(ctx, claims, now, lease)
+	return now.Add(lease), results, err
+}
+
+// pick returns the open rows for which keep, called holding mu, says
+// true: their places in the claim, and their claims.
+func (sw *sweep) pick(keep func(i int) bool) (idx []int, claims []Claim) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	for i := range sw.claims {
+		if sw.open[i] && keep(i) {
+			idx, claims = append(idx, i), append(claims, sw.claims[i])
+		}
+	}
+	return idx, claims
 }
 
 // keepLeases extends the leases of the open rows every LeaseMargin/2 until
@@ -624,22 +634,11 @@ func (sw *sweep) extend() {
 	d := sw.d
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
-	sw.mu.Lock()
-	var idx []int
-	var claims []Claim
-	for i := range sw.claims {
-		if sw.open[i] && !sw.settling[i] {
-			idx, claims = append(idx, i), append(claims, sw.claims[i])
-		}
-	}
-	sw.mu.Unlock()
+	idx, claims := sw.pick(func(i int) bool { return !sw.settling[i] })
 	if len(claims) == 0 {
 		return
 	}
-	now, lease := sw.clock(), d.cfg.Lease()
-	ctx, cancel := sw.pastCaller(idx...)
-	defer cancel()
-	results, err := d.store.ExtendClaims(ctx, claims, now, lease)
+	until, results, err := sw.extendClaims(idx, claims)
 	if err != nil {
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox leases could not be extended; the keeper tries again at its next extension, or its next look if a lease is near its end",
 			slog.Int("rows", len(claims)), slog.String("error", err.Error()))
@@ -653,7 +652,7 @@ func (sw *sweep) extend() {
 	for i, rerr := range results {
 		if rerr == nil {
 			sw.mu.Lock()
-			sw.until[idx[i]] = now.Add(lease)
+			sw.until[idx[i]] = until
 			sw.mu.Unlock()
 			continue
 		}

@@ -44,28 +44,19 @@ func TestAStepWhileASettlementIsWrittenLeavesTheRowToItsSweep(t *testing.T) {
 	sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}}
 	d := turnframe.NewDispatcher(store, sender, runConfig(), turnframe.WithClock(clk.read))
 
-	type result struct {
-		report turnframe.DispatchReport
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		report, err := d.RunOnce(context.Background(), clk.read().UTC())
-		done <- result{report, err}
-	}()
+	done := runOnceAsync(t, d, context.Background(), clk.read().UTC())
 	<-store.held // the send completed; its settlement is being written
 
 	clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
 	is.NoErr(turnframe.Release(context.Background(), d))
 	got := dispGet(t, mem, rows[0].ID)
 	close(store.let)
-	r := <-done
-	is.NoErr(r.err)
+	sent := <-done
 	after := dispGet(t, mem, rows[0].ID)
-	t.Logf("during the settlement the row was %v (%s); after it %v (%s); report %+v", got.Status, got.LastCode, after.Status, after.LastCode, r.report)
+	t.Logf("during the settlement the row was %v (%s); after it %v (%s); report %+v", got.Status, got.LastCode, after.Status, after.LastCode, sent)
 	is.Equal(got.Status, turnframe.OutboxDispatching) // the release left the live sweep's row alone
 	is.Equal(after.Status, turnframe.OutboxCompleted) // and its settlement landed
-	is.Equal(r.report.Completed, []turnframe.OutboxID{rows[0].ID})
+	is.Equal(sent.Completed, []turnframe.OutboxID{rows[0].ID})
 }
 
 // The same for a release elsewhere (a Recover, in this process or
@@ -84,15 +75,7 @@ func TestAKeeperFollowsAStepForARowWhoseSettlementIsBeingWritten(t *testing.T) {
 	d := turnframe.NewDispatcher(spy, sender, runConfig(), turnframe.WithClock(clk.read)) // an extension every 15 s, a look every second
 	rec := turnframe.NewRecovery(mem, turnframe.WithClock(clk.read))
 
-	type result struct {
-		report turnframe.DispatchReport
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		report, err := d.RunOnce(context.Background(), clk.read().UTC())
-		done <- result{report, err}
-	}()
+	done := runOnceAsync(t, d, context.Background(), clk.read().UTC())
 	<-held.held // the send completed; its settlement is being written
 
 	stepped := clk.read().Add(2 * time.Hour)
@@ -107,12 +90,11 @@ func TestAKeeperFollowsAStepForARowWhoseSettlementIsBeingWritten(t *testing.T) {
 	is.NoErr(err)
 	got := dispGet(t, mem, rows[0].ID)
 	close(held.let)
-	r := <-done
-	is.NoErr(r.err)
+	sent := <-done
 	after := dispGet(t, mem, rows[0].ID)
-	t.Logf("followed %v; Recover expired %v; the row was %v, then %v; report %+v", followed, report.Expired, got.Status, after.Status, r.report)
+	t.Logf("followed %v; Recover expired %v; the row was %v, then %v; report %+v", followed, report.Expired, got.Status, after.Status, sent)
 	is.True(followed)                                 // the keeper followed the step within its looks
 	is.Equal(len(report.Expired), 0)                  // the row of the completed send was not expired
 	is.Equal(after.Status, turnframe.OutboxCompleted) // its settlement landed
-	is.Equal(r.report.Completed, []turnframe.OutboxID{rows[0].ID})
+	is.Equal(sent.Completed, []turnframe.OutboxID{rows[0].ID})
 }
