@@ -155,8 +155,10 @@ func (d *Dispatcher) RunOnce(ctx context.Context, now time.Time) (DispatchReport
 // gives the claim's time from it. The sweep sends under send, starts no
 // send once stop ended, and must be run: its run leaves the live set.
 func (d *Dispatcher) claimLive(ctx, send, stop context.Context, limit int, at func(start time.Time) time.Time) (*sweep, error) {
-	d.live.gate.RLock()
-	defer d.live.gate.RUnlock()
+	if err := d.live.gate.share(ctx); err != nil {
+		return nil, fmt.Errorf("claim due outbox rows: %w", err)
+	}
+	defer d.live.gate.unshare()
 	start := d.clock.clock()
 	now := at(start)
 	claims, err := d.claimDue(ctx, now, limit)

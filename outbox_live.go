@@ -14,7 +14,7 @@ import "sync"
 // the stepped clock: never sent, yet escalated as a send that may have
 // left.
 type liveSweeps struct {
-	gate sync.RWMutex
+	gate claimGate
 
 	mu  sync.Mutex
 	set map[*sweep]struct{}

@@ -199,8 +199,10 @@ func (d *Dispatcher) release(ctx context.Context) error {
 // the expiry does not: a step between a catch-up that saw none and an
 // expiry on the stepped clock would take the row of a live send.
 func (d *Dispatcher) expireLive(ctx context.Context) ([]OutboxID, error) {
-	d.live.gate.Lock()
-	defer d.live.gate.Unlock()
+	if err := d.live.gate.take(ctx); err != nil {
+		return nil, err
+	}
+	defer d.live.gate.give()
 	now := d.clock.now()
 	d.live.catchUp()
 	return d.store.ExpireClaims(ctx, now)
