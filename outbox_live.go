@@ -50,10 +50,13 @@ func (l *liveSweeps) catchUp() {
 	}
 	l.mu.Unlock()
 	for _, sw := range sweeps {
+		open, settling := sw.endsSoon()
 		if sw.ctx.Err() != nil {
+			if open || settling {
+				sw.followStep() // no longer extended, but not cut short by a step
+			}
 			continue
 		}
-		open, settling := sw.endsSoon()
 		if open {
 			sw.extend()
 		}

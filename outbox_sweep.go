@@ -55,6 +55,7 @@ type sweep struct {
 	started  map[int]bool // rows whose send started (startSend): only these may be sent on a claim lost meanwhile
 	done     map[int]bool // rows whose send is over (or never started): only their settlement is left
 	until    []time.Time  // each row's lease end, as the store last granted it
+	real     []time.Time  // the instant on the real (monotonic) clock each row's lease, as last granted, ends: a wall step does not move it (followStep)
 }
 
 // queuedSettlement is a sent row's settlement, waiting for the settler.
@@ -79,10 +80,13 @@ func newSweep(ctx, stop context.Context, d *Dispatcher, claims []Claim, now, sta
 		started:  make(map[int]bool),
 		done:     make(map[int]bool),
 		until:    make([]time.Time, len(claims)),
+		real:     make([]time.Time, len(claims)),
 	}
+	clock, mono := sw.clock(), time.Now()
 	for i, c := range claims {
 		sw.open[i] = true
 		sw.until[i] = c.LeaseUntil
+		sw.real[i] = mono.Add(c.LeaseUntil.Sub(clock))
 	}
 	return sw
 }
@@ -480,7 +484,7 @@ func (sw *sweep) renew(idx int, msg string) bool {
 	d := sw.d
 	sw.writing.Lock()
 	defer sw.writing.Unlock()
-	until, results, err := sw.extendClaims([]int{idx}, []Claim{sw.claims[idx]})
+	until, real, results, err := sw.extendClaims([]int{idx}, []Claim{sw.claims[idx]})
 	if err != nil || len(results) != 1 {
 		d.obs.logf(sw.ctx, slog.LevelWarn, msg,
 			append(rowAttrs(sw.claims[idx]), slog.Any("error", err), slog.Int("results", len(results)))...)
@@ -492,9 +496,7 @@ func (sw *sweep) renew(idx int, msg string) bool {
 		sw.lost[idx] = true
 		return false
 	}
-	if until.After(sw.until[idx]) {
-		sw.until[idx] = until
-	}
+	sw.grantedLocked(idx, until, real)
 	return true
 }
 
@@ -536,7 +538,7 @@ func (sw *sweep) extendSettling() {
 	if len(claims) == 0 {
 		return
 	}
-	until, results, err := sw.extendClaims(idx, claims)
+	until, real, results, err := sw.extendClaims(idx, claims)
 	if err != nil || len(results) != len(claims) {
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: the leases of outbox rows being settled could not be extended",
 			slog.Int("rows", len(claims)), slog.Any("error", err), slog.Int("results", len(results)))
@@ -545,21 +547,66 @@ func (sw *sweep) extendSettling() {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	for i, rerr := range results {
-		if rerr == nil && until.After(sw.until[idx[i]]) {
-			sw.until[idx[i]] = until
+		if rerr == nil {
+			sw.grantedLocked(idx[i], until, real)
 		}
 	}
 }
 
 // extendClaims extends the claims of the rows idx to a lease from the
 // sweep's clock, bounded by what is left of their leases (pastCaller), and
-// returns the lease end it asked for with the store's answer.
-func (sw *sweep) extendClaims(idx []int, claims []Claim) (until time.Time, results []error, err error) {
-	now, lease := sw.clock(), sw.d.cfg.Lease()
+// returns the lease end it asked for, on the sweep's clock and on the real
+// one, with the store's answer.
+func (sw *sweep) extendClaims(idx []int, claims []Claim) (until, real time.Time, results []error, err error) {
+	now, mono, lease := sw.clock(), time.Now(), sw.d.cfg.Lease()
 	ctx, cancel := sw.pastCaller(idx...)
 	defer cancel()
 	results, err = sw.d.store.ExtendClaims(ctx, claims, now, lease)
-	return now.Add(lease), results, err
+	return now.Add(lease), mono.Add(lease), results, err
+}
+
+// grantedLocked records a lease the store granted row i, ending at until
+// on the sweep's clock and at real on the real one, unless the row already
+// holds a later one. sw.mu is held.
+func (sw *sweep) grantedLocked(i int, until, real time.Time) {
+	if until.After(sw.until[i]) {
+		sw.until[i], sw.real[i] = until, real
+	}
+}
+
+// followStep is catchUp for a sweep whose caller's context ended. Its
+// leases are no longer extended: its writes are bounded by them as they
+// stand, so RunOnce returns soon after they end. But a forward step of the
+// wall clock must not shorten them either, or Run's release takes the row
+// of a send that is over and whose settlement is being written, and its
+// policy sends it again. Each open row whose lease ends within half a
+// lease margin, a step of more than stepCheck having brought it there, is
+// extended to what its lease had left on the real clock, never further.
+func (sw *sweep) followStep() {
+	now, mono := sw.clock(), time.Now()
+	soon := now.Add(sw.d.cfg.LeaseMargin / 2)
+	sw.mu.Lock()
+	left := make(map[int]time.Duration)
+	for i := range sw.open {
+		l := sw.real[i].Sub(mono)
+		if !sw.until[i].After(soon) && l > 0 && now.Add(l).Sub(sw.until[i]) > stepCheck {
+			left[i] = l
+		}
+	}
+	sw.mu.Unlock()
+	for i, l := range left {
+		ctx, cancel := sw.pastCaller(i)
+		results, err := sw.d.store.ExtendClaims(ctx, []Claim{sw.claims[i]}, now, l)
+		cancel()
+		if err != nil || len(results) != 1 || results[0] != nil {
+			continue // refused: its settlement landed meanwhile, or a release took it
+		}
+		sw.mu.Lock()
+		if until := now.Add(l); until.After(sw.until[i]) {
+			sw.until[i] = until // real[i] stays: the same instant
+		}
+		sw.mu.Unlock()
+	}
 }
 
 // pick returns the open rows for which keep, called holding mu, says
@@ -638,7 +685,7 @@ func (sw *sweep) extend() {
 	if len(claims) == 0 {
 		return
 	}
-	until, results, err := sw.extendClaims(idx, claims)
+	until, real, results, err := sw.extendClaims(idx, claims)
 	if err != nil {
 		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox leases could not be extended; the keeper tries again at its next extension, or its next look if a lease is near its end",
 			slog.Int("rows", len(claims)), slog.String("error", err.Error()))
@@ -652,7 +699,7 @@ func (sw *sweep) extend() {
 	for i, rerr := range results {
 		if rerr == nil {
 			sw.mu.Lock()
-			sw.until[idx[i]] = until
+			sw.grantedLocked(idx[i], until, real)
 			sw.mu.Unlock()
 			continue
 		}
