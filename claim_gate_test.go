@@ -17,10 +17,7 @@ func TestTheClaimGate(t *testing.T) {
 	t.Run("AReleaseWaitsForAClaimAndTakesTheGateWhenItIsGivenBack", func(t *testing.T) {
 		is := is.New(t)
 		var g turnframe.Gate
-		is.NoErr(g.Share(context.Background()))
-		took := make(chan error, 1)
-		go func() { took <- g.Take(context.Background()) }()
-		eventually(t, "the release waits", func() bool { r, w := g.Waiting(); return r == 1 && w == 1 })
+		took := releaseBehindAClaim(t, &g, context.Background())
 		select {
 		case <-took:
 			t.Fatal("the release took the gate a claim holds")
@@ -33,10 +30,7 @@ func TestTheClaimGate(t *testing.T) {
 	t.Run("AClaimWaitsBehindAWaitingReleaseAndGivesUpWithItsContext", func(t *testing.T) {
 		is := is.New(t)
 		var g turnframe.Gate
-		is.NoErr(g.Share(context.Background()))
-		took := make(chan error, 1)
-		go func() { took <- g.Take(context.Background()) }()
-		eventually(t, "the release waits", func() bool { r, w := g.Waiting(); return r == 1 && w == 1 })
+		took := releaseBehindAClaim(t, &g, context.Background())
 		ctx, cancel := context.WithCancel(context.Background())
 		shared := make(chan error, 1)
 		go func() { shared <- g.Share(ctx) }()
@@ -51,11 +45,8 @@ func TestTheClaimGate(t *testing.T) {
 	t.Run("AReleaseThatGivesUpLetsTheClaimsBehindItGo", func(t *testing.T) {
 		is := is.New(t)
 		var g turnframe.Gate
-		is.NoErr(g.Share(context.Background()))
 		ctx, cancel := context.WithCancel(context.Background())
-		took := make(chan error, 1)
-		go func() { took <- g.Take(ctx) }()
-		eventually(t, "the release waits", func() bool { r, w := g.Waiting(); return r == 1 && w == 1 })
+		took := releaseBehindAClaim(t, &g, ctx)
 		shared := make(chan error, 1)
 		go func() { shared <- g.Share(context.Background()) }() // behind the release
 		eventually(t, "the claim waits behind it", func() bool { _, w := g.Waiting(); return w == 2 })
@@ -67,4 +58,18 @@ func TestTheClaimGate(t *testing.T) {
 		g.Unshare()
 		g.Unshare()
 	})
+}
+
+// releaseBehindAClaim has a claim share g, then starts a release under ctx
+// and returns, once the release waits for the claim, where its answer
+// comes.
+func releaseBehindAClaim(t *testing.T, g *turnframe.Gate, ctx context.Context) <-chan error {
+	t.Helper()
+	if err := g.Share(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	took := make(chan error, 1)
+	go func() { took <- g.Take(ctx) }()
+	eventually(t, "the release waits", func() bool { r, w := g.Waiting(); return r == 1 && w == 1 })
+	return took
 }

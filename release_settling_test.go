@@ -34,29 +34,47 @@ func (s *heldSettle) Settle(ctx context.Context, st []turnframe.OutboxSettlement
 // a PostgreSQL row lock) is a row of a live sweep, but catchUp skipped it
 // (endsSoon and extend leave settling rows alone): after a forward step the
 // release expired it, the completed send's settlement was refused as
-// ErrClaimLost, and the policy put the row back Pending: sent twice.
+// ErrClaimLost, and the policy put the row back Pending: sent twice. It
+// skipped every sweep whose caller's context had ended too, though RunOnce
+// writes its settlements past its context: a shutdown during a slow
+// settlement write was enough.
 func TestAStepWhileASettlementIsWrittenLeavesTheRowToItsSweep(t *testing.T) {
-	is := is.New(t)
-	clk := &osClock{}
-	mem := memstoreFor(t)
-	rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
-	store := &heldSettle{Store: mem, held: make(chan struct{}), let: make(chan struct{})}
-	sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}}
-	d := turnframe.NewDispatcher(store, sender, runConfig(), turnframe.WithClock(clk.read))
+	for _, tt := range []struct {
+		name      string
+		cancelled bool // the caller's context ends while the settlement is written
+	}{
+		{"ALiveSweep", false},
+		{"ASweepWhoseContextEnded", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			clk := &osClock{}
+			mem := memstoreFor(t)
+			rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
+			store := &heldSettle{Store: mem, held: make(chan struct{}), let: make(chan struct{})}
+			sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}}
+			d := turnframe.NewDispatcher(store, sender, runConfig(), turnframe.WithClock(clk.read))
 
-	done := runOnceAsync(t, d, context.Background(), clk.read().UTC())
-	<-store.held // the send completed; its settlement is being written
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := runOnceAsync(t, d, ctx, clk.read().UTC())
+			<-store.held // the send completed; its settlement is being written
+			if tt.cancelled {
+				cancel() // the process is shutting down: RunOnce writes the settlement past its context
+			}
 
-	clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
-	is.NoErr(turnframe.Release(context.Background(), d))
-	got := dispGet(t, mem, rows[0].ID)
-	close(store.let)
-	sent := <-done
-	after := dispGet(t, mem, rows[0].ID)
-	t.Logf("during the settlement the row was %v (%s); after it %v (%s); report %+v", got.Status, got.LastCode, after.Status, after.LastCode, sent)
-	is.Equal(got.Status, turnframe.OutboxDispatching) // the release left the live sweep's row alone
-	is.Equal(after.Status, turnframe.OutboxCompleted) // and its settlement landed
-	is.Equal(sent.Completed, []turnframe.OutboxID{rows[0].ID})
+			clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
+			is.NoErr(turnframe.Release(context.Background(), d))
+			got := dispGet(t, mem, rows[0].ID)
+			close(store.let)
+			sent := <-done
+			after := dispGet(t, mem, rows[0].ID)
+			t.Logf("during the settlement the row was %v (%s); after it %v (%s); report %+v", got.Status, got.LastCode, after.Status, after.LastCode, sent)
+			is.Equal(got.Status, turnframe.OutboxDispatching) // the release left the live sweep's row alone
+			is.Equal(after.Status, turnframe.OutboxCompleted) // and its settlement landed
+			is.Equal(sent.Completed, []turnframe.OutboxID{rows[0].ID})
+		})
+	}
 }
 
 // The same for a release elsewhere (a Recover, in this process or
