@@ -14,6 +14,7 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/pgstore"
 	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
@@ -104,6 +105,26 @@ func proxied(t *testing.T) (*stallProxy, string) {
 	return p, u.String()
 }
 
+// warm has the pool of a open n connections at once, then gives them
+// back: they stay open, and keep working once new connections hang. Which
+// connections a pool holds when the server stops answering is an accident
+// of what ran at the same time before; this test's claim is about the ones
+// it holds.
+func warm(t *testing.T, a *pgstore.Store, n int) {
+	t.Helper()
+	conns := make([]interface{ Release() }, 0, n)
+	for range n {
+		c, err := a.Pool().Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+}
+
 // Run's listener reconnects under Run's own context on Run's loop: when the
 // reconnect does not return (the server's address accepts and never
 // answers), Run stops dispatching altogether, though its pool's
@@ -118,6 +139,7 @@ func TestRunKeepsDispatchingWhileItsListenerCannotReconnect(t *testing.T) {
 	p, through := proxied(t)
 	a := mustOpenURL(t, through)
 	sent, stop := idleRun(t, a)
+	warm(t, a, 3)       // the enqueue, Run's claim and its settlement each find a connection
 	p.stall.Store(true) // new connections to the server's address hang from now on
 	var killed int
 	err := a.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
