@@ -41,10 +41,10 @@ func (l *liveSweeps) remove(sw *sweep) {
 // machine, an NTP step) brings them so near, and the keeper follows the
 // step only at its next look, up to a second later (stepCheck), after
 // Run's release, every poll, would have taken the rows of its live sends.
-// A sweep whose caller's context ended has no keeper and is not extended:
-// its leases are moved only to where they end on the real clock
-// (followStep). Other releases are not held up: see DESIGN.md, "One
-// clock".
+// A sweep whose caller's context ended is not extended: its leases are
+// moved only to where they end on the real clock (followStep), as its
+// keeper does at its next look. Other releases are not held up: see
+// DESIGN.md, "One clock".
 func (l *liveSweeps) catchUp() {
 	l.mu.Lock()
 	sweeps := make([]*sweep, 0, len(l.set))

@@ -574,14 +574,15 @@ func (sw *sweep) grantedLocked(i int, until, real time.Time) {
 	}
 }
 
-// followStep is catchUp for a sweep whose caller's context ended. Its
-// leases are no longer extended: its writes are bounded by them as they
-// stand, so RunOnce returns soon after they end. But a forward step of the
-// wall clock must not shorten them either, or Run's release takes the row
-// of a send that is over and whose settlement is being written, and its
-// policy sends it again. Each open row whose lease ends within half a
-// lease margin, a step of more than stepCheck having brought it there, is
-// extended to what its lease had left on the real clock, never further.
+// followStep is what the keeper and catchUp do for a sweep whose caller's
+// context ended. Its leases are no longer extended: its writes are bounded
+// by them as they stand, so RunOnce returns soon after they end. But a
+// forward step of the wall clock must not shorten them either, or a
+// release takes the row of a send that is over and whose settlement is
+// being written, and its policy sends it again. Each open row whose lease
+// ends within half a lease margin, a step of more than stepCheck having
+// brought it there, is extended to what its lease had left on the real
+// clock, never further.
 func (sw *sweep) followStep() {
 	now, mono := sw.clock(), time.Now()
 	soon := now.Add(sw.d.cfg.LeaseMargin / 2)
@@ -629,23 +630,31 @@ func (sw *sweep) pick(keep func(i int) bool) (idx []int, claims []Claim) {
 // every second (keeperCadence), whether the wall clock stepped forward so far that a
 // lease ends within half a margin, and extends at once if so: a release
 // elsewhere would take the rows of a live send in the meantime. Once the
-// caller's context ended it stops: no send starts or runs on after that,
-// and the settler's tries are bounded by the leases as they stand.
+// caller's context ended it extends no more: no send starts or runs on
+// after that, and the settler's tries are bounded by the leases as they
+// stand. It goes on looking until the settler is done, though, and follows
+// a step by moving the leases only to where they end on the real clock
+// (followStep), so that no release, in this process or another, takes the
+// row of a send that is over while its settlement is being written.
 func (sw *sweep) keepLeases(settled <-chan struct{}) {
 	look, looks := keeperCadence(sw.d.cfg.LeaseMargin)
 	tick := time.NewTicker(look)
 	defer tick.Stop()
+	ended := sw.ctx.Done()
 	for n := 1; ; n++ {
 		select {
 		case <-settled:
 			return
-		case <-sw.ctx.Done():
-			return
+		case <-ended:
+			ended = nil // from here on it only follows steps
 		case <-tick.C:
-			if sw.ctx.Err() != nil {
-				return // a tick and the end both ready: the end wins
-			}
 			open, settling := sw.endsSoon()
+			if sw.ctx.Err() != nil { // a tick and the end both ready: the end wins
+				if open || settling {
+					sw.followStep()
+				}
+				continue
+			}
 			if n >= looks || open {
 				sw.extend()
 				n = 0

@@ -81,38 +81,55 @@ func TestAStepWhileASettlementIsWrittenLeavesTheRowToItsSweep(t *testing.T) {
 // another): DESIGN.md says it may take the row of a live send only "in the
 // second before the keeper looks". The keeper left rows being settled
 // alone, so after a step a Recover took the row of a completed send for as
-// long as its settlement was being written.
+// long as its settlement was being written. And once the caller's context
+// ended the keeper stopped, though the settlement is still written: after
+// a step, a Recover took that row for as long as the write took.
 func TestAKeeperFollowsAStepForARowWhoseSettlementIsBeingWritten(t *testing.T) {
-	is := is.New(t)
-	clk := &osClock{}
-	mem := memstoreFor(t)
-	rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
-	held := &heldSettle{Store: mem, held: make(chan struct{}, 1), let: make(chan struct{})}
-	spy := &extendSpy{Store: held, extended: make(chan time.Time, 1)}
-	sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}}
-	d := turnframe.NewDispatcher(spy, sender, runConfig(), turnframe.WithClock(clk.read)) // an extension every 15 s, a look every second
-	rec := turnframe.NewRecovery(mem, turnframe.WithClock(clk.read))
+	for _, tt := range []struct {
+		name      string
+		cancelled bool // the caller's context ends while the settlement is written
+	}{
+		{"ALiveSweep", false},
+		{"ASweepWhoseContextEnded", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			clk := &osClock{}
+			mem := memstoreFor(t)
+			rows := dispEnqueue(t, mem, rtAccount, "k1", turnframe.OutboxMessage{Destination: "payments"})
+			held := &heldSettle{Store: mem, held: make(chan struct{}, 1), let: make(chan struct{})}
+			spy := &extendSpy{Store: held, extended: make(chan time.Time, 1)}
+			sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted, Code: "http.200"}}
+			d := turnframe.NewDispatcher(spy, sender, runConfig(), turnframe.WithClock(clk.read)) // an extension every 15 s, a look every second
+			rec := turnframe.NewRecovery(mem, turnframe.WithClock(clk.read))
 
-	done := runOnceAsync(t, d, context.Background(), clk.read().UTC())
-	<-held.held // the send completed; its settlement is being written
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := runOnceAsync(t, d, ctx, clk.read().UTC())
+			<-held.held // the send completed; its settlement is being written
+			if tt.cancelled {
+				cancel() // the process is shutting down: RunOnce writes the settlement past its context
+			}
 
-	stepped := clk.read().Add(2 * time.Hour)
-	clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
-	followed := false
-	select {
-	case at := <-spy.extended:
-		followed = !at.Before(stepped.Add(-time.Minute)) // extended on the stepped clock
-	case <-time.After(10 * time.Second): // under the 15 s of the keeper's next extension
+			stepped := clk.read().Add(2 * time.Hour)
+			clk.step.Store(int64(2 * time.Hour)) // the wall clock steps forward two hours
+			followed := false
+			select {
+			case at := <-spy.extended:
+				followed = !at.Before(stepped.Add(-time.Minute)) // extended on the stepped clock
+			case <-time.After(10 * time.Second): // under the 15 s of the keeper's next extension
+			}
+			report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, boundsNoop{})
+			is.NoErr(err)
+			got := dispGet(t, mem, rows[0].ID)
+			close(held.let)
+			sent := <-done
+			after := dispGet(t, mem, rows[0].ID)
+			t.Logf("followed %v; Recover expired %v; the row was %v, then %v; report %+v", followed, report.Expired, got.Status, after.Status, sent)
+			is.True(followed)                                 // the keeper followed the step within its looks
+			is.Equal(len(report.Expired), 0)                  // the row of the completed send was not expired
+			is.Equal(after.Status, turnframe.OutboxCompleted) // its settlement landed
+			is.Equal(sent.Completed, []turnframe.OutboxID{rows[0].ID})
+		})
 	}
-	report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, boundsNoop{})
-	is.NoErr(err)
-	got := dispGet(t, mem, rows[0].ID)
-	close(held.let)
-	sent := <-done
-	after := dispGet(t, mem, rows[0].ID)
-	t.Logf("followed %v; Recover expired %v; the row was %v, then %v; report %+v", followed, report.Expired, got.Status, after.Status, sent)
-	is.True(followed)                                 // the keeper followed the step within its looks
-	is.Equal(len(report.Expired), 0)                  // the row of the completed send was not expired
-	is.Equal(after.Status, turnframe.OutboxCompleted) // its settlement landed
-	is.Equal(sent.Completed, []turnframe.OutboxID{rows[0].ID})
 }
