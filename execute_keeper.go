@@ -21,22 +21,25 @@ type attemptKeeper struct {
 	stop    chan struct{}
 	done    chan struct{}
 	running JournalEntry // the entry as last renewed; the keeper's until done is closed
+	real    time.Time    // where running's lease ends on the real (monotonic) clock, which a wall step does not move
 }
 
 // keepAttempt starts the keeper of running's lease; end stops it. It never
 // outlives the call it keeps: run ends it as soon as the handler returned.
 func (x *execution) keepAttempt(ctx context.Context, running JournalEntry) *attemptKeeper {
-	k := &attemptKeeper{stop: make(chan struct{}), done: make(chan struct{}), running: running}
+	ends := time.Now().Add(running.LeaseUntil.Sub(x.rt.cfg.now()))
+	k := &attemptKeeper{stop: make(chan struct{}), done: make(chan struct{}), running: running, real: ends}
 	go k.keep(ctx, x)
 	return k
 }
 
 // end stops the keeper, waits for it, and returns the entry as the keeper
-// left it: renewed, or as it was handed over.
-func (k *attemptKeeper) end() JournalEntry {
+// left it (renewed, or as it was handed over) and where its lease ends on
+// the real clock.
+func (k *attemptKeeper) end() (JournalEntry, time.Time) {
 	close(k.stop)
 	<-k.done
-	return k.running
+	return k.running, k.real
 }
 
 func (k *attemptKeeper) keep(ctx context.Context, x *execution) {
@@ -54,9 +57,10 @@ func (k *attemptKeeper) keep(ctx context.Context, x *execution) {
 		if k.running.LeaseUntil.After(x.rt.cfg.now().Add(x.rt.cfg.leaseMargin / 2)) {
 			continue
 		}
+		mono := time.Now()
 		renewed, err := x.renew(ctx, k.running)
 		if err == nil {
-			k.running = renewed
+			k.running, k.real = renewed, mono.Add(x.rt.cfg.commandLease())
 			continue
 		}
 		attrs := []slog.Attr{slog.String("key", string(k.running.Key)), slog.String("attempt", k.running.Attempt.String()), slog.String("error", err.Error())}

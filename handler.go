@@ -388,7 +388,8 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		}
 		keeper := x.keepAttempt(ctx, running)
 		rev, end, err := x.call(ctx, running.Command, running.Attempt, running.Attempts, false)
-		running = keeper.end()
+		var leaseEnd time.Time // on the real clock
+		running, leaseEnd = keeper.end()
 		ran = ran || end.ran
 		if err != nil {
 			return ranResult(running, ran), err
@@ -397,7 +398,7 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		if err != nil {
 			return ranResult(running, ran), err
 		}
-		applied, err := x.record(ctx, running, w)
+		applied, err := x.record(ctx, running, leaseEnd, w)
 		if err == nil {
 			x.phase = applied.Phase
 			return x.settled(ctx, applied, end), nil
@@ -428,19 +429,21 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 // fails otherwise. Each try is bounded by what is left of the lease (at
 // least settleRetryMax): with ctx's cancellation gone, a write waiting for
 // a lock another session holds (an app's open ApplyTx) would otherwise
-// wait for ever.
-func (x *execution) record(ctx context.Context, running JournalEntry, w Write) (Applied, error) {
+// wait for ever. What is left is read on the real clock, where the lease
+// ends at end (the keeper's reading), and a forward step of the wall clock
+// between tries is followed (follow): the step does not end the lease, or
+// a commit that happened would be given up and run again.
+func (x *execution) record(ctx context.Context, running JournalEntry, end time.Time, w Write) (Applied, error) {
 	rt := x.rt
 	for wait := settleRetryFirst; ; wait = min(2*wait, settleRetryMax) {
-		tctx, cancel := pastCaller(ctx, running.LeaseUntil, rt.cfg.now())
+		tctx, cancel := pastCaller(ctx, end, time.Now())
 		applied, err := rt.store.Apply(tctx, w)
 		ended := tctx.Err() != nil
 		cancel()
 		if err != nil && ended {
 			return applied, fmt.Errorf("the attempt's lease ran out while its outcome waited to be written: %w", err)
 		}
-		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) ||
-			!rt.cfg.now().Add(wait).Before(running.LeaseUntil) {
+		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) || time.Until(end) <= wait {
 			return applied, err
 		}
 		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: store busy; the command's outcome will be written again",
@@ -448,7 +451,31 @@ func (x *execution) record(ctx context.Context, running JournalEntry, w Write) (
 			slog.Duration("wait", wait), slog.String("error", err.Error()))
 		t := time.NewTimer(wait)
 		<-t.C
+		running = x.follow(ctx, running, end)
 	}
+}
+
+// follow renews the lease of running's attempt, whose outcome is being
+// written, to end, where it ends on the real clock, when a forward step of
+// the wall clock (more than stepCheck) brought it within half a lease
+// margin: a release or another Execute would take the attempt over while
+// its outcome is written, and run the command again. It never renews
+// further, so the outcome's writes stay bounded by the lease taken before
+// the call. Refused, it changes nothing: the outcome's next try answers
+// for the entry.
+func (x *execution) follow(ctx context.Context, running JournalEntry, end time.Time) JournalEntry {
+	rt := x.rt
+	now, left := rt.cfg.now(), time.Until(end)
+	if running.LeaseUntil.After(now.Add(rt.cfg.leaseMargin/2)) || now.Add(left).Sub(running.LeaseUntil) <= stepCheck {
+		return running
+	}
+	tctx, cancel := pastCaller(ctx, end, time.Now())
+	defer cancel()
+	renewed, err := x.renewFor(tctx, running, left)
+	if err != nil {
+		return running
+	}
+	return renewed
 }
 
 // call reads the revision of cmd's case and calls the handler for it under
@@ -619,10 +646,15 @@ func (x *execution) rerunnable(ctx context.Context, running JournalEntry, rev Ca
 // write also touches the turn, so a sweep scoped to stale turns sees it in
 // flight. ErrConflict when another attempt took the entry over meanwhile.
 func (x *execution) renew(ctx context.Context, running JournalEntry) (JournalEntry, error) {
+	return x.renewFor(ctx, running, x.rt.cfg.commandLease())
+}
+
+// renewFor is renew for a lease of length lease from now.
+func (x *execution) renewFor(ctx context.Context, running JournalEntry, lease time.Duration) (JournalEntry, error) {
 	rt := x.rt
 	applied, err := rt.store.Apply(ctx, Write{
 		Account: x.account, Turn: x.turn, Now: rt.cfg.now(),
-		Settle: []Settlement{{Key: running.Key, To: JournalExecuting, Attempt: running.Attempt, Lease: rt.cfg.commandLease()}},
+		Settle: []Settlement{{Key: running.Key, To: JournalExecuting, Attempt: running.Attempt, Lease: lease}},
 	})
 	if err != nil {
 		return running, fmt.Errorf("renew the lease of attempt %v: %w", running.Attempt, err)
