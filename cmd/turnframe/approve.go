@@ -57,7 +57,7 @@ what awaits approval. An entry that is not awaiting approval is refused
 			defer store.Close()
 			before, err := store.ByKey(ctx, acct, key)
 			if err != nil {
-				return fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(acct)), cell(string(key)), err)
+				return noEntry(acct, key, err)
 			}
 			rt := turnframe.New(store, turnframe.WithClock(e.now), turnframe.WithLogger(warnLogger(e.stderr)))
 			decide, verb, next := rt.Approve, "approved", "the next Execute of its turn runs it"

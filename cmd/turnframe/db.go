@@ -249,3 +249,23 @@ func noArgs(args []string) error {
 	}
 	return nil
 }
+
+// noRow words a failed read of the outbox row id before a write: "no outbox
+// row" only when there is none (turnframe.ErrNotFound); any other error (a
+// busy or unreachable database) says the row could not be read, so the
+// operator retries rather than look for a typo or a prune.
+func noRow(id turnframe.OutboxID, err error) error {
+	if errors.Is(err, turnframe.ErrNotFound) {
+		return fmt.Errorf("no outbox row %s: %w", id, err)
+	}
+	return fmt.Errorf("could not read outbox row %s; nothing was changed: %w", id, err)
+}
+
+// noEntry is noRow for the journal entry an account admitted under key.
+func noEntry(account turnframe.AccountID, key turnframe.IdempotencyKey, err error) error {
+	if errors.Is(err, turnframe.ErrNotFound) {
+		return fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(account)), cell(string(key)), err)
+	}
+	return fmt.Errorf("could not read the journal entry account %s admitted under the key %s; nothing was changed: %w",
+		cell(string(account)), cell(string(key)), err)
+}

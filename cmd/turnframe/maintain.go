@@ -142,7 +142,7 @@ type releaseJSON struct {
 func forceRelease(ctx context.Context, e *env, store opStore, id turnframe.OutboxID, seen requeueFence, now time.Time) error {
 	rec, err := store.GetOutbox(ctx, id)
 	if err != nil {
-		return fmt.Errorf("no outbox row %s: %w", id, err)
+		return noRow(id, err)
 	}
 	const refused = "refused, nothing changed (only a dispatching row, under the claim just read, is released)"
 	if rec.Status != turnframe.OutboxDispatching {

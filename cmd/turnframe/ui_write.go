@@ -77,7 +77,7 @@ func (s *uiServer) requeue(r *http.Request) (string, error) {
 	}
 	before, err := s.store.GetOutbox(r.Context(), id)
 	if err != nil {
-		return "", fmt.Errorf("no outbox row %s: %w", id, err)
+		return "", noRow(id, err)
 	}
 	if err := fence.check(before); err != nil {
 		return "", err
@@ -104,7 +104,7 @@ func (s *uiServer) approval(approve bool) func(*http.Request) (string, error) {
 		}
 		before, err := s.store.ByKey(r.Context(), acct, key)
 		if err != nil {
-			return "", fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(acct)), cell(string(key)), err)
+			return "", noEntry(acct, key, err)
 		}
 		rt := turnframe.New(s.store, turnframe.WithClock(s.e.now), turnframe.WithLogger(warnLogger(s.e.stderr)))
 		decide, verb := rt.Approve, "approved"
