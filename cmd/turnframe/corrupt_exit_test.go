@@ -46,7 +46,8 @@ func TestACorruptFileIsRefusedWithExitTwoByEveryCommand(t *testing.T) {
 // another shape cannot succeed however often it is tried: migration 1
 // fails ("table turns already exists"). It exited 1, "could not be done
 // now (busy, I/O)", inviting a retry for ever — and left a
-// goose_db_version table of its own in the other application's file.
+// goose_db_version table of its own in the other application's file, which
+// TestMigrateRefusingAnotherApplicationsFileLeavesItUnchanged now rules out.
 func TestMigrateOfAnotherApplicationsFileIsRefusedWithExitTwo(t *testing.T) {
 	is := is.New(t)
 	path := filepath.Join(t.TempDir(), "other.db")

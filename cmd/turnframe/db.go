@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +116,9 @@ type fileState struct {
 	exists  bool  // a file is there (an empty one included)
 	sqlite  bool  // it is a SQLite database: it begins with SQLite's header
 	version int64 // its turnframe schema version; 0 without the schema
+	// clashes are, in a SQLite file without the schema, its objects named
+	// like one of turnframe's.
+	clashes []string
 }
 
 // sqliteHeader is how every SQLite database file begins.
@@ -181,10 +185,64 @@ func inspect(ctx context.Context, path string, busy time.Duration) (fileState, e
 	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED) {
 		return fileState{}, fmt.Errorf("read the schema version of %s: %w: %w", path, turnframe.ErrBusy, err)
 	}
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR {
+		// A version table of another shape (another program's): no retry mends it.
+		return fileState{exists: true}, &openError{msg: path + " is not a turnframe database: its " + schema.VersionTable +
+			" table is not turnframe's (" + err.Error() + ")", err: turnframe.ErrInvalid}
+	}
 	if err != nil {
 		return fileState{}, fmt.Errorf("read the schema version of %s: %w", path, err)
 	}
-	return fileState{exists: true, sqlite: true, version: v}, nil
+	st := fileState{exists: true, sqlite: true, version: v}
+	if v == 0 {
+		// Without the turnframe schema, note what of its names the file
+		// holds already: migrate refuses it before writing a byte.
+		if st.clashes, err = schemaClashes(ctx, db); err != nil {
+			return fileState{}, fmt.Errorf("read the tables of %s: %w", path, err)
+		}
+	}
+	return st, nil
+}
+
+// createdName matches a statement of a migration that creates a table, an
+// index, a trigger or a view, and captures its name.
+var createdName = regexp.MustCompile(`(?i)\bCREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?["\x60]?(\w+)`)
+
+// schemaNames returns the names, lower-cased, of the tables, indexes,
+// triggers and views turnframe's embedded migrations create.
+func schemaNames() map[string]bool {
+	names := map[string]bool{}
+	files, _ := fs.Glob(schema.FS, "migrations/*.sql")
+	for _, name := range files {
+		b, _ := fs.ReadFile(schema.FS, name)
+		for _, m := range createdName.FindAllStringSubmatch(string(b), -1) {
+			names[strings.ToLower(m[1])] = true
+		}
+	}
+	return names
+}
+
+// schemaClashes returns the objects of a file without the turnframe schema
+// that are named like one turnframe's migrations create: another
+// application's, with which migrating would fail half way.
+func schemaClashes(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var clashes []string
+	ours := schemaNames()
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		if ours[strings.ToLower(n)] {
+			clashes = append(clashes, n)
+		}
+	}
+	return clashes, rows.Err()
 }
 
 // describeBusy says what a busy database means for the operator.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/turnframe/turnframe"
@@ -21,14 +22,16 @@ file if it does not exist, and prints its schema version before and after.
 It is the one operator command that changes a schema or creates a file:
 every other command opens the file as it is and refuses one whose schema is
 older or newer than its own. Each migration is one transaction, and every
-row is kept. A file that is not a SQLite database, and one written by a
-newer turnframe, are refused (exit 2) and left unchanged.
+row is kept. A file that is not a SQLite database, one written by a
+newer turnframe, and another application's file holding a table or index
+named like one of turnframe's are refused (exit 2) and left unchanged.
 
 With a postgres:// URL it applies pgstore's migrations to the first schema of
 the URL's search_path (?search_path=NAME picks another), each in its own
 transaction under an advisory lock, so an application starting at the same
-time is safe. A role that may not create tables there is refused with what
-to do (exit 2).`,
+time is safe. A role that may not create tables there, and a schema where
+another application keeps a table named like one of turnframe's, are
+refused with what to do (exit 2); the migrations that had committed stay.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			path := fs.String("db", "", "the database `file`, or a postgres:// URL (required)")
 			busy := fs.Duration("busy-timeout", sqlitestore.DefaultBusyTimeout, "how long to wait while another connection holds the write lock")
@@ -63,6 +66,11 @@ to do (exit 2).`,
 					return &openError{err: turnframe.ErrInvalid, msg: fmt.Sprintf("%s holds the turnframe schema version %d, "+
 						"written by a newer turnframe (this one knows up to version %d); it was left unchanged. "+
 						"Use that newer turnframe", *path, before.version, schema.Version)}
+				}
+				if len(before.clashes) > 0 {
+					return &openError{err: turnframe.ErrInvalid, msg: fmt.Sprintf("%s holds no turnframe schema, and %s, "+
+						"named like turnframe's own, which a migration would fail on half way: is it another application's "+
+						"file? It was left unchanged", *path, strings.Join(before.clashes, ", "))}
 				}
 				store, err := sqlitestore.Open(ctx, *path, sqlitestore.WithBusyTimeout(*busy))
 				if err != nil {

@@ -71,6 +71,13 @@ func migratePG(ctx context.Context, e *env, rawURL string, busy time.Duration) e
 		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), msg: fmt.Sprintf("the role of %s may not change "+
 			"the schema there (%s); the migrations that had committed stay, the rest were not applied. Run 'turnframe migrate' "+
 			"as a role that owns the schema, or let the application's Open migrate", name, pe.Message)}
+	case errors.As(err, &pe) && (pe.Code == codeDuplicateTable || pe.Code == codeDuplicateObject):
+		// Another application's table or index of the same name: every
+		// try fails on it, so it is no matter of trying again.
+		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), msg: fmt.Sprintf("the schema of %s refused "+
+			"turnframe's (%s): does another application keep tables of the same names there? The migrations that had "+
+			"committed stay, the rest were not applied. Pick a schema of turnframe's own with ?search_path=NAME",
+			name, pe.Message)}
 	case err != nil:
 		return describeBusy(describeServer(err, name), busy)
 	}

@@ -157,6 +157,8 @@ func redactText(s, rawURL string) string {
 const (
 	codeQueryCanceled      = "57014" // statement_timeout, or a cancel
 	codeInsufficientPriv   = "42501"
+	codeDuplicateTable     = "42P07" // a relation (table, index) of that name exists
+	codeDuplicateObject    = "42710"
 	codeInvalidPassword    = "28P01"
 	codeInvalidAuth        = "28000"
 	codeInvalidCatalogName = "3D000" // no such database
