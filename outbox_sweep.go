@@ -383,6 +383,14 @@ func (sw *sweep) tryWrite(settlements []OutboxSettlement, idx []int) (results []
 			// is renewed: the try was given what the leases had left.
 			return nil, false, err
 		}
+		if len(idx) == 1 && sw.ctx.Err() != nil && sw.leaseRuns(idx[0]) {
+			// The caller's context ended, yet the lease still runs: the
+			// try was bounded by what a forward step of the wall clock
+			// had left of it, and the keeper (followStep) has since moved
+			// it to where it ends on the real clock. It is written again
+			// within it: a step must not cut the last settlements short.
+			return nil, false, err
+		}
 		if len(idx) == 1 && sw.landed(settlements[0]) {
 			results, err = []error{nil}, nil // the cut try had committed before its answer was lost
 		}
@@ -453,6 +461,15 @@ func (sw *sweep) leaseEnd(idx ...int) time.Time {
 		}
 	}
 	return end
+}
+
+// leaseRuns reports whether row idx's lease runs on the sweep's clock and
+// on the real one both.
+func (sw *sweep) leaseRuns(idx int) bool {
+	now, mono := sw.clock(), time.Now()
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return now.Before(sw.until[idx]) && mono.Before(sw.real[idx])
 }
 
 // pastCaller is the context of a write the sweep makes about the rows idx
@@ -587,16 +604,29 @@ func (sw *sweep) followStep() {
 	now, mono := sw.clock(), time.Now()
 	soon := now.Add(sw.d.cfg.LeaseMargin / 2)
 	sw.mu.Lock()
-	left := make(map[int]time.Duration)
+	var idx []int
 	for i := range sw.open {
 		l := sw.real[i].Sub(mono)
 		if !sw.until[i].After(soon) && l > 0 && now.Add(l).Sub(sw.until[i]) > stepCheck {
-			left[i] = l
+			idx = append(idx, i)
 		}
 	}
 	sw.mu.Unlock()
-	for i, l := range left {
-		ctx, cancel := sw.pastCaller(i)
+	for _, i := range idx {
+		// Each row's move is read again and bounded by where its lease
+		// ends on the real clock: the rows are moved one after the other,
+		// and once a row settled or its lease ended, moving it is of no
+		// use. Bounded as other lease writes are (at least a second), a
+		// store whose writes stall would hold the keeper, and RunOnce, a
+		// second a row past the leases.
+		sw.mu.Lock()
+		open, end := sw.open[i], sw.real[i]
+		sw.mu.Unlock()
+		now, l := sw.clock(), time.Until(end)
+		if !open || l <= 0 {
+			continue
+		}
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(sw.ctx), end)
 		results, err := sw.d.store.ExtendClaims(ctx, []Claim{sw.claims[i]}, now, l)
 		cancel()
 		if err != nil || len(results) != 1 || results[0] != nil {
