@@ -436,14 +436,15 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 func (x *execution) record(ctx context.Context, running JournalEntry, end time.Time, w Write) (Applied, error) {
 	rt := x.rt
 	for wait := settleRetryFirst; ; wait = min(2*wait, settleRetryMax) {
-		tctx, cancel := pastCaller(ctx, end, time.Now())
+		lasts := x.lasts(running, end)
+		tctx, cancel := pastCaller(ctx, lasts, time.Now())
 		applied, err := rt.store.Apply(tctx, w)
 		ended := tctx.Err() != nil
 		cancel()
 		if err != nil && ended {
 			return applied, fmt.Errorf("the attempt's lease ran out while its outcome waited to be written: %w", err)
 		}
-		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) || time.Until(end) <= wait {
+		if err == nil || !errors.Is(err, ErrBusy) || errors.Is(err, ErrClosed) || time.Until(lasts) <= wait {
 			return applied, err
 		}
 		rt.obs.logf(ctx, slog.LevelWarn, "turnframe: store busy; the command's outcome will be written again",
@@ -453,6 +454,20 @@ func (x *execution) record(ctx context.Context, running JournalEntry, end time.T
 		<-t.C
 		running = x.follow(ctx, running, end)
 	}
+}
+
+// lasts returns the instant, on the real clock, until which running's
+// attempt holds its entry: end, where its lease ends on the real clock, or
+// later if the wall clock stepped back meanwhile, for the lease is judged
+// on the wall clock (by the store, Recover and every Execute), and no one
+// takes the attempt over before it ends there. Giving its outcome up
+// sooner would drop a commit that could still land, and the command would
+// run again once the lease ended.
+func (x *execution) lasts(running JournalEntry, end time.Time) time.Time {
+	if wall := time.Now().Add(running.LeaseUntil.Sub(x.rt.cfg.now())); wall.After(end) {
+		return wall
+	}
+	return end
 }
 
 // follow renews the lease of running's attempt, whose outcome is being
