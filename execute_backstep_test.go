@@ -47,10 +47,7 @@ func TestABackwardStepNeverGivesUpACommitWhileItsLeaseLasts(t *testing.T) {
 			turnframe.WithLeaseMargin(time.Second), turnframe.WithLogger(slog.New(slog.DiscardHandler))}
 		rt := turnframe.New(store, opts...)
 		ctx := context.Background()
-		turn, err := rt.Receive(ctx, "acme", rt.NewConversationID(), "pay the invoice")
-		is.NoErr(err)
-		_, err = rt.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{{Key: "pay-1", Case: "invoice/1", Name: "pay"}}})
-		is.NoErr(err)
+		turn := rtPlanned(t, rt, "acme", turnframe.Command{Key: "pay-1", Case: "invoice/1", Name: "pay"})
 		var calls atomic.Int32
 		h := turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
 			calls.Add(1)

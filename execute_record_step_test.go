@@ -69,10 +69,7 @@ func testAStepWhileACommandsOutcomeIsWritten(t *testing.T, stepInHandler bool) {
 		first := turnframe.New(held, turnframe.WithClock(clk.read)) // a command timeout and a margin of 30 s
 		second := turnframe.New(store, turnframe.WithClock(clk.read))
 		ctx := context.Background()
-		turn, err := first.Receive(ctx, "acme", first.NewConversationID(), "pay the invoice")
-		is.NoErr(err)
-		_, err = first.Plan(ctx, "acme", turn, turnframe.Plan{Commands: []turnframe.Command{{Key: "pay-1", Case: "invoice/1", Name: "pay"}}})
-		is.NoErr(err)
+		turn := rtPlanned(t, first, "acme", turnframe.Command{Key: "pay-1", Case: "invoice/1", Name: "pay"})
 
 		var calls atomic.Int32
 		h := turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
@@ -94,6 +91,7 @@ func testAStepWhileACommandsOutcomeIsWritten(t *testing.T, stepInHandler bool) {
 		var again turnframe.ExecuteReport
 		select {
 		case <-held.retried: // the outcome is written again after the step
+			var err error
 			again, err = second.Execute(ctx, "acme", turn, h)
 			is.NoErr(err)
 			close(held.let)
