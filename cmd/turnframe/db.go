@@ -321,9 +321,22 @@ func noRow(id turnframe.OutboxID, err error) error {
 
 // noEntry is noRow for the journal entry an account admitted under key.
 func noEntry(account turnframe.AccountID, key turnframe.IdempotencyKey, err error) error {
+	return entryReadErr(account, key, "; nothing was changed", err)
+}
+
+// unreadEntry is noEntry for a command or page that only reads, and so has
+// nothing to leave unchanged.
+func unreadEntry(account turnframe.AccountID, key turnframe.IdempotencyKey, err error) error {
+	return entryReadErr(account, key, "", err)
+}
+
+// entryReadErr words a failed read of the entry account admitted under key:
+// "has no journal entry" only when the store said it has none (ErrNotFound),
+// "could not read" followed by outcome for any other failure.
+func entryReadErr(account turnframe.AccountID, key turnframe.IdempotencyKey, outcome string, err error) error {
 	if errors.Is(err, turnframe.ErrNotFound) {
 		return fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(account)), cell(string(key)), err)
 	}
-	return fmt.Errorf("could not read the journal entry account %s admitted under the key %s; nothing was changed: %w",
-		cell(string(account)), cell(string(key)), err)
+	return fmt.Errorf("could not read the journal entry account %s admitted under the key %s%s: %w",
+		cell(string(account)), cell(string(key)), outcome, err)
 }

@@ -100,7 +100,7 @@ func parseHistoryArgs(args []string, account string) (func(context.Context, opSt
 		return func(ctx context.Context, store opStore) ([]namedSubject, error) {
 			e, err := store.ByKey(ctx, acct, key)
 			if err != nil {
-				return nil, fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(account), cell(string(key)), err)
+				return nil, unreadEntry(acct, key, err)
 			}
 			return []namedSubject{{
 				subject: turnframe.JournalSubject(acct, key),

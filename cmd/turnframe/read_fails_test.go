@@ -98,3 +98,35 @@ func TestAFailedReadIsNeverReportedAsNoSuchRow(t *testing.T) {
 		})
 	}
 }
+
+// The same holds where the operator only looks: "history --account A K"
+// and the page's entry view named a failed read "no journal entry" too.
+func TestAFailedReadIsNeverReportedAsNoSuchEntryWhereTheOperatorOnlyLooks(t *testing.T) {
+	f := mustFixture(t)
+	store := openFixture(t, f)
+	ops := readsFail{sqliteOps{store}}
+	db := &dbFlags{path: f.path, busy: 50 * time.Millisecond}
+	e := &env{stdout: io.Discard, stderr: io.Discard, now: time.Now, page: 3}
+	const lie = "has no journal entry"
+	t.Run("History", func(t *testing.T) {
+		is := is.New(t)
+		find, err := parseHistoryArgs([]string{"key-ask-remote"}, string(fixtureAccount))
+		is.NoErr(err)
+		_, err = find(context.Background(), ops)
+		is.True(errors.Is(err, turnframe.ErrBusy))   // the cause is kept
+		is.True(!strings.Contains(err.Error(), lie)) // the entry is there: it could not be read
+		is.True(strings.Contains(err.Error(), "could not read"))
+	})
+	t.Run("ThePagesEntryView", func(t *testing.T) {
+		is := is.New(t)
+		s, err := newUIServer(ops, db, e, uiOptions{loopback: true})
+		is.NoErr(err)
+		srv := httptest.NewServer(s.handler())
+		t.Cleanup(srv.Close)
+		res, err := http.Get(srv.URL + "/entry?" + url.Values{"account": {string(fixtureAccount)}, "key": {"key-ask-remote"}}.Encode())
+		is.NoErr(err)
+		code, body := readResponse(t, res)
+		is.Equal(code, http.StatusServiceUnavailable) // busy: try again
+		is.True(!strings.Contains(body, lie))         // the page must not say it does not exist
+	})
+}

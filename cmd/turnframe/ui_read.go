@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -220,7 +219,7 @@ func (s *uiServer) entryPage(r *http.Request) (string, any, error) {
 	}
 	e, err := s.store.ByKey(r.Context(), acct, key)
 	if err != nil {
-		return "", nil, fmt.Errorf("account %s has no journal entry under the key %s: %w", cell(string(acct)), cell(string(key)), err)
+		return "", nil, unreadEntry(acct, key, err)
 	}
 	page := uiSubject{Entry: &statusEntry{Account: string(acct), Turn: e.Turn.String(), entryJSON: entryView(e)}}
 	page.History, err = s.history(r, turnframe.JournalSubject(acct, key))
