@@ -59,12 +59,18 @@ refused (exit 2), unchanged.`,
 				if err != nil {
 					return err
 				}
+				named := make(map[turnframe.OutboxID]bool, len(args))
 				for _, a := range args {
 					id, err := turnframe.ParseOutboxID(a)
 					if err != nil {
 						return usagef("%q is not an id (26 characters, like 01J9Z3…)", a)
 					}
-					ids = append(ids, id)
+					if !named[id] {
+						// A row named twice is released once: the second
+						// release would find it pending and be refused.
+						named[id] = true
+						ids = append(ids, id)
+					}
 				}
 				store, err := db.open(ctx, e)
 				if err != nil {
@@ -197,8 +203,9 @@ func pruneCommand() *command {
 idempotency key keeps deduplicating forever, so a late retry of an old request
 never runs again. It deletes a few hundred rows at a time, oldest first, each
 batch in a short transaction of its own, so the application's writes go on in
-between; if it stops on an error, it says how many it deleted first, and the
-rest are kept for another run.`,
+between; if it stops on an error, it says how many it deleted first (with
+--json, in its output's "deleted" and "stopped"; the exit status is the
+error's), and the rest are kept for another run.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			var older ageFlag
@@ -221,21 +228,39 @@ rest are kept for another run.`,
 					cutoff = turnframe.MinTime // nothing finished before 1970: the same rows, a time the store takes
 				}
 				n, err := store.Prune(ctx, cutoff)
-				if err != nil && n > 0 {
-					// Prune deletes in batches, each its own transaction: the
-					// ones before the error stay done.
-					return fmt.Errorf("deleted %d finished row(s) finished before %s, then stopped; the rest are kept, "+
-						"run it again to delete them: %w", n, stamp(cutoff), err)
-				}
-				if err != nil {
+				if err != nil && n == 0 {
 					return describeBusy(err, db.busy)
 				}
+				if err != nil {
+					// Prune deletes in batches, each its own transaction: the
+					// ones before the error stay done.
+					err = fmt.Errorf("deleted %d finished row(s) finished before %s, then stopped; the rest are kept, "+
+						"run it again to delete them: %w", n, stamp(cutoff), err)
+				}
 				if *jsonOut {
-					return writeJSON(e.stdout, map[string]any{"finished_before": at(cutoff), "deleted": n})
+					// A script is told what was deleted even when the run
+					// stopped part-way, and the exit status says it stopped.
+					v := pruneJSON{FinishedBefore: at(cutoff), Deleted: n}
+					if err != nil {
+						v.Stopped = err.Error()
+					}
+					return errors.Join(writeJSON(e.stdout, v), err)
+				}
+				if err != nil {
+					return err
 				}
 				fmt.Fprintf(e.stdout, "deleted %d finished row(s) finished before %s\n", n, stamp(cutoff))
 				return nil
 			}
 		},
 	}
+}
+
+// pruneJSON is what "prune --json" prints: how many finished rows it
+// deleted, and, when it stopped on an error after some batches, why
+// (Stopped; the exit status is the error's too).
+type pruneJSON struct {
+	FinishedBefore jsonTime `json:"finished_before"`
+	Deleted        int      `json:"deleted"`
+	Stopped        string   `json:"stopped,omitempty"`
 }

@@ -360,6 +360,13 @@ func TestRelease(t *testing.T) {
 			released: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.live, f.claimed} },
 		},
 		{
+			name:     "ForceReleasesARowNamedTwiceOnce",
+			args:     func(f fixture) []string { return []string{"release", "--force", f.live.String(), f.live.String()} },
+			code:     exitOK, // the second naming is not a refused release
+			stdout:   []string{"released 1 claim(s), forced, back to pending"},
+			released: func(f fixture) []turnframe.OutboxID { return []turnframe.OutboxID{f.live} },
+		},
+		{
 			name:   "ForceRefusesARowThatIsNotDispatching",
 			args:   func(f fixture) []string { return []string{"release", "--force", f.completed.String()} },
 			code:   exitUsage,

@@ -106,4 +106,22 @@ func TestPruneInBatches(t *testing.T) {
 		is.Equal(code, exitOK)
 		is.True(strings.Contains(out, fmt.Sprintf("deleted %d finished row(s)", b/2))) // the rest
 	})
+	t.Run("AsJSONAStoppedRunStillSaysHowManyItDeleted", func(t *testing.T) {
+		is := is.New(t)
+		path, ids := finishedFile(t, b+b/2, func(int) time.Time { return early })
+		db, err := sql.Open("sqlite", "file:"+path)
+		is.NoErr(err) // open the file
+		defer db.Close()
+		_, err = db.Exec(`UPDATE outbox SET id = ? WHERE id = ?`, strings.Repeat("!", 26), ids[b+1].String())
+		is.NoErr(err) // spoil a row of the second batch
+		code, out, _ := cli(t, "prune", "--db", path, "--older-than", "1h", "--json")
+		is.True(code != exitOK) // the exit status says it stopped
+		var v struct {
+			Deleted int
+			Stopped string
+		}
+		is.NoErr(json.Unmarshal([]byte(out), &v))            // stdout is JSON all the same
+		is.Equal(v.Deleted, b)                               // the first batch, counted
+		is.True(strings.Contains(v.Stopped, "run it again")) // and why it stopped
+	})
 }
