@@ -101,6 +101,11 @@ func WithLogger(l *slog.Logger) Option {
 // records; Recovery's expiries, policy steps and settlements. A now
 // argument (RunOnce's) is taken as given. Deadlines of real I/O — a
 // call's timeout, HTTPSender's connect budget — are the real clock's.
+// A clock that jumps (a test's clock moved by hand) is stepped, like a
+// machine's: a live sweep or Execute follows the jump within a second by
+// extending its leases, so moving the clock past a lease does not make a
+// live holder look dead, except to a release that reads it in that second
+// (DESIGN.md, "One clock").
 func WithClock(now func() time.Time) Option {
 	return func(s *settings) {
 		if now != nil {
