@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -79,13 +80,37 @@ func (t *wtx) sendThen(ctx context.Context, then []read) (pgx.BatchResults, erro
 	for _, q := range qs {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
+			notRun := notSent(err)
 			if q.wrap != nil {
 				err = q.wrap(err)
+			}
+			if notRun {
+				err = queuedFailed{err}
 			}
 			return nil, err
 		}
 	}
 	return br, nil
+}
+
+// queuedFailed is the error of a queued statement that proves nothing of
+// its batch after it ran: the server answered the statement with an error
+// (it runs a pipeline in order and, once a statement failed, skips the
+// rest up to the batch's end), or nothing of the batch was sent. A COMMIT
+// that was queued after it did not run: the transaction was rolled back.
+type queuedFailed struct{ error }
+
+func (e queuedFailed) Unwrap() error { return e.error }
+
+// notSent reports whether err, met at a queued statement, proves that the
+// statements after it in its batch did not run: an error the server
+// answered (a *pgconn.PgError: FATAL too, a session terminated while idle
+// in its transaction), or a batch of which nothing was written
+// (pgconn.SafeToRetry). A connection lost while its answers were awaited
+// proves nothing: the server may have run all of it.
+func notSent(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
 }
 
 // read is a statement that answers with one row, and what reads it.

@@ -111,6 +111,13 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 	}
 	tag, err := tx.Exec(ctx, "commit")
 	if err != nil {
+		if errors.As(err, new(queuedFailed)) {
+			// A statement queued before the COMMIT failed, so the
+			// COMMIT never ran: a connection that broke there broke
+			// before the COMMIT was sent (a session terminated while
+			// idle in its transaction), nothing was written.
+			err = connLost(ctx, conn, err)
+		}
 		return tx, tx.appAborted(err)
 	}
 	if tag.String() == "ROLLBACK" {
