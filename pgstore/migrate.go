@@ -3,9 +3,11 @@ package pgstore
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -50,6 +52,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	if v, err := DatabaseVersion(ctx, pool); err == nil && v == SchemaVersion {
 		return nil // current: no lock to take, nothing to apply
+	} else if err == nil && v == 0 {
+		if err := checkNotShadowing(ctx, pool); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 	}
 	files, err := fs.Sub(migrations, "migrations")
 	if err != nil {
@@ -77,6 +83,34 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			"a newer turnframe wrote it (it was left unchanged)", turnframe.ErrInvalid, v, SchemaVersion)
 	}
 	return nil
+}
+
+// shadowedSQL names the first schema of the search_path, after the current
+// one, that holds turnframe's version table, and the current one.
+const shadowedSQL = `SELECT s, current_schema() FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i)
+	WHERE s <> current_schema() AND to_regclass(quote_ident(s) || '.' || quote_ident($1)) IS NOT NULL
+	ORDER BY i LIMIT 1`
+
+// checkNotShadowing returns ErrInvalid when the first schema of the
+// search_path holds no turnframe schema but a later one does: creating the
+// tables in the first would shadow that store with an empty one, which
+// forgets every key it admitted and every row it holds. It happens when a
+// schema is added in front of the one the store lives in — PostgreSQL's
+// default search_path "$user", public puts the tables in public until a
+// schema named after the role is created. Which schema the store uses is
+// the operator's to say, in the search_path.
+func checkNotShadowing(ctx context.Context, pool *pgxpool.Pool) error {
+	var other, current string
+	err := pool.QueryRow(ctx, shadowedSQL, VersionTable).Scan(&other, &current)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return translate(ctx, err)
+	}
+	return fmt.Errorf("%w: schema %q, first on the search_path, holds no turnframe schema, but schema %q after it does: "+
+		"creating one in %q would hide that store's rows and keys; put %q first in the search_path to use it, "+
+		"or name only %q to begin a new store there", turnframe.ErrInvalid, current, other, current, other, current)
 }
 
 // checkSchemaExists returns ErrInvalid when the connection's search_path
