@@ -65,7 +65,11 @@ func runApp(ctx context.Context, tx *wtx, w turnframe.Write) error {
 	}
 	tx.appRan = true
 	if err := w.App(ctx, appTx{tx.app}); err != nil {
-		if ctx.Err() == nil && rolledBack(err) {
+		// A connection that closed under the App (its session
+		// terminated, a failover) took the transaction with it before
+		// any COMMIT: the App's statement met the server's FATAL error
+		// or a broken socket, neither marked lost (errConnLost).
+		if ctx.Err() == nil && (rolledBack(err) || tx.app.Conn().IsClosed()) {
 			return fmt.Errorf("%w: %w: %w", turnframe.ErrAppWrite, turnframe.ErrBusy, err)
 		}
 		return fmt.Errorf("%w: %w", turnframe.ErrAppWrite, err)

@@ -151,3 +151,28 @@ func TestAnAppStatementCancelledByAnOperatorIsBusyNotRunAgain(t *testing.T) {
 	is.NoErr(err)
 	b.settle(t, done)
 }
+
+// The same with the App's session terminated while its statement waits for
+// the lock (pg_terminate_backend: an operator ending what looks stuck, a
+// failover). The connection is gone and the server rolled the transaction
+// back, before any COMMIT: runApp promises ErrBusy for "a lost connection",
+// but the App's statement met a FATAL error, not one marked lost, so Apply
+// said ErrAppWrite alone, Execute gave the known outcome up, and the next
+// Execute after the lease booked the seat again.
+func TestAnAppStatementWhoseSessionIsTerminatedIsBusyNotRunAgain(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	b := newSeatBooking(t, pgtest.Schema(t), nil)
+	done := b.execute()
+	pid := <-b.pids
+	op, err := pgx.Connect(ctx, pgtest.ServerURL(t))
+	is.NoErr(err)
+	defer op.Close(ctx)
+	for waiting := false; !waiting; { // until the statement waits on the lock
+		err := op.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting)
+		is.NoErr(err)
+	}
+	_, err = op.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	is.NoErr(err)
+	b.settle(t, done)
+}
