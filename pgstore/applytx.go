@@ -52,7 +52,9 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 // lock wait would misread them (a row held back for good); READ
 // UNCOMMITTED, which PostgreSQL runs as READ COMMITTED, is taken too. A
 // transaction at REPEATABLE READ or SERIALIZABLE is refused with ErrInvalid, nothing of w
-// written and tx as it was. A context that ends while ApplyTx runs cancels
+// written and tx as it was. So is one whose search_path leads the store's
+// table names to another schema than the store's (another tenant's store,
+// with a schema per tenant): the statements name the tables without one. A context that ends while ApplyTx runs cancels
 // its statement, and tx survives rolled back to the savepoint, on a pool
 // Open made (it cancels a statement on the server, not the connection); a
 // pool of the caller's (New) needs the same setting,
@@ -93,19 +95,19 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 // savepoint exists (then an error after it must be undone to it, or the
 // caller's transaction stays aborted); nothing runs in tx before it, so a
 // statement a context cancels never aborts the caller's transaction whole.
-func savepoint(ctx context.Context, tx pgx.Tx) (made bool, iso string, db time.Time, err error) {
+func savepoint(ctx context.Context, tx pgx.Tx) (made bool, iso, schema string, db time.Time, err error) {
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT " + savepointName)
-	b.Queue(`SELECT current_setting('transaction_isolation'), clock_timestamp()`)
+	b.Queue(`SELECT current_setting('transaction_isolation'), (` + tablesSchemaSQL + `), clock_timestamp()`)
 	br := tx.SendBatch(ctx, b)
 	if _, err = br.Exec(); err == nil {
 		made = true
-		err = br.QueryRow().Scan(&iso, &db)
+		err = br.QueryRow().Scan(&iso, &schema, &db)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return made, iso, db, err
+	return made, iso, schema, db, err
 }
 
 // applySavepoint writes w in tx under a savepoint of its own name, rolled
@@ -128,10 +130,17 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	// snapshot; a snapshot older than a lock (REPEATABLE READ,
 	// SERIALIZABLE) misreads what the lock protects (an order key's held
 	// marks, a case's revision).
-	made, iso, db, err := savepoint(ctx, tx)
+	made, iso, schema, db, err := savepoint(ctx, tx)
 	// PostgreSQL's READ UNCOMMITTED is READ COMMITTED by another name.
 	if err == nil && iso != "read committed" && iso != "read uncommitted" {
 		err = &turnframe.InvalidError{Field: "tx", Reason: "a transaction at " + iso + " isolation; ApplyTx needs read committed (BeginTx)"}
+	}
+	// The statements name the tables without a schema: tx's search_path
+	// must lead them to the store's, or w lands in another store's tables
+	// (a schema per tenant) as if applied.
+	if err == nil && schema != s.schema {
+		err = &turnframe.InvalidError{Field: "tx", Reason: fmt.Sprintf("a transaction whose search_path leads turnframe's tables to schema %s; "+
+			"the store's are in %s (begin it with BeginTx, or set its search_path alike)", schema, s.schema)}
 	}
 	if err != nil {
 		err = fmt.Errorf("savepoint: %w", err)
@@ -171,6 +180,15 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	}
 	return turnframe.Applied{}, err
 }
+
+// tablesSchemaSQL names the schemas in which the statements' unqualified
+// table names resolve, by the search_path of the session it runs in: one
+// schema, the store's, when the store's tables are what its statements
+// reach ("(none)" for a name that resolves nowhere).
+const tablesSchemaSQL = `SELECT string_agg(DISTINCT coalesce(n.nspname, '(none)'), ', ')
+	FROM unnest(array['turns', 'journal', 'events', 'outbox', 'history']) AS t(name)
+	LEFT JOIN pg_class AS c ON c.oid = to_regclass(t.name)
+	LEFT JOIN pg_namespace AS n ON n.oid = c.relnamespace`
 
 // savepointName is the name of the savepoint ApplyTx writes under.
 const savepointName = "turnframe_apply"

@@ -83,6 +83,7 @@ type Store struct {
 	clock   Clock            // WithClock: the frame of every call (frame.go)
 	host    func() time.Time // WithHostClock
 	channel string           // the pg_notify channel of enqueues (listen.go)
+	schema  string           // current_schema() of the pool's connections: where the store's tables are
 
 	mu      sync.Mutex         // guards closed, and calls.Add against Close's calls.Wait
 	closed  bool               // set by Close: every call from then on is ErrClosed
