@@ -533,6 +533,9 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 		Settle: []Settlement{{Key: e.Key, To: JournalOutcomeUnknown, Code: CodeLeaseEnded, Prior: e.Attempt}},
 	})
 	if err != nil {
+		if adopted := x.adoptedAway(ctx, e.Key, err); adopted != nil {
+			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w", adopted)
+		}
 		seen, rerr := rt.store.ByKey(ctx, x.account, e.Key)
 		if rerr != nil || !errors.Is(err, ErrConflict) {
 			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w", err)
@@ -576,6 +579,9 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 			x.phase = applied.Phase
 			return applied.Settled[0], true, CommandResult{}, nil
 		}
+		if adopted := x.adoptedAway(ctx, e.Key, err); adopted != nil {
+			return e, false, resultOf(e), fmt.Errorf("take for a new attempt: %w", adopted)
+		}
 		if !errors.Is(err, ErrConflict) {
 			return e, false, resultOf(e), fmt.Errorf("take for a new attempt: %w", err)
 		}
@@ -602,6 +608,23 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 		}
 		e = seen
 	}
+}
+
+// adoptedAway tells whether refusal, the store's ErrNotFound for a write
+// about key's entry in this Execute's turn, is a new turn's plan having
+// adopted the entry (this turn was abandoned meanwhile): the entry exists,
+// so it returns the conflict that is, as localRefused reports it —
+// ErrNotFound would say the turn does not exist, or is another tenant's.
+// For any other refusal it returns nil.
+func (x *execution) adoptedAway(ctx context.Context, key IdempotencyKey, refusal error) error {
+	if !errors.Is(refusal, ErrNotFound) {
+		return nil
+	}
+	seen, err := x.rt.store.ByKey(ctx, x.account, key)
+	if err != nil || seen.Turn == x.turn {
+		return nil
+	}
+	return fmt.Errorf("%w: the turn was abandoned and turn %v adopted the command; nothing was written (%v)", ErrConflict, seen.Turn, refusal)
 }
 
 // refusedTake reports an entry whose take the store refused although it is

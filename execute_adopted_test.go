@@ -1,0 +1,98 @@
+package turnframe_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// rtAdoptBefore is a store that, before the first write of turn `from`
+// settling key to `to`, gives the turn up and lets a new turn's plan adopt
+// the command: the user's next message landing between an Execute's read
+// of the turn and its write. The new turn is sent on adopted.
+type rtAdoptBefore struct {
+	turnframe.Store
+	t       *testing.T
+	from    turnframe.TurnID
+	key     turnframe.IdempotencyKey
+	to      turnframe.JournalStatus
+	cmd     turnframe.Command
+	once    sync.Once
+	adopted chan turnframe.TurnID
+}
+
+func (s *rtAdoptBefore) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if w.Turn == s.from && len(w.Settle) == 1 && w.Settle[0].Key == s.key && w.Settle[0].To == s.to {
+		s.once.Do(func() {
+			other := turnframe.New(s.Store, rtAfterLeases())
+			if err := other.Abandon(ctx, rtAccount, s.from, "user.left"); err != nil {
+				s.t.Errorf("abandon: %v", err)
+			}
+			s.adopted <- rtPlanned(s.t, other, rtAccount, s.cmd) // adopts it
+		})
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// An Execute that read its turn before it was abandoned and its command
+// adopted by a new turn, and then writes about that command, is refused as
+// the conflict it is — the turn was given up, the command is another
+// turn's — never as ErrNotFound, which says the turn does not exist (or is
+// another tenant's). The local path said so already (localRefused); the
+// take of a command and the declaration of its dead attempt did not.
+func TestAnExecuteWhoseCommandANewTurnAdoptsMeanwhileIsAConflict(t *testing.T) {
+	cmd := rtCmd("k-charge", "card/1", "charge")
+	t.Run("TheTake", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			turn := rtPlanned(t, turnframe.New(store), rtAccount, cmd)
+			racing := &rtAdoptBefore{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalExecuting, cmd: cmd, adopted: make(chan turnframe.TurnID, 1)}
+			h := rtNewHandler(rtScript)
+			_, err := turnframe.New(racing).Execute(context.Background(), rtAccount, turn, h)
+			adopter := <-racing.adopted
+			is.True(errors.Is(err, turnframe.ErrConflict))                        // the turn was abandoned, its command adopted
+			is.True(!errors.Is(err, turnframe.ErrNotFound))                       // the turn and the entry exist
+			is.Equal(h.callsOf(cmd.Key), 0)                                       // nothing ran
+			is.Equal(rtEntry(t, store, cmd.Key).Turn, adopter)                    // the new turn's
+			is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalPending) // to run there
+			is.Equal(rtPhase(t, store, turn), turnframe.PhaseAbandoned)           // the old turn gave up
+		})
+	})
+	t.Run("TheDeclarationOfADeadAttempt", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			turn := rtPlanned(t, turnframe.New(store), rtAccount, cmd)
+			// The first attempt dies while its handler runs.
+			ctx, crash := context.WithCancel(context.Background())
+			started := make(chan struct{})
+			quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler)) // its late answer
+			_, err := turnframe.New(store, quiet).Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
+				close(started)
+				crash()
+				<-hctx.Done()
+				return turnframe.Unknown("")
+			}))
+			<-started
+			is.True(errors.Is(err, context.Canceled))                               // the process died
+			is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalExecuting) // under its dead attempt
+
+			// After its lease, an Execute of a runtime whose Remote forbids a
+			// blind re-run declares it unknown; the turn is given up and
+			// the command adopted before the declaration lands.
+			racing := &rtAdoptBefore{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalOutcomeUnknown, cmd: cmd, adopted: make(chan turnframe.TurnID, 1)}
+			h := rtNewHandler(rtScript)
+			_, err = turnframe.New(racing, rtAfterLeases(), turnframe.WithCommand("charge", turnframe.Remote{})).Execute(context.Background(), rtAccount, turn, h)
+			adopter := <-racing.adopted
+			is.True(errors.Is(err, turnframe.ErrConflict))                          // the turn was abandoned, its command adopted
+			is.True(!errors.Is(err, turnframe.ErrNotFound))                         // the turn and the entry exist
+			is.Equal(h.callsOf(cmd.Key), 0)                                         // nothing ran
+			is.Equal(rtEntry(t, store, cmd.Key).Turn, adopter)                      // the new turn's
+			is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalExecuting) // its dead attempt, for the new turn to judge
+		})
+	})
+}
