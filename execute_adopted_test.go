@@ -3,9 +3,11 @@ package turnframe_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
@@ -93,6 +95,61 @@ func TestAnExecuteWhoseCommandANewTurnAdoptsMeanwhileIsAConflict(t *testing.T) {
 			is.Equal(h.callsOf(cmd.Key), 0)                                         // nothing ran
 			is.Equal(rtEntry(t, store, cmd.Key).Turn, adopter)                      // the new turn's
 			is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalExecuting) // its dead attempt, for the new turn to judge
+		})
+	})
+	// A process whose clock is ahead (another host, or a wall step) sees
+	// the running attempt's lease ended, gives the turn up and adopts the
+	// command while its handler still runs here.
+	abandonAndAdopt := func(t *testing.T, store turnframe.Store, turn turnframe.TurnID) turnframe.TurnID {
+		t.Helper()
+		other := turnframe.New(store, rtAfterLeases())
+		if err := other.Abandon(context.Background(), rtAccount, turn, "user.left"); err != nil {
+			t.Fatalf("abandon: %v", err)
+		}
+		return rtPlanned(t, other, rtAccount, cmd)
+	}
+	t.Run("TheOutcomeOfTheRunningAttempt", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			rt := turnframe.New(store, turnframe.WithLogger(slog.New(slog.DiscardHandler)))
+			turn := rtPlanned(t, rt, rtAccount, cmd)
+			finish := rtHeld(t, rt, turn, cmd.Key, turnframe.Commit([]turnframe.Event{{Case: "card/1", Type: "charged"}}))
+			adopter := abandonAndAdopt(t, store, turn)
+			_, err := finish()
+			is.True(errors.Is(err, turnframe.ErrConflict))                          // the attempt lost its entry to the adopting turn
+			is.True(!errors.Is(err, turnframe.ErrNotFound))                         // the turn and the entry exist
+			is.Equal(rtEntry(t, store, cmd.Key).Turn, adopter)                      // the new turn's
+			is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalExecuting) // nothing of the outcome written
+		})
+	})
+	t.Run("TheKeeperOfTheRunningAttempt", func(t *testing.T) {
+		eachStore(t, func(t *testing.T, store turnframe.Store) {
+			is := is.New(t)
+			const lost, retry = "turnframe: a command's attempt lost its entry while its handler runs; the command may run twice",
+				"turnframe: a command's lease, near its end, could not be renewed; its keeper tries again at its next look"
+			said := make(chan string, 1)
+			logger := slog.New(hookHandler{Handler: slog.NewTextHandler(io.Discard, nil), hook: func(msg string) {
+				if msg == lost || msg == retry {
+					select {
+					case said <- msg:
+					default:
+					}
+				}
+			}})
+			clk := &osClock{}
+			rt := turnframe.New(store, turnframe.WithClock(clk.read), turnframe.WithLogger(logger))
+			turn := rtPlanned(t, rt, rtAccount, cmd)
+			finish := rtHeld(t, rt, turn, cmd.Key, turnframe.Commit(nil))
+			abandonAndAdopt(t, store, turn)
+			clk.step.Store(int64(2 * time.Hour)) // this process's wall clock catches up: its keeper renews
+			var msg string
+			select {
+			case msg = <-said:
+			case <-time.After(10 * time.Second): // a bound for the failure: the keeper looks every second
+			}
+			_, err := finish()
+			is.Equal(msg, lost)                            // the keeper says the command may run twice, and stops
+			is.True(errors.Is(err, turnframe.ErrConflict)) // and the outcome is refused as the conflict it is
 		})
 	})
 }

@@ -441,6 +441,9 @@ func (x *execution) record(ctx context.Context, running JournalEntry, end time.T
 		applied, err := rt.store.Apply(tctx, w)
 		ended := tctx.Err() != nil
 		cancel()
+		if adopted := x.adoptedAway(ctx, running.Key, err); adopted != nil {
+			return applied, adopted
+		}
 		if err != nil && ended {
 			return applied, fmt.Errorf("the attempt's lease ran out while its outcome waited to be written: %w", err)
 		}
@@ -611,11 +614,14 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 }
 
 // adoptedAway tells whether refusal, the store's ErrNotFound for a write
-// about key's entry in this Execute's turn, is a new turn's plan having
-// adopted the entry (this turn was abandoned meanwhile): the entry exists,
-// so it returns the conflict that is, as localRefused reports it —
-// ErrNotFound would say the turn does not exist, or is another tenant's.
-// For any other refusal it returns nil.
+// about key's entry in this Execute's turn (a take, a declaration, a
+// renewal, an outcome), is a new turn's plan having adopted the entry
+// (this turn was abandoned meanwhile: before the take, or, for a process
+// whose clock ran ahead of this one's, while the handler ran): the entry
+// exists, so it returns the conflict that is, as localRefused reports it —
+// ErrNotFound would say the turn does not exist, or is another tenant's,
+// and the attempt's keeper would take it for a renewal to try again rather
+// than an entry lost. For any other refusal, or none, it returns nil.
 func (x *execution) adoptedAway(ctx context.Context, key IdempotencyKey, refusal error) error {
 	if !errors.Is(refusal, ErrNotFound) {
 		return nil
@@ -658,6 +664,9 @@ func (x *execution) rerunnable(ctx context.Context, running JournalEntry, rev Ca
 	if err != nil {
 		return running, fmt.Errorf("settle commit: %w (reading the entry again: %v)", conflict, err)
 	}
+	if seen.Turn != x.turn {
+		return seen, fmt.Errorf("settle commit: %w (turn %v adopted the command)", conflict, seen.Turn)
+	}
 	if seen.Status != JournalExecuting || seen.Attempt != running.Attempt {
 		return seen, fmt.Errorf("settle commit: %w (attempt %v was superseded: the entry is %v under attempt %v)",
 			conflict, running.Attempt, seen.Status, seen.Attempt)
@@ -694,6 +703,9 @@ func (x *execution) renewFor(ctx context.Context, running JournalEntry, lease ti
 		Account: x.account, Turn: x.turn, Now: rt.cfg.now(),
 		Settle: []Settlement{{Key: running.Key, To: JournalExecuting, Attempt: running.Attempt, Lease: lease}},
 	})
+	if adopted := x.adoptedAway(ctx, running.Key, err); adopted != nil {
+		err = adopted
+	}
 	if err != nil {
 		return running, fmt.Errorf("renew the lease of attempt %v: %w", running.Attempt, err)
 	}
