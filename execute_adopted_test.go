@@ -14,7 +14,7 @@ import (
 )
 
 // rtAdoptBefore is a store that, before the first write of turn `from`
-// settling key to `to`, gives the turn up and lets a new turn's plan adopt
+// settling key to `to`, gives the turn up (unless it was) and lets a new turn's plan adopt
 // the command: the user's next message landing between an Execute's read
 // of the turn and its write. The new turn is sent on adopted.
 type rtAdoptBefore struct {
@@ -32,8 +32,10 @@ func (s *rtAdoptBefore) Apply(ctx context.Context, w turnframe.Write) (turnframe
 	if w.Turn == s.from && len(w.Settle) == 1 && w.Settle[0].Key == s.key && w.Settle[0].To == s.to {
 		s.once.Do(func() {
 			other := turnframe.New(s.Store, rtAfterLeases())
-			if err := other.Abandon(ctx, rtAccount, s.from, "user.left"); err != nil {
-				s.t.Errorf("abandon: %v", err)
+			if m, err := s.Store.TurnPhase(ctx, rtAccount, s.from); err != nil || m.Phase != turnframe.PhaseAbandoned {
+				if err := other.Abandon(ctx, rtAccount, s.from, "user.left"); err != nil {
+					s.t.Errorf("abandon: %v", err)
+				}
 			}
 			s.adopted <- rtPlanned(s.t, other, rtAccount, s.cmd) // adopts it
 		})
@@ -151,5 +153,37 @@ func TestAnExecuteWhoseCommandANewTurnAdoptsMeanwhileIsAConflict(t *testing.T) {
 			is.Equal(msg, lost)                            // the keeper says the command may run twice, and stops
 			is.True(errors.Is(err, turnframe.ErrConflict)) // and the outcome is refused as the conflict it is
 		})
+	})
+}
+
+// Recover declares the attempt stranded on an abandoned turn unknown
+// before its policy acts; a new turn's plan adopting the command between
+// Recover's read and that write is the conflict it is, as Recovery.Settle
+// reports the same race, not ErrNotFound for an entry that exists.
+func TestARecoverWhoseStrandedCommandANewTurnAdoptsMeanwhileIsAConflict(t *testing.T) {
+	cmd := rtCmd("k-charge", "card/1", "charge")
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler))
+		rt := turnframe.New(store, quiet)
+		turn := rtPlanned(t, rt, rtAccount, cmd)
+		ctx, crash := context.WithCancel(context.Background())
+		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
+			crash()
+			<-hctx.Done()
+			return turnframe.Unknown("")
+		}))
+		is.True(errors.Is(err, context.Canceled))                                // the process died
+		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left")) // and its turn was given up: stranded
+		racing := &rtAdoptBefore{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalOutcomeUnknown, cmd: cmd, adopted: make(chan turnframe.TurnID, 1)}
+		rec := turnframe.NewRecovery(racing, rtAfterLeases(), quiet, turnframe.WithCommand("charge", turnframe.Remote{}))
+		report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, &rtResumer{rt: turnframe.New(racing, rtAfterLeases(), quiet), h: rtNewHandler(rtScript)})
+		is.NoErr(err) // the pass ran
+		adopter := <-racing.adopted
+		is.Equal(len(report.Policy), 1)                                         // the stranded attempt was handed to its policy
+		is.True(errors.Is(report.Policy[0].Err, turnframe.ErrConflict))         // and found adopted
+		is.True(!errors.Is(report.Policy[0].Err, turnframe.ErrNotFound))        // the entry exists
+		is.Equal(rtEntry(t, store, cmd.Key).Turn, adopter)                      // the new turn's
+		is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalExecuting) // for it to judge
 	})
 }
