@@ -258,8 +258,9 @@ func (p Plan) validate(l Limits) error {
 // anything is read; ErrNotFound for a turn that does not exist for account;
 // ErrConflict for an abandoned turn (nothing runs), for a case that kept
 // moving, for an attempt superseded while h ran, or for a command a new
-// turn's plan adopted (this turn abandoned) since Execute read the turn; ErrAppWrite, wrapping
-// the app's own error, when a Commit's writes (Outcome.With) failed
+// turn's plan adopted (this turn abandoned) since Execute read the turn;
+// ErrAppWrite, wrapping the app's own error, when a Commit's writes
+// (Outcome.With) failed
 // (nothing of the outcome is written, and the entry stays Executing under
 // its attempt, as after a crash before the commit — a local command's
 // stays Pending); ErrInvalid when h
