@@ -281,10 +281,12 @@ func (r *Recovery) resolveEntry(ctx context.Context, e JournalEntry, phase TurnP
 		Settle: []Settlement{{Key: e.Key, To: JournalOutcomeUnknown, Code: CodeLeaseEnded, Prior: e.Attempt}},
 	})
 	if err != nil {
-		if again, rerr := r.store.ByKey(ctx, e.Account, e.Key); rerr == nil && again.Turn != e.Turn && errors.Is(err, ErrNotFound) {
-			// A new turn's plan adopted it from its abandoned turn
-			// meanwhile (as settleEntry finds it): that turn decides it now.
-			err = fmt.Errorf("%w: turn %v adopted the entry while its dead attempt was being declared unknown", ErrConflict, again.Turn)
+		if errors.Is(err, ErrNotFound) {
+			if again, rerr := r.store.ByKey(ctx, e.Account, e.Key); rerr == nil && again.Turn != e.Turn {
+				// A new turn's plan adopted it from its abandoned turn
+				// meanwhile (as settleEntry finds it): that turn decides it now.
+				err = fmt.Errorf("%w: turn %v adopted the entry while its dead attempt was being declared unknown", ErrConflict, again.Turn)
+			}
 		}
 		return PolicyResult{Uncertain: u, Kind: remote.Kind(), Outcome: PolicyLeft, Err: err}
 	}
