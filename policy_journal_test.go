@@ -116,15 +116,23 @@ func TestExecuteDoesNotRunADeadAttemptAgainWhenItsRemoteForbidsIt(t *testing.T) 
 		name   string
 		remote *turnframe.Remote
 		reran  bool
+		after  time.Duration // from the take to Execute; zero: an hour
 	}{
-		{"Undeclared", nil, true},
-		{"Deduplicates", &turnframe.Remote{Deduplicates: 24 * time.Hour}, true},
-		{"DeduplicatesButForgotTheKey", &turnframe.Remote{Deduplicates: time.Minute}, false},
+		{"Undeclared", nil, true, 0},
+		{"Deduplicates", &turnframe.Remote{Deduplicates: 24 * time.Hour}, true, 0},
+		{"DeduplicatesButForgotTheKey", &turnframe.Remote{Deduplicates: time.Minute}, false, 0},
 		// Execute runs an hour after the admission: a key remembered for
 		// exactly an hour is forgotten from that instant on.
-		{"DeduplicatesButForgetsTheKeyAtThisInstant", &turnframe.Remote{Deduplicates: time.Hour}, false},
-		{"Verifiable", &turnframe.Remote{Verifier: polFound(turnframe.FoundUnsure, "")}, false},
-		{"Neither", &turnframe.Remote{}, false},
+		{"DeduplicatesButForgetsTheKeyAtThisInstant", &turnframe.Remote{Deduplicates: time.Hour}, false, 0},
+		{"Verifiable", &turnframe.Remote{Verifier: polFound(turnframe.FoundUnsure, "")}, false, 0},
+		// A remote that can be asked is asked first, even when it also
+		// deduplicates and still remembers the key: never a blind rerun.
+		{"VerifiableThatAlsoDeduplicates", &turnframe.Remote{Verifier: polFound(turnframe.FoundUnsure, ""), Deduplicates: 24 * time.Hour}, false, 0},
+		{"Neither", &turnframe.Remote{}, false, 0},
+		// The dead attempt's minute-long lease ends at the very instant
+		// Execute reads it: it is dead from that instant on, as the store
+		// judges it, so it is declared unknown, not taken over and run.
+		{"NeitherWhoseLeaseEndsAtThisInstant", &turnframe.Remote{}, false, time.Minute},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,7 +151,11 @@ func TestExecuteDoesNotRunADeadAttemptAgainWhenItsRemoteForbidsIt(t *testing.T) 
 				_, err := store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.Now(),
 					Settle: []turnframe.Settlement{{Key: "k-book", To: turnframe.JournalExecuting, Attempt: dead, Lease: time.Minute}}})
 				is.NoErr(err)
-				clock.Add(time.Hour) // its lease ended long ago
+				after := tc.after
+				if after == 0 {
+					after = time.Hour // its lease ended long ago
+				}
+				clock.Add(after)
 
 				h := rtNewHandler(rtScript)
 				report, err := rt.Execute(ctx, rtAccount, turn, h)
