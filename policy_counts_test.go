@@ -117,7 +117,7 @@ func TestAVerifyBackoffStaysAMinuteHoweverManyTries(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(len(report.Policy), 1)
 			is.Equal(report.Policy[0].Outcome, turnframe.PolicyUnsure) // every try but the last leaves it unsure
-			if try >= 7 { // 2^6 s is past the minute
+			if try >= 7 {                                              // 2^6 s is past the minute
 				is.Equal(report.Policy[0].NextAt, clock.Now().Add(time.Minute)) // the wait stays a minute
 			}
 			clock.Add(time.Minute)
