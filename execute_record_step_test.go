@@ -22,9 +22,21 @@ type busyThenStep struct {
 	tries   atomic.Int32
 	retried chan struct{}
 	let     chan struct{}
+	// renewals holds the lease of every renewal written after the first
+	// busy answer: follow's, which must never reach past the lease taken
+	// before the call.
+	renewals atomic.Pointer[[]time.Duration]
 }
 
 func (s *busyThenStep) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if len(w.Settle) == 1 && w.Settle[0].To == turnframe.JournalExecuting && s.tries.Load() > 0 {
+		var leases []time.Duration
+		if p := s.renewals.Load(); p != nil {
+			leases = *p
+		}
+		leases = append(leases, w.Settle[0].Lease)
+		s.renewals.Store(&leases)
+	}
 	if len(w.Settle) == 1 && w.Settle[0].To == turnframe.JournalCommitted {
 		switch s.tries.Add(1) {
 		case 1:
@@ -95,6 +107,11 @@ func testAStepWhileACommandsOutcomeIsWritten(t *testing.T, stepInHandler bool) {
 			again, err = second.Execute(ctx, "acme", turn, h)
 			is.NoErr(err)
 			close(held.let)
+			renewals := held.renewals.Load()
+			is.True(renewals != nil) // the step was followed by a renewal
+			for _, lease := range *renewals {
+				is.True(lease < time.Minute) // to where the lease taken ends, never a whole command lease further
+			}
 		case res := <-out:
 			t.Fatalf("the outcome was given up after the step: %+v, %v", res.r, res.err)
 		}
