@@ -2,6 +2,7 @@ package turnframe_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +91,31 @@ func TestAnAnswerBasisReadsBackOnlyWhatItsMarshalWrites(t *testing.T) {
 	var got turnframe.AnswerBasis
 	err := got.UnmarshalText([]byte("answer basis(1)"))
 	is.True(err != nil) // basis 1 is written committed_state_after_turn
+}
+
+// evidenceRefused is a store whose RecordEvidence fails.
+type evidenceRefused struct{ turnframe.Store }
+
+func (evidenceRefused) RecordEvidence(context.Context, turnframe.HistoryRecord) error {
+	return errors.New("disk full")
+}
+
+// A lookup that could not tell counts only once it is recorded: when the
+// record is refused, the pass reports the error and moves nothing, and the
+// next Recover asks again. Counted unrecorded, the last try allowed would
+// escalate an unknown whose trail shows no lookup at all.
+func TestAnUnrecordedLookupIsNotCounted(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		row := polUnknownRow(t, store, "k1", "payments")
+		remote := turnframe.Remote{VerifyTries: 1, Verifier: polFound(turnframe.FoundUnsure, "")}
+		rec := turnframe.NewRecovery(evidenceRefused{store}, turnframe.WithClock(newPolClock(dispNow.Add(time.Minute)).Now), turnframe.WithDestination("payments", remote))
+		report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
+		is.NoErr(err)
+		is.Equal(len(report.Policy), 1)
+		is.True(report.Policy[0].Err != nil)                                       // the refused record is reported
+		is.True(report.Policy[0].Outcome != turnframe.PolicyEscalated)             // not escalated on a lookup nobody recorded
+		is.Equal(dispGet(t, store, row.ID).Status, turnframe.OutboxOutcomeUnknown) // left for the next Recover
+	})
 }
