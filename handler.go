@@ -441,7 +441,13 @@ func (x *execution) record(ctx context.Context, running JournalEntry, end time.T
 		applied, err := rt.store.Apply(tctx, w)
 		ended := tctx.Err() != nil
 		cancel()
-		if adopted := x.adoptedAway(ctx, running.Key, err); adopted != nil {
+		// The read that tells an adoption from a missing turn outlives
+		// the caller as the write did: on an ended ctx it fails, and the
+		// refusal would stay ErrNotFound.
+		actx, acancel := pastCaller(ctx, lasts, time.Now())
+		adopted := x.adoptedAway(actx, running.Key, err)
+		acancel()
+		if adopted != nil {
 			return applied, adopted
 		}
 		if err != nil && ended {

@@ -1,0 +1,78 @@
+package turnframe_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// rtAdoptThenEnd is rtAdoptBefore for the outcome of an attempt whose
+// caller leaves: before the first write of turn `from` settling key to
+// `to`, the turn is given up, a new turn's plan adopts the command, and the
+// caller's context ends (end), as a client that hangs up while the
+// outcome is written. The write itself goes on: Execute writes a known
+// outcome past its caller.
+type rtAdoptThenEnd struct {
+	turnframe.Store
+	t       *testing.T
+	from    turnframe.TurnID
+	key     turnframe.IdempotencyKey
+	to      turnframe.JournalStatus
+	cmd     turnframe.Command
+	end     context.CancelFunc
+	once    sync.Once
+	adopted chan turnframe.TurnID
+}
+
+func (s *rtAdoptThenEnd) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if w.Turn == s.from && len(w.Settle) == 1 && w.Settle[0].Key == s.key && w.Settle[0].To == s.to {
+		s.once.Do(func() {
+			other := turnframe.New(s.Store, rtAfterLeases())
+			if err := other.Abandon(ctx, rtAccount, s.from, "user.left"); err != nil {
+				s.t.Errorf("abandon: %v", err)
+			}
+			s.adopted <- rtPlanned(s.t, other, rtAccount, s.cmd) // adopts it
+			s.end()                                              // the caller hangs up
+		})
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// Execute writes a known outcome even after its caller's context ended
+// (record: "even after ctx ended"), and a refusal of that write because a
+// new turn adopted the command is the conflict it is. The read that tells
+// adoption from a missing turn must outlive the caller as the write did:
+// read on the ended context it fails, and the refusal was reported as
+// ErrNotFound — a turn that does not exist, or another tenant's — for a
+// turn and an entry that both exist.
+func TestAnOutcomeRefusedAsAdoptedAfterTheCallerLeftIsAConflict(t *testing.T) {
+	cmd := rtCmd("k-bump", "card/1", "bump") // commits
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler))
+		turn := rtPlanned(t, turnframe.New(store, quiet), rtAccount, cmd)
+		ctx, end := context.WithCancel(context.Background())
+		defer end()
+		racing := &rtAdoptThenEnd{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalCommitted, cmd: cmd,
+			end: end, adopted: make(chan turnframe.TurnID, 1)}
+		h := rtNewHandler(rtScript)
+		_, err := turnframe.New(racing, quiet).Execute(ctx, rtAccount, turn, h)
+		var adopter turnframe.TurnID
+		select {
+		case adopter = <-racing.adopted:
+		default:
+			t.Fatalf("the outcome was never written: %v", err)
+		}
+		t.Logf("Execute: %v", err)
+		is.Equal(h.callsOf(cmd.Key), 1)                                         // the handler ran, and committed
+		is.Equal(rtEntry(t, store, cmd.Key).Turn, adopter)                      // the new turn's
+		is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalExecuting) // nothing of the outcome written
+		is.True(!errors.Is(err, turnframe.ErrNotFound))                         // the turn and the entry exist
+		is.True(errors.Is(err, turnframe.ErrConflict))                          // the command was adopted
+	})
+}
