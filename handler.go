@@ -403,7 +403,7 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 			x.phase = applied.Phase
 			return x.settled(ctx, applied, end), nil
 		}
-		if end.out.kind != OutcomeCommit || !errors.Is(err, ErrConflict) {
+		if end.out.kind != OutcomeCommit || !errors.Is(err, ErrConflict) || errors.As(err, new(adoptedError)) {
 			x.unrecorded(ctx, running, end, err)
 			return ranResult(running, ran), fmt.Errorf("settle %v: %w", end.out.kind, err)
 		}
@@ -636,8 +636,14 @@ func (x *execution) adoptedAway(ctx context.Context, key IdempotencyKey, refusal
 	if err != nil || seen.Turn == x.turn {
 		return nil
 	}
-	return fmt.Errorf("%w: the turn was abandoned and turn %v adopted the command; nothing was written (%v)", ErrConflict, seen.Turn, refusal)
+	return adoptedError{fmt.Errorf("%w: the turn was abandoned and turn %v adopted the command; nothing was written (%v)", ErrConflict, seen.Turn, refusal)}
 }
+
+// adoptedError is adoptedAway's conflict: the entry is another turn's, so
+// no re-run of this turn's attempt can write its outcome.
+type adoptedError struct{ error }
+
+func (e adoptedError) Unwrap() error { return e.error }
 
 // refusedTake reports an entry whose take the store refused although it is
 // still Executing under the attempt the take named. The store refuses such
