@@ -95,19 +95,19 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 // savepoint exists (then an error after it must be undone to it, or the
 // caller's transaction stays aborted); nothing runs in tx before it, so a
 // statement a context cancels never aborts the caller's transaction whole.
-func savepoint(ctx context.Context, tx pgx.Tx) (made bool, iso, schema string, db time.Time, err error) {
+func savepoint(ctx context.Context, tx pgx.Tx) (made bool, iso, database, schema string, db time.Time, err error) {
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT " + savepointName)
-	b.Queue(`SELECT current_setting('transaction_isolation'), (` + tablesSchemaSQL + `), clock_timestamp()`)
+	b.Queue(`SELECT current_setting('transaction_isolation'), current_database(), (` + tablesSchemaSQL + `), clock_timestamp()`)
 	br := tx.SendBatch(ctx, b)
 	if _, err = br.Exec(); err == nil {
 		made = true
-		err = br.QueryRow().Scan(&iso, &schema, &db)
+		err = br.QueryRow().Scan(&iso, &database, &schema, &db)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return made, iso, schema, db, err
+	return made, iso, database, schema, db, err
 }
 
 // applySavepoint writes w in tx under a savepoint of its own name, rolled
@@ -130,7 +130,7 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	// snapshot; a snapshot older than a lock (REPEATABLE READ,
 	// SERIALIZABLE) misreads what the lock protects (an order key's held
 	// marks, a case's revision).
-	made, iso, schema, db, err := savepoint(ctx, tx)
+	made, iso, database, schema, db, err := savepoint(ctx, tx)
 	// PostgreSQL's READ UNCOMMITTED is READ COMMITTED by another name.
 	if err == nil && iso != "read committed" && iso != "read uncommitted" {
 		err = &turnframe.InvalidError{Field: "tx", Reason: "a transaction at " + iso + " isolation; ApplyTx needs read committed (BeginTx)"}
@@ -138,6 +138,11 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	// The statements name the tables without a schema: tx's search_path
 	// must lead them to the store's, or w lands in another store's tables
 	// (a schema per tenant) as if applied.
+	if err == nil && database != s.database {
+		// Another database of the server (a database per tenant): its
+		// schema may be named as the store's.
+		err = &turnframe.InvalidError{Field: "tx", Reason: fmt.Sprintf("a transaction on database %s; the store's tables are in database %s", database, s.database)}
+	}
 	if err == nil && schema != s.schema {
 		err = &turnframe.InvalidError{Field: "tx", Reason: fmt.Sprintf("a transaction whose search_path leads turnframe's tables to schema %s; "+
 			"the store's are in %s (begin it with BeginTx, or set its search_path alike)", schema, s.schema)}

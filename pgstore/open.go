@@ -107,11 +107,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		}
 		return nil, fmt.Errorf("pgstore: open: %w", terr)
 	}
-	schema, channel, err := enqueueChannel(ctx, pool)
+	database, schema, channel, err := enqueueChannel(ctx, pool)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
 	}
 	closing, endAll := context.WithCancel(context.Background())
-	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel, schema: schema,
+	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel, schema: schema, database: database,
 		closing: closing, endAll: endAll}, nil
 }

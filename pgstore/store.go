@@ -76,14 +76,15 @@ var _ turnframe.Store = (*Store)(nil)
 // same database: claims stay exclusive and every rule holds across all of
 // them. Get one from Open or New; the zero value is not usable.
 type Store struct {
-	pool    *pgxpool.Pool
-	ownPool bool // Open made the pool, so Close closes it
-	ids     *turnframe.IDGenerator
-	retries int
-	clock   Clock            // WithClock: the frame of every call (frame.go)
-	host    func() time.Time // WithHostClock
-	channel string           // the pg_notify channel of enqueues (listen.go)
-	schema  string           // current_schema() of the pool's connections: where the store's tables are
+	pool     *pgxpool.Pool
+	ownPool  bool // Open made the pool, so Close closes it
+	ids      *turnframe.IDGenerator
+	retries  int
+	clock    Clock            // WithClock: the frame of every call (frame.go)
+	host     func() time.Time // WithHostClock
+	channel  string           // the pg_notify channel of enqueues (listen.go)
+	schema   string           // current_schema() of the pool's connections: where the store's tables are
+	database string           // current_database() of the pool's connections: where schema is
 
 	mu      sync.Mutex         // guards closed, and calls.Add against Close's calls.Wait
 	closed  bool               // set by Close: every call from then on is ErrClosed
