@@ -54,7 +54,8 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 // transaction at REPEATABLE READ or SERIALIZABLE is refused with ErrInvalid, nothing of w
 // written and tx as it was. So is one whose search_path leads the store's
 // table names to another schema than the store's (another tenant's store,
-// with a schema per tenant): the statements name the tables without one. A context that ends while ApplyTx runs cancels
+// with a schema per tenant), or that runs on another database of the
+// server: the statements name the tables without a schema. A context that ends while ApplyTx runs cancels
 // its statement, and tx survives rolled back to the savepoint, on a pool
 // Open made (it cancels a statement on the server, not the connection); a
 // pool of the caller's (New) needs the same setting,

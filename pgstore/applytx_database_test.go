@@ -3,15 +3,12 @@ package pgstore_test
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
-	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
@@ -58,17 +55,5 @@ func TestApplyTxRefusesATransactionOnAnotherDatabase(t *testing.T) {
 	is.NoErr(err)
 	defer tx.Rollback(ctx)
 
-	ids := turnframe.NewIDGenerator()
-	now := time.Now()
-	turn := ids.TurnID(now)
-	_, err = a.ApplyTx(ctx, tx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
-		Begin: &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "hi"},
-		Admit: []turnframe.Command{{Key: "pay-1", Case: "c", Name: "pay"}},
-	})
-	t.Logf("a.ApplyTx on b's transaction: %v", err)
-	is.NoErr(tx.Commit(ctx))
-	_, inB := b.LoadTurn(ctx, "acme", turn)
-	t.Logf("b.LoadTurn: %v", inB)
-	is.True(errors.Is(inB, turnframe.ErrNotFound)) // nothing of a's Write in b's database
-	is.True(errors.Is(err, turnframe.ErrInvalid))  // refused
+	applyRefusedOnOthersTx(t, a, b, tx)
 }

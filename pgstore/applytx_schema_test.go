@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/pgstore"
 	"github.com/turnframe/turnframe/pgstore/pgtest"
 )
 
@@ -34,10 +35,20 @@ func TestApplyTxRefusesATransactionOnAnotherSchema(t *testing.T) {
 	is.NoErr(err)
 	defer tx.Rollback(ctx)
 
+	applyRefusedOnOthersTx(t, a, b, tx)
+}
+
+// applyRefusedOnOthersTx has a apply a Write in tx, a transaction begun on
+// b, commits tx, and asks that a refused it with ErrInvalid and that b
+// holds nothing of it.
+func applyRefusedOnOthersTx(t *testing.T, a, b *pgstore.Store, tx pgx.Tx) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
 	ids := turnframe.NewIDGenerator()
 	now := time.Now()
 	turn := ids.TurnID(now)
-	_, err = a.ApplyTx(ctx, tx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
+	_, err := a.ApplyTx(ctx, tx, turnframe.Write{Account: "acme", Turn: turn, Now: now,
 		Begin: &turnframe.StoredTurn{Account: "acme", ID: turn, Conversation: ids.ConversationID(now), Text: "hi"},
 		Admit: []turnframe.Command{{Key: "pay-1", Case: "c", Name: "pay"}},
 	})
@@ -45,7 +56,7 @@ func TestApplyTxRefusesATransactionOnAnotherSchema(t *testing.T) {
 	is.NoErr(tx.Commit(ctx))
 	_, inB := b.LoadTurn(ctx, "acme", turn)
 	t.Logf("b.LoadTurn: %v", inB)
-	is.True(errors.Is(inB, turnframe.ErrNotFound)) // nothing of a's Write in b's tables
+	is.True(errors.Is(inB, turnframe.ErrNotFound)) // nothing of a's Write in b's store
 	is.True(errors.Is(err, turnframe.ErrInvalid))  // refused
 }
 
