@@ -13,38 +13,6 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-// rtAdoptThenEnd is rtAdoptBefore for the outcome of an attempt whose
-// caller leaves: before the first write of turn `from` settling key to
-// `to`, the turn is given up, a new turn's plan adopts the command, and the
-// caller's context ends (end), as a client that hangs up while the
-// outcome is written. The write itself goes on: Execute writes a known
-// outcome past its caller.
-type rtAdoptThenEnd struct {
-	turnframe.Store
-	t       *testing.T
-	from    turnframe.TurnID
-	key     turnframe.IdempotencyKey
-	to      turnframe.JournalStatus
-	cmd     turnframe.Command
-	end     context.CancelFunc
-	once    sync.Once
-	adopted chan turnframe.TurnID
-}
-
-func (s *rtAdoptThenEnd) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
-	if w.Turn == s.from && len(w.Settle) == 1 && w.Settle[0].Key == s.key && w.Settle[0].To == s.to {
-		s.once.Do(func() {
-			other := turnframe.New(s.Store, rtAfterLeases())
-			if err := other.Abandon(ctx, rtAccount, s.from, "user.left"); err != nil {
-				s.t.Errorf("abandon: %v", err)
-			}
-			s.adopted <- rtPlanned(s.t, other, rtAccount, s.cmd) // adopts it
-			s.end()                                              // the caller hangs up
-		})
-	}
-	return s.Store.Apply(ctx, w)
-}
-
 // Execute writes a known outcome even after its caller's context ended
 // (record: "even after ctx ended"), and a refusal of that write because a
 // new turn adopted the command is the conflict it is. The read that tells
@@ -60,7 +28,7 @@ func TestAnOutcomeRefusedAsAdoptedAfterTheCallerLeftIsAConflict(t *testing.T) {
 		turn := rtPlanned(t, turnframe.New(store, quiet), rtAccount, cmd)
 		ctx, end := context.WithCancel(context.Background())
 		defer end()
-		racing := &rtAdoptThenEnd{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalCommitted, cmd: cmd,
+		racing := &rtAdoptBefore{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalCommitted, cmd: cmd,
 			end: end, adopted: make(chan turnframe.TurnID, 1)}
 		h := rtNewHandler(rtScript)
 		_, err := turnframe.New(racing, quiet).Execute(ctx, rtAccount, turn, h)

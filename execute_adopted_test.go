@@ -16,7 +16,9 @@ import (
 // rtAdoptBefore is a store that, before the first write of turn `from`
 // settling key to `to`, gives the turn up (unless it was) and lets a new turn's plan adopt
 // the command: the user's next message landing between an Execute's read
-// of the turn and its write. The new turn is sent on adopted.
+// of the turn and its write. The new turn is sent on adopted. If end is
+// set, it is called after the adoption: the caller hangs up while the
+// write is made (Execute writes a known outcome past its caller).
 type rtAdoptBefore struct {
 	turnframe.Store
 	t       *testing.T
@@ -24,6 +26,7 @@ type rtAdoptBefore struct {
 	key     turnframe.IdempotencyKey
 	to      turnframe.JournalStatus
 	cmd     turnframe.Command
+	end     context.CancelFunc
 	once    sync.Once
 	adopted chan turnframe.TurnID
 }
@@ -38,6 +41,9 @@ func (s *rtAdoptBefore) Apply(ctx context.Context, w turnframe.Write) (turnframe
 				}
 			}
 			s.adopted <- rtPlanned(s.t, other, rtAccount, s.cmd) // adopts it
+			if s.end != nil {
+				s.end() // the caller hangs up
+			}
 		})
 	}
 	return s.Store.Apply(ctx, w)
