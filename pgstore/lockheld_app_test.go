@@ -135,6 +135,14 @@ func TestAnAppStatementCutByStatementTimeoutIsBusyNotRunAgain(t *testing.T) {
 // The same with the App's statement cancelled by an operator
 // (pg_cancel_backend) while it waits for the lock.
 func TestAnAppStatementCancelledByAnOperatorIsBusyNotRunAgain(t *testing.T) {
+	endTheAppsLockWait(t, "pg_cancel_backend")
+}
+
+// endTheAppsLockWait books the seat with an App whose statement waits for a
+// lock another session holds, has an operator's session call fn (a
+// function of a backend's pid) on the App's backend once it waits, and
+// asks that the booking then lands once.
+func endTheAppsLockWait(t *testing.T, fn string) {
 	is := is.New(t)
 	ctx := context.Background()
 	b := newSeatBooking(t, pgtest.Schema(t), nil)
@@ -147,7 +155,7 @@ func TestAnAppStatementCancelledByAnOperatorIsBusyNotRunAgain(t *testing.T) {
 		err := op.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting)
 		is.NoErr(err)
 	}
-	_, err = op.Exec(ctx, `SELECT pg_cancel_backend($1)`, pid)
+	_, err = op.Exec(ctx, `SELECT `+fn+`($1)`, pid)
 	is.NoErr(err)
 	b.settle(t, done)
 }
@@ -160,19 +168,5 @@ func TestAnAppStatementCancelledByAnOperatorIsBusyNotRunAgain(t *testing.T) {
 // said ErrAppWrite alone, Execute gave the known outcome up, and the next
 // Execute after the lease booked the seat again.
 func TestAnAppStatementWhoseSessionIsTerminatedIsBusyNotRunAgain(t *testing.T) {
-	is := is.New(t)
-	ctx := context.Background()
-	b := newSeatBooking(t, pgtest.Schema(t), nil)
-	done := b.execute()
-	pid := <-b.pids
-	op, err := pgx.Connect(ctx, pgtest.ServerURL(t))
-	is.NoErr(err)
-	defer op.Close(ctx)
-	for waiting := false; !waiting; { // until the statement waits on the lock
-		err := op.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting)
-		is.NoErr(err)
-	}
-	_, err = op.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
-	is.NoErr(err)
-	b.settle(t, done)
+	endTheAppsLockWait(t, "pg_terminate_backend")
 }
