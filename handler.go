@@ -629,14 +629,27 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 // and the attempt's keeper would take it for a renewal to try again rather
 // than an entry lost. For any other refusal, or none, it returns nil.
 func (x *execution) adoptedAway(ctx context.Context, key IdempotencyKey, refusal error) error {
+	by, ok := adoptedBy(ctx, x.rt.store, x.account, key, x.turn, refusal)
+	if !ok {
+		return nil
+	}
+	return adoptedError{fmt.Errorf("%w: the turn was abandoned and turn %v adopted the command; nothing was written (%v)", ErrConflict, by, refusal)}
+}
+
+// adoptedBy returns the turn that adopted the entry account admitted under
+// key, when refusal is the store's ErrNotFound for a write naming turn and
+// the entry, read again, is now another turn's: a new turn's plan adopted
+// it from turn, abandoned meanwhile. ok is false for any other refusal, or
+// none, or when the read fails.
+func adoptedBy(ctx context.Context, store Store, account AccountID, key IdempotencyKey, turn TurnID, refusal error) (by TurnID, ok bool) {
 	if !errors.Is(refusal, ErrNotFound) {
-		return nil
+		return TurnID{}, false
 	}
-	seen, err := x.rt.store.ByKey(ctx, x.account, key)
-	if err != nil || seen.Turn == x.turn {
-		return nil
+	seen, err := store.ByKey(ctx, account, key)
+	if err != nil || seen.Turn == turn {
+		return TurnID{}, false
 	}
-	return adoptedError{fmt.Errorf("%w: the turn was abandoned and turn %v adopted the command; nothing was written (%v)", ErrConflict, seen.Turn, refusal)}
+	return seen.Turn, true
 }
 
 // adoptedError is adoptedAway's conflict: the entry is another turn's, so

@@ -2,7 +2,6 @@ package turnframe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -281,12 +280,9 @@ func (r *Recovery) resolveEntry(ctx context.Context, e JournalEntry, phase TurnP
 		Settle: []Settlement{{Key: e.Key, To: JournalOutcomeUnknown, Code: CodeLeaseEnded, Prior: e.Attempt}},
 	})
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			if again, rerr := r.store.ByKey(ctx, e.Account, e.Key); rerr == nil && again.Turn != e.Turn {
-				// A new turn's plan adopted it from its abandoned turn
-				// meanwhile (as settleEntry finds it): that turn decides it now.
-				err = fmt.Errorf("%w: turn %v adopted the entry while its dead attempt was being declared unknown", ErrConflict, again.Turn)
-			}
+		if by, ok := adoptedBy(ctx, r.store, e.Account, e.Key, e.Turn, err); ok {
+			// That turn decides it now.
+			err = fmt.Errorf("%w: turn %v adopted the entry while its dead attempt was being declared unknown", ErrConflict, by)
 		}
 		return PolicyResult{Uncertain: u, Kind: remote.Kind(), Outcome: PolicyLeft, Err: err}
 	}
