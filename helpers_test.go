@@ -3,13 +3,13 @@ package turnframe_test
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/internal/sqlitefile"
 	"github.com/turnframe/turnframe/memstore"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
@@ -25,7 +25,7 @@ func eachStore(t *testing.T, f func(t *testing.T, store turnframe.Store)) {
 		f(t, store)
 	})
 	t.Run("sqlitestore", func(t *testing.T) {
-		store, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "turnframe.db"))
+		store, err := sqlitestore.Open(context.Background(), sqlitefile.Path(t))
 		if err != nil {
 			t.Fatalf("open sqlitestore: %v", err)
 		}

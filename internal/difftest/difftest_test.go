@@ -2,11 +2,11 @@ package difftest_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/internal/difftest"
+	"github.com/turnframe/turnframe/internal/sqlitefile"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
 
@@ -16,7 +16,7 @@ var sqlite = difftest.Target{
 	Name: "sqlitestore",
 	Open: func(t testing.TB, ids *turnframe.IDGenerator) turnframe.Store {
 		t.Helper()
-		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "diff.db"),
+		s, err := sqlitestore.Open(context.Background(), sqlitefile.Path(t),
 			sqlitestore.WithIDGenerator(ids),
 			sqlitestore.WithSynchronousNormal()) // durability is not what is compared here
 		if err != nil {

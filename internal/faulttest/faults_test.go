@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/internal/sqlitefile"
 	"github.com/turnframe/turnframe/memstore"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
@@ -295,7 +295,7 @@ type storeKind struct {
 var storeKinds = []storeKind{
 	{"memstore", func(t *testing.T) turnframe.Store { return memstore.New() }},
 	{"sqlitestore", func(t *testing.T) turnframe.Store {
-		s, err := sqlitestore.Open(bg, filepath.Join(t.TempDir(), "fault.db"), sqlitestore.WithSynchronousNormal())
+		s, err := sqlitestore.Open(bg, sqlitefile.Path(t), sqlitestore.WithSynchronousNormal())
 		if err != nil {
 			t.Fatal(err)
 		}
