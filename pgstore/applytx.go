@@ -162,7 +162,7 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 		f = frameOf(db, w.Now)
 		w = f.writeIn(w)
 	}
-	wt := &wtx{q: tx, app: tx, callerNow: callerNow}
+	wt := &wtx{q: s.on(tx), app: tx, callerNow: callerNow}
 	defer func() {
 		if p := recover(); p != nil {
 			undo() // a panic of w.App: a caller that recovers it and commits commits nothing of w

@@ -137,7 +137,7 @@ func (s *Store) dbHistory(ctx context.Context, subject turnframe.Subject, after 
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, historySQL, string(subject.Account), ref, subject.Kind.String(), after, limit)
+	rows, err := s.db.Query(ctx, historySQL, string(subject.Account), ref, subject.Kind.String(), after, limit)
 	if err != nil {
 		return nil, s.fail(ctx, "history", err)
 	}

@@ -112,6 +112,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
 	}
 	closing, endAll := context.WithCancel(context.Background())
-	return &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel, schema: schema, database: database,
-		closing: closing, endAll: endAll}, nil
+	s := &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel, schema: schema, database: database,
+		qualify: qualifier(schema), closing: closing, endAll: endAll}
+	s.db = s.on(pool)
+	return s, nil
 }

@@ -36,13 +36,13 @@ func (s *Store) Counts(ctx context.Context) (Counts, error) {
 	defer done()
 	c := Counts{Outbox: map[turnframe.OutboxStatus]int{}, Turns: map[turnframe.TurnPhase]int{},
 		Journal: map[turnframe.JournalStatus]int{}}
-	if err := countBy(ctx, s.pool, "SELECT status, count(*) FROM outbox GROUP BY status", c.Outbox, turnframe.ParseOutboxStatus); err != nil {
+	if err := countBy(ctx, s.db, "SELECT status, count(*) FROM outbox GROUP BY status", c.Outbox, turnframe.ParseOutboxStatus); err != nil {
 		return Counts{}, s.fail(ctx, "counts: outbox", err)
 	}
-	if err := countBy(ctx, s.pool, "SELECT phase, count(*) FROM turns GROUP BY phase", c.Turns, turnframe.ParseTurnPhase); err != nil {
+	if err := countBy(ctx, s.db, "SELECT phase, count(*) FROM turns GROUP BY phase", c.Turns, turnframe.ParseTurnPhase); err != nil {
 		return Counts{}, s.fail(ctx, "counts: turns", err)
 	}
-	if err := countBy(ctx, s.pool, "SELECT status, count(*) FROM journal GROUP BY status", c.Journal, turnframe.ParseJournalStatus); err != nil {
+	if err := countBy(ctx, s.db, "SELECT status, count(*) FROM journal GROUP BY status", c.Journal, turnframe.ParseJournalStatus); err != nil {
 		return Counts{}, s.fail(ctx, "counts: journal", err)
 	}
 	return c, nil
@@ -110,16 +110,16 @@ func (s *Store) DueAt(ctx context.Context, now time.Time) (Due, error) {
 	defer done()
 	us := micros(f.in(now))
 	var d Due
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM outbox AS o WHERE `+dueSQL, us).Scan(&d.Rows); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM outbox AS o WHERE `+dueSQL, us).Scan(&d.Rows); err != nil {
 		return Due{}, s.fail(ctx, "due: count", err)
 	}
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM outbox AS o
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM outbox AS o
 		WHERE o.status = 'pending' AND o.due_at <= $1 AND NOT (`+dueSQL+`)`, us).Scan(&d.Held); err != nil {
 		return Due{}, s.fail(ctx, "due: count held", err)
 	}
 	var id string
 	var due int64
-	err = s.pool.QueryRow(ctx, `SELECT o.id, o.due_at FROM outbox AS o WHERE `+dueSQL+` ORDER BY o.due_at, o.seq LIMIT 1`, us).
+	err = s.db.QueryRow(ctx, `SELECT o.id, o.due_at FROM outbox AS o WHERE `+dueSQL+` ORDER BY o.due_at, o.seq LIMIT 1`, us).
 		Scan(&id, &due)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -159,10 +159,10 @@ func (s *Store) EndedLeases(ctx context.Context, now time.Time, limit int) ([]tu
 	const ended = `status = 'dispatching' AND lease_until <= $1`
 	us := micros(f.in(now))
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE `+ended, us).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE `+ended, us).Scan(&n); err != nil {
 		return nil, 0, s.fail(ctx, "ended leases", err)
 	}
-	ids, err := scanIDs(ctx, s.pool, turnframe.ParseOutboxID,
+	ids, err := scanIDs(ctx, s.db, turnframe.ParseOutboxID,
 		`SELECT id FROM outbox WHERE `+ended+` ORDER BY lease_until, seq LIMIT $2`, us, limit)
 	if err != nil {
 		return nil, 0, s.fail(ctx, "ended leases", err)
@@ -192,10 +192,10 @@ func (s *Store) EntriesIn(ctx context.Context, status turnframe.JournalStatus, l
 	}
 	defer done()
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM journal WHERE status = $1`, status.String()).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM journal WHERE status = $1`, status.String()).Scan(&n); err != nil {
 		return nil, 0, s.fail(ctx, "entries in", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT account, key FROM journal WHERE status = $1 ORDER BY updated_at, seq LIMIT $2`,
+	rows, err := s.db.Query(ctx, `SELECT account, key FROM journal WHERE status = $1 ORDER BY updated_at, seq LIMIT $2`,
 		status.String(), limit)
 	if err != nil {
 		return nil, 0, s.fail(ctx, "entries in", err)
@@ -244,7 +244,7 @@ func (s *Store) ListTurns(ctx context.Context, account turnframe.AccountID, afte
 	} else {
 		args = append(args, limit)
 	}
-	rows, err := s.pool.Query(ctx, query+` ORDER BY id LIMIT $2`, args...)
+	rows, err := s.db.Query(ctx, query+` ORDER BY id LIMIT $2`, args...)
 	if err != nil {
 		return nil, s.fail(ctx, "list turns", err)
 	}
@@ -276,7 +276,7 @@ func (s *Store) TurnAccount(ctx context.Context, turn turnframe.TurnID) (turnfra
 	}
 	defer done()
 	var account string
-	err = s.pool.QueryRow(ctx, `SELECT account FROM turns WHERE id = $1`, turn.String()).Scan(&account)
+	err = s.db.QueryRow(ctx, `SELECT account FROM turns WHERE id = $1`, turn.String()).Scan(&account)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("pgstore: turn account: turn %v: %w", turn, turnframe.ErrNotFound)
 	}
@@ -304,7 +304,7 @@ func (s *Store) TurnOutbox(ctx context.Context, turn turnframe.TurnID, after tur
 		return nil, err
 	}
 	defer done()
-	ids, err := scanIDs(ctx, s.pool, turnframe.ParseOutboxID,
+	ids, err := scanIDs(ctx, s.db, turnframe.ParseOutboxID,
 		`SELECT id FROM outbox WHERE turn = $1 AND id > $2 ORDER BY id LIMIT $3`, turn.String(), idText(after), limit)
 	if err != nil {
 		return nil, s.fail(ctx, "turn outbox", err)
@@ -334,7 +334,7 @@ func (s *Store) DestinationCounts(ctx context.Context, n int) ([]DestinationCoun
 	}
 	defer done()
 	// COLLATE "C": byte order, as SQLite's, whatever the database's default.
-	rows, err := s.pool.Query(ctx, `SELECT destination, status, count(*) FROM outbox
+	rows, err := s.db.Query(ctx, `SELECT destination, status, count(*) FROM outbox
 		WHERE destination COLLATE "C" IN (SELECT d FROM (SELECT DISTINCT destination COLLATE "C" AS d FROM outbox) AS names ORDER BY d LIMIT $1)
 		GROUP BY destination, status ORDER BY destination COLLATE "C", status`, n)
 	if err != nil {

@@ -365,7 +365,7 @@ func (s *Store) dbGetOutbox(ctx context.Context, id turnframe.OutboxID) (turnfra
 		return turnframe.OutboxRecord{}, err
 	}
 	defer done()
-	row, err := findOutbox(ctx, s.pool, id)
+	row, err := findOutbox(ctx, s.db, id)
 	if err != nil {
 		return turnframe.OutboxRecord{}, s.fail(ctx, "get outbox", err)
 	}
@@ -410,7 +410,7 @@ func (s *Store) dbListOutbox(ctx context.Context, filter turnframe.OutboxFilter)
 	defer done()
 	var afterSeq int64
 	if !filter.After.IsZero() {
-		after, err := findOutbox(ctx, s.pool, filter.After)
+		after, err := findOutbox(ctx, s.db, filter.After)
 		if err == nil && filter.Account != "" && after.rec.Account != filter.Account {
 			err = fmt.Errorf("outbox row %v: %w", filter.After, turnframe.ErrNotFound)
 		}
@@ -420,7 +420,7 @@ func (s *Store) dbListOutbox(ctx context.Context, filter turnframe.OutboxFilter)
 		afterSeq = after.seq
 	}
 	query, args := listOutboxSQL(filter, afterSeq)
-	rows, err := scanOutboxRows(s.pool.Query(ctx, query, args...))
+	rows, err := scanOutboxRows(s.db.Query(ctx, query, args...))
 	if err != nil {
 		return nil, s.fail(ctx, "list outbox", err)
 	}

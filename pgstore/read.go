@@ -55,7 +55,7 @@ func (s *Store) dbLoadTurn(ctx context.Context, account turnframe.AccountID, tur
 		return turnframe.StoredTurn{}, err
 	}
 	defer done()
-	t, err := findTurn(ctx, s.pool, account, turn)
+	t, err := findTurn(ctx, s.db, account, turn)
 	if err != nil {
 		return t, s.fail(ctx, "load turn", err)
 	}
@@ -173,7 +173,7 @@ func (s *Store) dbListUnfinishedTurns(ctx context.Context, scope turnframe.Recov
 	if b := stamp(scope.UpdatedBefore); !b.IsZero() {
 		before = micros(b)
 	}
-	rows, err := s.pool.Query(ctx, unfinishedSQL, idText(scope.After), limit, string(scope.Account), before)
+	rows, err := s.db.Query(ctx, unfinishedSQL, idText(scope.After), limit, string(scope.Account), before)
 	if err != nil {
 		return nil, s.fail(ctx, "list unfinished turns", err)
 	}
@@ -220,7 +220,7 @@ func (s *Store) dbForTurn(ctx context.Context, account turnframe.AccountID, turn
 		return nil, err
 	}
 	defer done()
-	rows, err := s.pool.Query(ctx,
+	rows, err := s.db.Query(ctx,
 		`SELECT `+entryCols+` FROM journal WHERE turn = $1 AND account = $2 ORDER BY seq`, turn.String(), string(account))
 	if err != nil {
 		return nil, s.fail(ctx, "for turn", err)
@@ -264,7 +264,7 @@ func (s *Store) dbByKey(ctx context.Context, account turnframe.AccountID, key tu
 		return turnframe.JournalEntry{}, err
 	}
 	defer done()
-	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+entryCols+` FROM journal WHERE account = $1 AND key = $2`,
+	e, err := scanEntry(s.db.QueryRow(ctx, `SELECT `+entryCols+` FROM journal WHERE account = $1 AND key = $2`,
 		string(account), string(key)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("key %q: %w", key, turnframe.ErrNotFound)
@@ -307,7 +307,7 @@ func (s *Store) dbEventsByID(ctx context.Context, account turnframe.AccountID, i
 	if len(ids) == 0 {
 		return []turnframe.StoredEvent{}, nil
 	}
-	out, err := scanEvents(s.pool.Query(ctx, `SELECT `+eventCols+` FROM events
+	out, err := scanEvents(s.db.Query(ctx, `SELECT `+eventCols+` FROM events
 		WHERE id = ANY($1) AND account = $2 ORDER BY seq`, texts, string(account)))
 	if err != nil {
 		return nil, s.fail(ctx, "events by id", err)
@@ -349,7 +349,7 @@ func (s *Store) dbEventsSince(ctx context.Context, account turnframe.AccountID, 
 	if since >= math.MaxInt64 {
 		return nil, nil // no stored revision is above it
 	}
-	out, err := scanEvents(s.pool.Query(ctx, `SELECT `+eventCols+` FROM events
+	out, err := scanEvents(s.db.Query(ctx, `SELECT `+eventCols+` FROM events
 		WHERE account = $1 AND case_key = $2 AND revision > $3 ORDER BY revision LIMIT $4`,
 		string(account), string(c), int64(since), limit))
 	if err != nil {
@@ -372,7 +372,7 @@ func (s *Store) CaseRevision(ctx context.Context, account turnframe.AccountID, c
 		return 0, err
 	}
 	defer done()
-	rev, err := caseRevision(ctx, s.pool, account, c)
+	rev, err := caseRevision(ctx, s.db, account, c)
 	if err != nil {
 		return 0, s.fail(ctx, "case revision", err)
 	}
@@ -402,7 +402,7 @@ func (s *Store) Replay(ctx context.Context, account turnframe.AccountID, turn tu
 	}
 	defer done()
 	var text *string
-	err = s.pool.QueryRow(ctx, `SELECT replay FROM turns WHERE id = $1 AND account = $2`, turn.String(), string(account)).Scan(&text)
+	err = s.db.QueryRow(ctx, `SELECT replay FROM turns WHERE id = $1 AND account = $2`, turn.String(), string(account)).Scan(&text)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return r, fmt.Errorf("pgstore: replay: turn %v: %w", turn, turnframe.ErrNotFound)

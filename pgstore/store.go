@@ -80,11 +80,13 @@ type Store struct {
 	ownPool  bool // Open made the pool, so Close closes it
 	ids      *turnframe.IDGenerator
 	retries  int
-	clock    Clock            // WithClock: the frame of every call (frame.go)
-	host     func() time.Time // WithHostClock
-	channel  string           // the pg_notify channel of enqueues (listen.go)
-	schema   string           // current_schema() of the pool's connections: where the store's tables are
-	database string           // current_database() of the pool's connections: where schema is
+	clock    Clock               // WithClock: the frame of every call (frame.go)
+	host     func() time.Time    // WithHostClock
+	channel  string              // the pg_notify channel of enqueues (listen.go)
+	schema   string              // current_schema() of the pool's connections: where the store's tables are
+	qualify  func(string) string // names the tables in schema in a statement (tables.go)
+	db       inSchema            // the pool, for reads: its statements qualified
+	database string              // current_database() of the pool's connections: where schema is
 
 	mu      sync.Mutex         // guards closed, and calls.Add against Close's calls.Wait
 	closed  bool               // set by Close: every call from then on is ErrClosed

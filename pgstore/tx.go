@@ -85,13 +85,13 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 	// that failed) is closed by the pool, never reused.
 	defer c.Release()
 	conn := c.Conn()
-	tx := &wtx{q: conn}
+	tx := &wtx{q: s.on(conn)}
 	if app {
 		ptx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
 			return tx, connLost(ctx, conn, err)
 		}
-		tx.q, tx.app = ptx, ptx
+		tx.q, tx.app = s.on(ptx), ptx
 	} else {
 		tx.queue(nil, "begin isolation level read committed")
 	}
