@@ -117,6 +117,10 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 			// before the COMMIT was sent (a session terminated while
 			// idle in its transaction), nothing was written.
 			err = connLost(ctx, conn, err)
+		} else if !errors.As(err, new(*pgconn.PgError)) && !pgconn.SafeToRetry(err) {
+			// The COMMIT was sent and no answer came: it may have
+			// run on the server.
+			err = commitUnknown{err}
 		}
 		return tx, tx.appAborted(err)
 	}
@@ -148,6 +152,14 @@ func (tx *wtx) appAborted(err error) error {
 	}
 	return err
 }
+
+// commitUnknown is the error of a COMMIT that was sent but not answered (the
+// connection broke, or the caller's context ended and pgx closed it): the
+// transaction may have committed. A call that can tell what it wrote reads
+// it again (ClaimDue).
+type commitUnknown struct{ error }
+
+func (e commitUnknown) Unwrap() error { return e.error }
 
 // errConnLost says the connection broke before the transaction's COMMIT was
 // sent: the server rolled the transaction back with the connection, so
