@@ -55,7 +55,11 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 // written and tx as it was. So is one whose search_path leads the store's
 // table names to another schema than the store's (another tenant's store,
 // with a schema per tenant), or that runs on another database of the
-// server: the statements name the tables without a schema. A context that ends while ApplyTx runs cancels
+// server. (The statements name the tables in the store's schema, tables.go,
+// so such a transaction could not reach another store's; but a caller
+// whose transaction leads elsewhere has most likely confused two stores,
+// and a transaction on another database would fail or, when that database
+// has a schema of the store's name, land there.) A context that ends while ApplyTx runs cancels
 // its statement, and tx survives rolled back to the savepoint, on a pool
 // Open made (it cancels a statement on the server, not the connection); a
 // pool of the caller's (New) needs the same setting,
@@ -136,9 +140,11 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	if err == nil && iso != "read committed" && iso != "read uncommitted" {
 		err = &turnframe.InvalidError{Field: "tx", Reason: "a transaction at " + iso + " isolation; ApplyTx needs read committed (BeginTx)"}
 	}
-	// The statements name the tables without a schema: tx's search_path
-	// must lead them to the store's, or w lands in another store's tables
-	// (a schema per tenant) as if applied.
+	// The statements name the store's schema (tables.go), not its
+	// database: a transaction on another database of the server would
+	// land w in that database's schema of the same name, as if applied.
+	// One whose search_path leads to another store's tables (a schema
+	// per tenant) is refused as a caller that confused two stores.
 	if err == nil && database != s.database {
 		// Another database of the server (a database per tenant): its
 		// schema may be named as the store's.
