@@ -78,6 +78,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // is never used on a schema it does not know (WithExisting: checks it,
 // changing nothing). Close leaves pool open.
 //
+// The store's tables are in the first schema of the pool's search_path as
+// New finds it (current_schema()), and every statement of the store names
+// that schema: what the application leaves on a pooled connection later —
+// a search_path SET for its own tables, a temporary table of one of the
+// store's table names — never leads the store elsewhere (tables.go).
+//
 // A pool of the application's keeps its own settings. Open's pool answers
 // an ended context by cancelling the statement on the server
 // (pgconn.CancelRequestContextWatcherHandler), not by closing the
