@@ -18,6 +18,7 @@ const (
 	codeDeadlockDetected     = "40P01"
 	codeLockNotAvailable     = "55P03"
 	codeQueryCanceled        = "57014" // a cancel request (a late one of Open's handler) or statement_timeout
+	codeNoSuchStatement      = "26000" // invalid_sql_statement_name: a statement pgx cached is gone from the session (DEALLOCATE ALL, DISCARD ALL)
 	codeUntranslatable       = "22P05" // untranslatable_character
 	codeBadEncoding          = "22021" // character_not_in_repertoire: a NUL byte in text
 	classInsufficient        = "53"    // insufficient_resources: disk full, out of memory, too many connections
@@ -27,7 +28,10 @@ const (
 // cancelled or expired context is that context error; a unique violation is
 // turnframe.ErrConflict; a serialization failure, a deadlock or a lock
 // refused is turnframe.ErrBusy (retryable tells the transaction loop to run
-// it again first), and so is a refusal for want of resources (class 53: a
+// it again first), and so is a statement pgx had prepared on the session that
+// the session no longer holds (26000: the application ran DEALLOCATE ALL
+// or DISCARD ALL on a pooled connection; pgx forgets the statement with the
+// error, so the next try prepares it again), and so is a refusal for want of resources (class 53: a
 // full disk, too many connections); a string PostgreSQL cannot keep in text
 // (a NUL byte) is turnframe.ErrInvalid; a closed pool is
 // turnframe.ErrClosed; a connection that could not be opened, or that broke
@@ -91,20 +95,22 @@ func rolledBack(err error) bool {
 		return false
 	}
 	switch pe.Code {
-	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable, codeQueryCanceled:
+	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable, codeQueryCanceled, codeNoSuchStatement:
 		return true
 	}
 	return strings.HasPrefix(pe.Code, classInsufficient)
 }
 
 // retryable reports whether err ended a transaction that may be run again
-// as it was: PostgreSQL broke a deadlock, or refused a serialization.
+// as it was: PostgreSQL broke a deadlock, or refused a serialization, or
+// did not find a statement pgx had prepared on the session (it is
+// prepared again on the next try).
 func retryable(err error) bool {
 	if errors.Is(err, errConnLost) {
 		return true
 	}
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected)
+	return errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected || pe.Code == codeNoSuchStatement)
 }
 
 // lacking names the resource a class 53 error says the server ran out of.

@@ -26,6 +26,7 @@ func TestTranslate(t *testing.T) {
 		{"ASerializationFailureIsBusy", "40001", turnframe.ErrBusy},
 		{"ADeadlockIsBusy", "40P01", turnframe.ErrBusy},
 		{"ALockNotAvailableIsBusy", "55P03", turnframe.ErrBusy},
+		{"AStatementTheSessionNoLongerHoldsIsBusy", "26000", turnframe.ErrBusy},
 		{"AFullDiskIsBusy", "53100", turnframe.ErrBusy},
 		{"TooManyConnectionsIsBusy", "53300", turnframe.ErrBusy},
 		{"ANulByteInTextIsInvalid", "22021", turnframe.ErrInvalid},

@@ -22,7 +22,7 @@ import (
 // with one connection, on a schema of its own: what an App leaves on its
 // session is what the store's next call meets, as it is, sooner or later,
 // on a pool of any size.
-func oneConnStore(t *testing.T) *pgstore.Store {
+func oneConnStore(t *testing.T, opts ...pgstore.Option) *pgstore.Store {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgtest.WithParams(t, pgtest.Schema(t), url.Values{"pool_max_conns": {"1"}}))
@@ -30,7 +30,7 @@ func oneConnStore(t *testing.T) *pgstore.Store {
 		t.Fatalf("pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool)
+	s, err := pgstore.New(ctx, pool, opts...)
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
