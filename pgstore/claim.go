@@ -97,6 +97,7 @@ func (s *Store) dbClaimDue(ctx context.Context, now time.Time, limit int, worker
 	until := stamp(now.Add(lease))
 	var claims []turnframe.Claim
 	err := s.inTx(ctx, "claim", func(tx *wtx) error {
+		claims = nil // a try run again claims afresh
 		rows, err := scanOutboxRows(tx.Query(ctx, claimSQL, worker, micros(now), limit, micros(until)))
 		if err != nil {
 			return err
