@@ -70,3 +70,8 @@ func DropMigrationLockIfHeld(ctx context.Context, conn *sql.Conn) error {
 
 // DiscardSession is discard, for its test.
 var DiscardSession = discard
+
+// Qualify is what the store's statements become on their way to a store in
+// schema (tables.go), for the test that every statement names its tables
+// there.
+func Qualify(schema, sql string) string { return qualifier(schema)(sql) }

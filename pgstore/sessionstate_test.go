@@ -7,15 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
 	"github.com/turnframe/turnframe/pgstore/pgtest"
-	"github.com/turnframe/turnframe/storetest"
 )
 
 // oneConnStore returns a store from New on a pool of the application's
@@ -116,56 +112,4 @@ func TestATempTableAnAppLeftOnTheSessionNeverShadowsTheStores(t *testing.T) {
 	is.NoErr(err)
 	t.Logf("pay-1 admitted again: earlier turn %q", applied.Earlier[0].Turn)
 	is.Equal(applied.Earlier[0].Turn, first) // the key admitted before is known (I14)
-}
-
-// shadowedStore opens a store on a fresh schema through a pool of the
-// application's whose every connection, once opened, holds a temporary
-// table of each of the store's table names, of another shape: PostgreSQL
-// looks in pg_temp first, so a statement of the store's that reached a
-// table by the session's search_path fails or misreads.
-// The pool is set as Open sets its own (lock_timeout, cancel requests).
-func shadowedStore(t *testing.T, opts ...pgstore.Option) *pgstore.Store {
-	t.Helper()
-	ctx := context.Background()
-	u := pgtest.Schema(t)
-	if s, err := pgstore.Open(ctx, u); err != nil { // the schema, migrated
-		t.Fatalf("open: %v", err)
-	} else {
-		s.Close()
-	}
-	cfg, err := pgxpool.ParseConfig(u)
-	if err != nil {
-		t.Fatalf("parse url: %v", err)
-	}
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "5000"
-	cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 5 * time.Second}
-	}
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `CREATE TEMP TABLE turns (shadow int); CREATE TEMP TABLE journal (shadow int);
-			CREATE TEMP TABLE events (shadow int); CREATE TEMP TABLE outbox (shadow int);
-			CREATE TEMP TABLE history (shadow int)`)
-		return err
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool, append(opts, pgstore.WithExisting())...)
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// Every statement of the store reaches its own tables, whatever the
-// session's search_path and temporary tables: the whole conformance suite
-// passes on sessions where nothing but the store's schema leads there.
-func TestConformanceOnSessionsThatShadowTheStoresTables(t *testing.T) {
-	pgtest.ServerURL(t)
-	storetest.Run(t, func(t *testing.T) turnframe.Store {
-		return withAppTable(t, shadowedStore(t, pgstore.WithClock(pgstore.CallerClock)))
-	})
 }
