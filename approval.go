@@ -89,12 +89,19 @@ func (rt *Runtime) decideApproval(ctx context.Context, account AccountID, key Id
 		if err == nil {
 			return applied.Settled[0], nil
 		}
-		if !errors.Is(err, ErrNotFound) || try == approvalTries {
+		if !errors.Is(err, ErrNotFound) {
 			return e, err
 		}
+		// The key exists (it was read above): from here on, ErrNotFound
+		// would tell the person deciding that the command does not.
 		again, rerr := rt.store.ByKey(ctx, account, key)
-		if rerr != nil || again.Turn == e.Turn {
+		switch {
+		case rerr != nil:
+			return e, fmt.Errorf("%w (reading the entry again after its decision on turn %v was refused: %v)", rerr, e.Turn, err)
+		case again.Turn == e.Turn:
 			return e, err
+		case try == approvalTries:
+			return again, fmt.Errorf("%w: entry moved to turn %v while it was decided, %d times: decide it there (%v)", ErrConflict, again.Turn, try, err)
 		}
 		e = again // adopted by a new turn meanwhile: decide it there
 	}
