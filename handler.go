@@ -629,7 +629,10 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 // and the attempt's keeper would take it for a renewal to try again rather
 // than an entry lost. For any other refusal, or none, it returns nil.
 func (x *execution) adoptedAway(ctx context.Context, key IdempotencyKey, refusal error) error {
-	by, ok := adoptedBy(ctx, x.rt.store, x.account, key, x.turn, refusal)
+	by, ok, err := adoptedBy(ctx, x.rt.store, x.account, key, x.turn, refusal)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return nil
 	}
@@ -640,16 +643,22 @@ func (x *execution) adoptedAway(ctx context.Context, key IdempotencyKey, refusal
 // key, when refusal is the store's ErrNotFound for a write naming turn and
 // the entry, read again, is now another turn's: a new turn's plan adopted
 // it from turn, abandoned meanwhile. ok is false for any other refusal, or
-// none, or when the read fails.
-func adoptedBy(ctx context.Context, store Store, account AccountID, key IdempotencyKey, turn TurnID, refusal error) (by TurnID, ok bool) {
+// none. When the read fails after a not-found refusal, err is that read's
+// error: the caller read the turn and the entry before its write, so
+// ErrNotFound would say that one of them does not exist, and what is known
+// is only that the read failed.
+func adoptedBy(ctx context.Context, store Store, account AccountID, key IdempotencyKey, turn TurnID, refusal error) (by TurnID, ok bool, err error) {
 	if !errors.Is(refusal, ErrNotFound) {
-		return TurnID{}, false
+		return TurnID{}, false, nil
 	}
-	seen, err := store.ByKey(ctx, account, key)
-	if err != nil || seen.Turn == turn {
-		return TurnID{}, false
+	seen, rerr := store.ByKey(ctx, account, key)
+	switch {
+	case rerr != nil:
+		return TurnID{}, false, fmt.Errorf("%w (reading the entry again, after the store found it no longer in turn %v: %v)", rerr, turn, refusal)
+	case seen.Turn == turn:
+		return TurnID{}, false, nil
 	}
-	return seen.Turn, true
+	return seen.Turn, true, nil
 }
 
 // adoptedError is adoptedAway's conflict: the entry is another turn's, so

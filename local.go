@@ -118,7 +118,12 @@ func (x *execution) localUnanswered(e JournalEntry, end handlerEnd) (CommandResu
 func (x *execution) localRefused(ctx context.Context, e JournalEntry, rev CaseRevision, reruns int, kind OutcomeKind, refusal error) (res CommandResult, again bool, err error) {
 	rt := x.rt
 	seen, err := rt.store.ByKey(ctx, x.account, e.Key)
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(refusal, ErrNotFound):
+		// The turn and the entry exist (Execute read them): ErrNotFound
+		// would say the turn does not. What is known is the failed read.
+		return resultOf(e), false, fmt.Errorf("settle %v: %w (reading the entry again, after the store found it no longer in turn %v: %v)", kind, err, x.turn, refusal)
+	case err != nil:
 		return resultOf(e), false, fmt.Errorf("settle %v: %w (reading the entry again: %v)", kind, refusal, err)
 	}
 	switch {

@@ -280,7 +280,9 @@ func (r *Recovery) resolveEntry(ctx context.Context, e JournalEntry, phase TurnP
 		Settle: []Settlement{{Key: e.Key, To: JournalOutcomeUnknown, Code: CodeLeaseEnded, Prior: e.Attempt}},
 	})
 	if err != nil {
-		if by, ok := adoptedBy(ctx, r.store, e.Account, e.Key, e.Turn, err); ok {
+		if by, ok, rerr := adoptedBy(ctx, r.store, e.Account, e.Key, e.Turn, err); rerr != nil {
+			err = rerr
+		} else if ok {
 			// That turn decides it now.
 			err = fmt.Errorf("%w: turn %v adopted the entry while its dead attempt was being declared unknown", ErrConflict, by)
 		}

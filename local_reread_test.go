@@ -1,0 +1,100 @@
+package turnframe_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/turnframe/turnframe"
+)
+
+// rtBusyReads is a Store whose reads of an entry by key fail as a busy
+// store's do, once armed.
+type rtBusyReads struct {
+	turnframe.Store
+	armed atomic.Bool
+}
+
+func (s *rtBusyReads) ByKey(ctx context.Context, a turnframe.AccountID, k turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
+	if s.armed.Load() {
+		return turnframe.JournalEntry{}, fmt.Errorf("read entry: %w", turnframe.ErrBusy)
+	}
+	return s.Store.ByKey(ctx, a, k)
+}
+
+// A local command whose turn was abandoned and whose entry a new turn
+// adopted while its handler ran: its settlement is refused as not found,
+// and Execute reads the entry again to tell. When that read fails, Execute
+// has not learnt that the turn or the entry is missing — both exist — and
+// must not say ErrNotFound ("a turn that does not exist for account"): it
+// reports the failed read.
+func TestALocalCommandAdoptedWhileItRanWhoseRereadFailsIsNeverNotFound(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		busy := &rtBusyReads{Store: store}
+		rt := turnframe.New(busy, turnframe.WithLocalCommand("book"), turnframe.WithLogger(slog.New(slog.DiscardHandler)))
+		first := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book"))
+		finish := rtHeld(t, rt, first, "k-book", turnframe.Commit([]turnframe.Event{{Case: "flight/7", Type: "booked"}}))
+		is.NoErr(rt.Abandon(ctx, rtAccount, first, "user_left"))
+		second := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book")) // adopts k-book
+		is.Equal(rtEntry(t, store, "k-book").Turn, second)
+
+		busy.armed.Store(true)
+		_, err := finish()
+		t.Logf("error: %v", err)
+		is.True(err != nil)
+		is.True(!errors.Is(err, turnframe.ErrNotFound)) // the turn and the entry both exist
+		is.True(errors.Is(err, turnframe.ErrBusy))      // the read that failed, to try again
+		is.Equal(len(rtEventsByKey(t, store, rtAccount, "flight/7")), 0)
+	})
+}
+
+// rtAdoptOnTake abandons the turn and lets a new turn's plan adopt key's
+// entry just before Execute's take of it is written, then makes reads of
+// entries fail as a busy store's do.
+type rtAdoptOnTake struct {
+	rtBusyReads
+	t    *testing.T
+	cmd  turnframe.Command
+	once atomic.Bool
+}
+
+func (s *rtAdoptOnTake) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if len(w.Settle) == 1 && w.Settle[0].Key == s.cmd.Key && w.Settle[0].To == turnframe.JournalExecuting && s.once.CompareAndSwap(false, true) {
+		rt := turnframe.New(s.Store)
+		if err := rt.Abandon(ctx, w.Account, w.Turn, "user_left"); err != nil {
+			s.t.Fatal(err)
+		}
+		rtPlanned(s.t, rt, w.Account, s.cmd) // adopts the entry
+		s.armed.Store(true)
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// The same for a command Execute takes: a take refused as not found, the
+// entry adopted by a new turn, whose read again fails, is never ErrNotFound.
+func TestATakeOfAnEntryAdoptedMeanwhileWhoseRereadFailsIsNeverNotFound(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		cmd := rtCmd("k-pay", "order/1", "pay")
+		first := rtPlanned(t, turnframe.New(store), rtAccount, cmd)
+		racing := &rtAdoptOnTake{rtBusyReads: rtBusyReads{Store: store}, t: t, cmd: cmd}
+		rt := turnframe.New(racing, turnframe.WithLogger(slog.New(slog.DiscardHandler)))
+		calls := 0
+		_, err := rt.Execute(context.Background(), rtAccount, first, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+			calls++
+			return turnframe.Commit(nil)
+		}))
+		t.Logf("error: %v", err)
+		is.Equal(calls, 0)                              // never ran here
+		is.True(err != nil)                             // not taken
+		is.True(!errors.Is(err, turnframe.ErrNotFound)) // the turn and the entry both exist
+		is.True(errors.Is(err, turnframe.ErrBusy))      // the read that failed
+	})
+}
