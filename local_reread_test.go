@@ -98,3 +98,55 @@ func TestATakeOfAnEntryAdoptedMeanwhileWhoseRereadFailsIsNeverNotFound(t *testin
 		is.True(errors.Is(err, turnframe.ErrBusy))      // the read that failed
 	})
 }
+
+// rtAdoptOnSettleBusy is rtAdoptOnSettle whose reads of entries fail as a
+// busy store's do once the entry was adopted.
+type rtAdoptOnSettleBusy struct {
+	rtBusyReads
+	t   *testing.T
+	cmd turnframe.Command
+}
+
+func (s *rtAdoptOnSettleBusy) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if len(w.Settle) == 1 && w.Settle[0].Key == s.cmd.Key && w.Settle[0].Attempt.IsZero() && !s.armed.Load() {
+		rtPlanned(s.t, turnframe.New(s.Store, rtAfterLeases()), w.Account, s.cmd) // adopts it, its lease having ended
+		s.armed.Store(true)
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// And for an operator's settle of a stranded entry a new turn adopts
+// meanwhile: its read again failing, Settle reports that read, never
+// ErrNotFound ("a subject that does not exist").
+func TestSettlingAnEntryAdoptedMeanwhileWhoseRereadFailsIsNeverNotFound(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx, crash := context.WithCancel(context.Background())
+		defer crash()
+		cmd := rtCmd("k-charge", "card/1", "charge")
+		rt := turnframe.New(store)
+		turn := rtPlanned(t, rt, rtAccount, cmd)
+		started := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
+				close(started)
+				<-hctx.Done()
+				return turnframe.Unknown("")
+			}))
+			done <- err
+		}()
+		<-started
+		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left"))
+		crash()
+		is.True(errors.Is(<-done, context.Canceled)) // stranded: Executing on an abandoned turn
+
+		racing := &rtAdoptOnSettleBusy{rtBusyReads: rtBusyReads{Store: store}, t: t, cmd: cmd}
+		err := turnframe.NewRecovery(racing, rtAfterLeases()).Settle(context.Background(), turnframe.JournalSubject(rtAccount, "k-charge"),
+			turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "operator:alice"})
+		t.Logf("error: %v", err)
+		is.True(!errors.Is(err, turnframe.ErrNotFound)) // it exists
+		is.True(errors.Is(err, turnframe.ErrBusy))      // the read that failed
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalExecuting)
+	})
+}

@@ -205,6 +205,10 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 		}
 		again, rerr := r.store.ByKey(ctx, subject.Account, key)
 		switch {
+		case rerr != nil && errors.Is(err, ErrNotFound):
+			// The entry exists (it was read above): ErrNotFound would say
+			// it does not. What is known is the failed read.
+			return e.Name, fmt.Errorf("%w (reading the entry again, after the store found it no longer in turn %v: %v)", rerr, e.Turn, err)
 		case rerr != nil:
 			return e.Name, err
 		case again.Turn != e.Turn && errors.Is(err, ErrNotFound):
