@@ -150,3 +150,53 @@ func TestSettlingAnEntryAdoptedMeanwhileWhoseRereadFailsIsNeverNotFound(t *testi
 		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalExecuting)
 	})
 }
+
+// rtAdoptBeforeOneBusyRead is rtAdoptBefore whose first read of an entry
+// after the write it raced fails as a busy store's does.
+type rtAdoptBeforeOneBusyRead struct {
+	*rtAdoptBefore
+	armed atomic.Bool
+}
+
+func (s *rtAdoptBeforeOneBusyRead) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	a, err := s.rtAdoptBefore.Apply(ctx, w)
+	if errors.Is(err, turnframe.ErrNotFound) {
+		s.armed.Store(true)
+	}
+	return a, err
+}
+
+func (s *rtAdoptBeforeOneBusyRead) ByKey(ctx context.Context, a turnframe.AccountID, k turnframe.IdempotencyKey) (turnframe.JournalEntry, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		return turnframe.JournalEntry{}, fmt.Errorf("read entry: %w", turnframe.ErrBusy)
+	}
+	return s.rtAdoptBefore.ByKey(ctx, a, k)
+}
+
+// And for Recover's declaration of a stranded attempt: never ErrNotFound.
+func TestARecoverWhoseStrandedCommandIsAdoptedAndWhoseRereadFailsIsNeverNotFound(t *testing.T) {
+	cmd := rtCmd("k-charge", "card/1", "charge")
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler))
+		rt := turnframe.New(store, quiet)
+		turn := rtPlanned(t, rt, rtAccount, cmd)
+		ctx, crash := context.WithCancel(context.Background())
+		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
+			crash()
+			<-hctx.Done()
+			return turnframe.Unknown("")
+		}))
+		is.True(errors.Is(err, context.Canceled))
+		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left"))
+		racing := &rtAdoptBeforeOneBusyRead{rtAdoptBefore: &rtAdoptBefore{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalOutcomeUnknown, cmd: cmd, adopted: make(chan turnframe.TurnID, 1)}}
+		rec := turnframe.NewRecovery(racing, rtAfterLeases(), quiet, turnframe.WithCommand("charge", turnframe.Remote{}))
+		report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, &rtResumer{rt: turnframe.New(racing, rtAfterLeases(), quiet), h: rtNewHandler(rtScript)})
+		is.NoErr(err)
+		<-racing.adopted
+		is.Equal(len(report.Policy), 1)
+		t.Logf("policy error: %v", report.Policy[0].Err)
+		is.True(!errors.Is(report.Policy[0].Err, turnframe.ErrNotFound)) // the entry exists
+		is.True(errors.Is(report.Policy[0].Err, turnframe.ErrBusy))      // the read that failed
+	})
+}
