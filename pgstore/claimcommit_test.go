@@ -79,7 +79,6 @@ func (c *cutConn) Read(p []byte) (int, error) {
 // answers the returned answerCutter cuts, once armed.
 func cutterStore(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *answerCutter) {
 	t.Helper()
-	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(pgtest.Schema(t))
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
@@ -94,17 +93,7 @@ func cutterStore(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *answerCutt
 		}
 		return &cutConn{Conn: c, k: k}, nil
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool, pgstore.WithClock(clock))
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, k
+	return storeOnPool(t, cfg, clock), k
 }
 
 // DESIGN.md §1, I15, and §8: a row's outcome is unknown when "its send may

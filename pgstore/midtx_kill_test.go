@@ -84,17 +84,7 @@ func killerStore(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *commitKill
 	t.Cleanup(func() { killer.Close(context.Background()) })
 	k := &commitKiller{t: t, killer: killer}
 	cfg.ConnConfig.Tracer = k
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool, pgstore.WithClock(clock))
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, k
+	return storeOnPool(t, cfg, clock), k
 }
 
 // DESIGN.md §14: "a connection that could not be opened or that broke

@@ -46,24 +46,13 @@ func (r *roundTrips) during(f func()) int64 {
 // are counted.
 func tracedStore(t *testing.T, mode pgstore.Clock) (*pgstore.Store, *roundTrips) {
 	t.Helper()
-	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(pgtest.Schema(t))
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
 	}
 	trips := &roundTrips{}
 	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool, pgstore.WithClock(mode))
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, trips
+	return storeOnPool(t, cfg, mode), trips
 }
 
 // executingTurn begins a turn of n commands and takes each under an
