@@ -96,9 +96,18 @@ func (d *domain) Verify(ctx context.Context, u turnframe.Uncertain) turnframe.Ve
 // recovery's decisions.
 type app struct {
 	store turnframe.Store
-	rt    *turnframe.Runtime
-	rec   *turnframe.Recovery
-	dom   *domain
+	resumer
+	dom *domain
+}
+
+// resumer runs a turn's commands with h and delivers it, and is the
+// recovery handler of the apps here: it plans an interrupted turn again
+// from its text (plan), resumes its commands, or delivers it again.
+type resumer struct {
+	rt   *turnframe.Runtime
+	rec  *turnframe.Recovery
+	h    turnframe.Handler
+	plan func(text string) turnframe.Plan
 }
 
 // newApp runs its turns and its recovery with a clock fixed at now: a
@@ -114,7 +123,8 @@ func newApp(store turnframe.Store, dom *domain, now time.Time) *app {
 		turnframe.WithClock(func() time.Time { return now }),
 		turnframe.WithCommand(kUnknown, turnframe.Remote{Verifier: dom}),
 	}
-	return &app{store: store, rt: turnframe.New(store, opts...), rec: turnframe.NewRecovery(store, opts...), dom: dom}
+	return &app{store: store, dom: dom, resumer: resumer{
+		rt: turnframe.New(store, opts...), rec: turnframe.NewRecovery(store, opts...), h: dom, plan: planFor}}
 }
 
 // afterLeases is how long after a crash its recovery runs: past every lease
@@ -133,34 +143,34 @@ func (a *app) turn(ctx context.Context, text string) error {
 	return a.finish(ctx, faultAccount, turn)
 }
 
-func (a *app) finish(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) error {
-	rep, err := a.rt.Execute(ctx, account, turn, a.dom)
+func (r resumer) finish(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) error {
+	rep, err := r.rt.Execute(ctx, account, turn, r.h)
 	if err != nil {
 		return err
 	}
 	if rep.Phase.IsTerminal() {
 		return nil
 	}
-	return a.rt.Deliver(ctx, account, turn, "done")
+	return r.rt.Deliver(ctx, account, turn, "done")
 }
 
-func (a *app) RestartInterpretation(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
-	st, err := a.rec.StoredTurn(ctx, m.Account, m.Turn)
+func (r resumer) RestartInterpretation(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	st, err := r.rec.StoredTurn(ctx, m.Account, m.Turn)
 	if err != nil {
 		return err
 	}
-	if _, err := a.rt.Plan(ctx, m.Account, m.Turn, planFor(st.Text)); err != nil {
+	if _, err := r.rt.Plan(ctx, m.Account, m.Turn, r.plan(st.Text)); err != nil {
 		return err
 	}
-	return a.finish(ctx, m.Account, m.Turn)
+	return r.finish(ctx, m.Account, m.Turn)
 }
 
-func (a *app) ResumeCommands(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
-	return a.finish(ctx, m.Account, m.Turn)
+func (r resumer) ResumeCommands(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	return r.finish(ctx, m.Account, m.Turn)
 }
 
-func (a *app) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
-	return a.rt.Deliver(ctx, m.Account, m.Turn, "regenerated")
+func (r resumer) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
+	return r.rt.Deliver(ctx, m.Account, m.Turn, "regenerated")
 }
 
 // recoverErrors returns every failure a Recover reported: its error, a

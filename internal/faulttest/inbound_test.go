@@ -34,8 +34,7 @@ func inboundPlan(text string) turnframe.Plan {
 }
 
 type inboundApp struct {
-	rt  *turnframe.Runtime
-	rec *turnframe.Recovery
+	resumer
 	mux *turnframe.Mux
 
 	mu         sync.Mutex
@@ -44,8 +43,8 @@ type inboundApp struct {
 
 func newInboundApp(store turnframe.Store, dom *domain, now time.Time) *inboundApp {
 	opts := []turnframe.Option{turnframe.WithClock(func() time.Time { return now }), turnframe.WithLocalCommand(kLocal)}
-	a := &inboundApp{rt: turnframe.New(store, opts...), rec: turnframe.NewRecovery(store, opts...), mux: &turnframe.Mux{},
-		localCalls: map[turnframe.IdempotencyKey]int{}}
+	a := &inboundApp{mux: &turnframe.Mux{}, localCalls: map[turnframe.IdempotencyKey]int{}}
+	a.resumer = resumer{rt: turnframe.New(store, opts...), rec: turnframe.NewRecovery(store, opts...), h: a.mux, plan: inboundPlan}
 	a.mux.Register(kEnqueue1, dom)
 	a.mux.RegisterFunc(kLocal, func(ctx context.Context, c turnframe.Call) turnframe.Outcome {
 		a.mu.Lock()
@@ -70,36 +69,6 @@ func (a *inboundApp) receive(ctx context.Context, in turnframe.Inbound) (turnfra
 		return r, err
 	}
 	return r, a.finish(ctx, in.Account, r.Turn)
-}
-
-func (a *inboundApp) finish(ctx context.Context, account turnframe.AccountID, turn turnframe.TurnID) error {
-	rep, err := a.rt.Execute(ctx, account, turn, a.mux)
-	if err != nil {
-		return err
-	}
-	if rep.Phase.IsTerminal() {
-		return nil
-	}
-	return a.rt.Deliver(ctx, account, turn, "done")
-}
-
-func (a *inboundApp) RestartInterpretation(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
-	st, err := a.rec.StoredTurn(ctx, m.Account, m.Turn)
-	if err != nil {
-		return err
-	}
-	if _, err := a.rt.Plan(ctx, m.Account, m.Turn, inboundPlan(st.Text)); err != nil {
-		return err
-	}
-	return a.finish(ctx, m.Account, m.Turn)
-}
-
-func (a *inboundApp) ResumeCommands(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
-	return a.finish(ctx, m.Account, m.Turn)
-}
-
-func (a *inboundApp) RegenerateResponse(ctx context.Context, m turnframe.TurnPhaseMarker, _ turnframe.RecoveryAction) error {
-	return a.rt.Deliver(ctx, m.Account, m.Turn, "regenerated")
 }
 
 func (a *inboundApp) recoverAll(t *testing.T) {
