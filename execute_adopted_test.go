@@ -171,16 +171,7 @@ func TestARecoverWhoseStrandedCommandANewTurnAdoptsMeanwhileIsAConflict(t *testi
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler))
-		rt := turnframe.New(store, quiet)
-		turn := rtPlanned(t, rt, rtAccount, cmd)
-		ctx, crash := context.WithCancel(context.Background())
-		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
-			crash()
-			<-hctx.Done()
-			return turnframe.Unknown("")
-		}))
-		is.True(errors.Is(err, context.Canceled))                                // the process died
-		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left")) // and its turn was given up: stranded
+		turn := rtStranded(t, store, cmd) // the process died and its turn was given up
 		racing := &rtAdoptBefore{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalOutcomeUnknown, cmd: cmd, adopted: make(chan turnframe.TurnID, 1)}
 		rec := turnframe.NewRecovery(racing, rtAfterLeases(), quiet, turnframe.WithCommand("charge", turnframe.Remote{}))
 		report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, &rtResumer{rt: turnframe.New(racing, rtAfterLeases(), quiet), h: rtNewHandler(rtScript)})
@@ -192,4 +183,31 @@ func TestARecoverWhoseStrandedCommandANewTurnAdoptsMeanwhileIsAConflict(t *testi
 		is.Equal(rtEntry(t, store, cmd.Key).Turn, adopter)                      // the new turn's
 		is.Equal(rtEntry(t, store, cmd.Key).Status, turnframe.JournalExecuting) // for it to judge
 	})
+}
+
+// rtStranded plans a turn of cmd and leaves cmd stranded: its attempt
+// Executing, its handler running when the turn was abandoned and the
+// process died. It returns the turn.
+func rtStranded(t *testing.T, store turnframe.Store, cmd turnframe.Command) turnframe.TurnID {
+	t.Helper()
+	is := is.New(t)
+	ctx, crash := context.WithCancel(context.Background())
+	defer crash()
+	rt := turnframe.New(store, turnframe.WithLogger(slog.New(slog.DiscardHandler))) // its late answer
+	turn := rtPlanned(t, rt, rtAccount, cmd)
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
+			close(started)
+			<-hctx.Done()
+			return turnframe.Unknown("")
+		}))
+		done <- err
+	}()
+	<-started
+	is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left"))
+	crash()
+	is.True(errors.Is(<-done, context.Canceled)) // stranded: Executing on an abandoned turn
+	return turn
 }

@@ -121,25 +121,8 @@ func (s *rtAdoptOnSettleBusy) Apply(ctx context.Context, w turnframe.Write) (tur
 func TestSettlingAnEntryAdoptedMeanwhileWhoseRereadFailsIsNeverNotFound(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx, crash := context.WithCancel(context.Background())
-		defer crash()
 		cmd := rtCmd("k-charge", "card/1", "charge")
-		rt := turnframe.New(store)
-		turn := rtPlanned(t, rt, rtAccount, cmd)
-		started := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
-				close(started)
-				<-hctx.Done()
-				return turnframe.Unknown("")
-			}))
-			done <- err
-		}()
-		<-started
-		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left"))
-		crash()
-		is.True(errors.Is(<-done, context.Canceled)) // stranded: Executing on an abandoned turn
+		rtStranded(t, store, cmd)
 
 		racing := &rtAdoptOnSettleBusy{rtBusyReads: rtBusyReads{Store: store}, t: t, cmd: cmd}
 		err := turnframe.NewRecovery(racing, rtAfterLeases()).Settle(context.Background(), turnframe.JournalSubject(rtAccount, "k-charge"),
@@ -179,16 +162,7 @@ func TestARecoverWhoseStrandedCommandIsAdoptedAndWhoseRereadFailsIsNeverNotFound
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		quiet := turnframe.WithLogger(slog.New(slog.DiscardHandler))
-		rt := turnframe.New(store, quiet)
-		turn := rtPlanned(t, rt, rtAccount, cmd)
-		ctx, crash := context.WithCancel(context.Background())
-		_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
-			crash()
-			<-hctx.Done()
-			return turnframe.Unknown("")
-		}))
-		is.True(errors.Is(err, context.Canceled))
-		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left"))
+		turn := rtStranded(t, store, cmd) // the process died and its turn was given up
 		racing := &rtAdoptBeforeOneBusyRead{rtAdoptBefore: &rtAdoptBefore{Store: store, t: t, from: turn, key: cmd.Key, to: turnframe.JournalOutcomeUnknown, cmd: cmd, adopted: make(chan turnframe.TurnID, 1)}}
 		rec := turnframe.NewRecovery(racing, rtAfterLeases(), quiet, turnframe.WithCommand("charge", turnframe.Remote{}))
 		report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, &rtResumer{rt: turnframe.New(racing, rtAfterLeases(), quiet), h: rtNewHandler(rtScript)})

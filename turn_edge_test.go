@@ -642,25 +642,8 @@ func (s *rtAdoptOnSettle) Apply(ctx context.Context, w turnframe.Write) (turnfra
 func TestSettlingAnEntryANewTurnAdoptsMeanwhileIsAConflict(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx, crash := context.WithCancel(context.Background())
-		defer crash()
 		cmd := rtCmd("k-charge", "card/1", "charge")
-		rt := turnframe.New(store)
-		turn := rtPlanned(t, rt, rtAccount, cmd)
-		started := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			_, err := rt.Execute(ctx, rtAccount, turn, turnframe.HandlerFunc(func(hctx context.Context, _ turnframe.Call) turnframe.Outcome {
-				close(started)
-				<-hctx.Done()
-				return turnframe.Unknown("")
-			}))
-			done <- err
-		}()
-		<-started
-		is.NoErr(rt.Abandon(context.Background(), rtAccount, turn, "user.left"))
-		crash()
-		is.True(errors.Is(<-done, context.Canceled)) // stranded: Executing on an abandoned turn
+		turn := rtStranded(t, store, cmd)
 
 		racing := &rtAdoptOnSettle{Store: store, t: t, key: "k-charge", cmd: cmd}
 		err := turnframe.NewRecovery(racing, rtAfterLeases()).Settle(context.Background(), turnframe.JournalSubject(rtAccount, "k-charge"),
