@@ -42,7 +42,10 @@ func ApprovalSettlement(key IdempotencyKey, approve bool) Settlement {
 // never needed it), or whose turn was abandoned (deny it instead). Nothing
 // is written on any error; a crash leaves the entry awaiting or approved.
 // An entry a new turn's plan adopts from its abandoned turn while it is
-// being approved is approved on that turn (it is the same command).
+// being approved is approved on that turn (it is the same command); one
+// adopted again at each of three tries is ErrConflict naming where it is,
+// and a failed read of it after such a refusal is that read's error
+// (ErrBusy: try again), never ErrNotFound.
 func (rt *Runtime) Approve(ctx context.Context, account AccountID, key IdempotencyKey, actor Actor, note string) (JournalEntry, error) {
 	e, err := rt.decideApproval(ctx, account, key, actor, note, true)
 	if err != nil {
