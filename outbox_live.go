@@ -63,8 +63,12 @@ func (l *liveSweeps) catchUp() {
 		if open {
 			sw.extend()
 		}
-		if settling {
-			sw.extendSettling() // a send that is over, its settlement being written
+		// A send that is over, its settlement being written; and a row
+		// that turned settling since endsSoon looked, which extend, picking
+		// the rows not settling, passed over (extendSettling picks afresh,
+		// and writes nothing when no settling row ends soon).
+		if open || settling {
+			sw.extendSettling()
 		}
 	}
 }
