@@ -22,31 +22,16 @@ import (
 func TestRecoverNeverLooksUpAgainOnceVerifyTriesAreSpent(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx := context.Background()
 		row := polUnknownRow(t, store, "k1", "payments")
 		subject := turnframe.OutboxSubject(rtAccount, row.ID)
-		var asked int
-		unsure := turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
-			asked++
-			return turnframe.Verification{Found: turnframe.FoundUnsure, Note: "lookup lags"}
-		})
-		clock := newPolClock(dispNow.Add(time.Minute))
-		recoverWith := func(tries int) turnframe.PolicyOutcome {
-			rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now),
-				turnframe.WithDestination("payments", turnframe.Remote{Verifier: unsure, VerifyTries: tries, VerifyBackoff: time.Second}))
-			report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
-			is.NoErr(err)
-			is.Equal(len(report.Policy), 1) // the one unknown row
-			is.NoErr(report.Policy[0].Err)
-			return report.Policy[0].Outcome
-		}
-		is.Equal(recoverWith(3), turnframe.PolicyUnsure) // first lookup
-		clock.Add(time.Minute)
-		is.Equal(recoverWith(3), turnframe.PolicyUnsure) // second lookup
-		is.Equal(asked, 2)
-		clock.Add(time.Hour)                                // every backoff has run
-		is.Equal(recoverWith(2), turnframe.PolicyEscalated) // two lookups are all two tries allow
-		is.Equal(asked, 2)                                  // not asked a third time
+		pol := &polUnsure{t: t, store: store, clock: newPolClock(dispNow.Add(time.Minute))}
+		is.Equal(pol.recoverWith(3), turnframe.PolicyUnsure) // first lookup
+		pol.clock.Add(time.Minute)
+		is.Equal(pol.recoverWith(3), turnframe.PolicyUnsure) // second lookup
+		is.Equal(pol.asked, 2)
+		pol.clock.Add(time.Hour)                                // every backoff has run
+		is.Equal(pol.recoverWith(2), turnframe.PolicyEscalated) // two lookups are all two tries allow
+		is.Equal(pol.asked, 2)                                  // not asked a third time
 		is.Equal(polEvidence(t, store, subject, turnframe.CodeVerifyUnsure), 2)
 		rec := dispGet(t, store, row.ID)
 		is.Equal(rec.Status, turnframe.OutboxNeedsIntervention) // for a person

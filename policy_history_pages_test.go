@@ -31,28 +31,14 @@ func TestThePolicyCountsALookupRecordedPastAFullPageOfHistory(t *testing.T) {
 		is.NoErr(store.RecordEvidence(ctx, turnframe.NewEvidence(subject, "", turnframe.ActorApp,
 			turnframe.CodeLateAnswer, "", "a send answered after its deadline", dispNow)))
 	}
-	var asked int
-	unsure := turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
-		asked++
-		return turnframe.Verification{Found: turnframe.FoundUnsure, Note: "lookup lags"}
-	})
-	clock := newPolClock(dispNow.Add(time.Minute))
-	recoverWith := func(tries int) turnframe.PolicyOutcome {
-		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now),
-			turnframe.WithDestination("payments", turnframe.Remote{Verifier: unsure, VerifyTries: tries, VerifyBackoff: time.Second}))
-		report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
-		is.NoErr(err)
-		is.Equal(len(report.Policy), 1) // the one unknown row
-		is.NoErr(report.Policy[0].Err)
-		return report.Policy[0].Outcome
-	}
-	is.Equal(recoverWith(3), turnframe.PolicyUnsure) // the first lookup, recorded past the first page
+	pol := &polUnsure{t: t, store: store, clock: newPolClock(dispNow.Add(time.Minute))}
+	is.Equal(pol.recoverWith(3), turnframe.PolicyUnsure) // the first lookup, recorded past the first page
 	h, err := store.History(ctx, subject, 0, turnframe.MaxLimit)
 	is.NoErr(err)
 	is.Equal(len(h), turnframe.MaxLimit)                                    // the first page is full
 	is.Equal(polEvidence(t, store, subject, turnframe.CodeVerifyUnsure), 0) // and holds no lookup
-	clock.Add(time.Hour)                                                    // the backoff ran
-	is.Equal(recoverWith(1), turnframe.PolicyEscalated)                     // one lookup is all one try allows
-	is.Equal(asked, 1)                                                      // not asked a second time
+	pol.clock.Add(time.Hour)                                                // the backoff ran
+	is.Equal(pol.recoverWith(1), turnframe.PolicyEscalated)                 // one lookup is all one try allows
+	is.Equal(pol.asked, 1)                                                  // not asked a second time
 	is.Equal(dispGet(t, store, row.ID).LastCode, turnframe.CodeVerifyExhausted)
 }

@@ -66,6 +66,34 @@ func polUnknownRow(t *testing.T, store turnframe.Store, key turnframe.Idempotenc
 	return row
 }
 
+// polUnsure runs Recover passes on clock over a store holding one unknown
+// payments row (polUnknownRow), whose remote's lookups never can tell.
+type polUnsure struct {
+	t     *testing.T
+	store turnframe.Store
+	clock *polClock
+	asked int // the lookups, over every pass
+}
+
+// recoverWith runs one pass allowing tries lookups, a second's backoff
+// apart, and returns the policy's outcome for the row.
+func (u *polUnsure) recoverWith(tries int) turnframe.PolicyOutcome {
+	u.t.Helper()
+	is := is.New(u.t)
+	is.Helper()
+	unsure := turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
+		u.asked++
+		return turnframe.Verification{Found: turnframe.FoundUnsure, Note: "lookup lags"}
+	})
+	rec := turnframe.NewRecovery(u.store, turnframe.WithClock(u.clock.Now),
+		turnframe.WithDestination("payments", turnframe.Remote{Verifier: unsure, VerifyTries: tries, VerifyBackoff: time.Second}))
+	report, err := rec.Recover(context.Background(), turnframe.RecoveryScope{}, polNoTurns{u.t})
+	is.NoErr(err)
+	is.Equal(len(report.Policy), 1) // the one unknown row
+	is.NoErr(report.Policy[0].Err)
+	return report.Policy[0].Outcome
+}
+
 // polLast returns the last history record of subject.
 func polLast(t *testing.T, store turnframe.Store, s turnframe.Subject) turnframe.HistoryRecord {
 	t.Helper()
