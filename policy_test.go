@@ -80,7 +80,6 @@ type polUnsure struct {
 func (u *polUnsure) recoverWith(tries int) turnframe.PolicyOutcome {
 	u.t.Helper()
 	is := is.New(u.t)
-	is.Helper()
 	unsure := turnframe.VerifierFunc(func(context.Context, turnframe.Uncertain) turnframe.Verification {
 		u.asked++
 		return turnframe.Verification{Found: turnframe.FoundUnsure, Note: "lookup lags"}
