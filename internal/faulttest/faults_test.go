@@ -223,38 +223,55 @@ func heldCalls(t *testing.T, store turnframe.Store, dom *domain, text string) ma
 	return held
 }
 
-// checkTurn checks that the commands text planned were each settled once,
-// as their kind says, with exactly their rows, and that no turn is left.
-func checkTurn(t *testing.T, store turnframe.Store, dom *domain, text string) {
+// settledOnce checks that each command p planned was admitted and settled
+// once: with the status want gives it and as many events of its case (one
+// a committing command appends, none a refusal or a reconciliation), and
+// applied by the domain at most once. It returns their entries, in p's
+// order, for the caller's own checks.
+func settledOnce(t *testing.T, store turnframe.Store, dom *domain, p turnframe.Plan,
+	want func(turnframe.Command) (status turnframe.JournalStatus, events int)) []turnframe.JournalEntry {
 	t.Helper()
 	is := is.New(t)
-	p := planFor(text)
 	events, err := store.EventsSince(bg, faultAccount, p.Commands[0].Case, 0, 100)
 	is.NoErr(err)
 	perKey := map[turnframe.IdempotencyKey]int{}
 	for _, ev := range events {
 		perKey[ev.Key]++
 	}
+	var entries []turnframe.JournalEntry
 	for _, cmd := range p.Commands {
 		e, err := store.ByKey(bg, faultAccount, cmd.Key)
 		is.NoErr(err) // every command admitted
-		m, err := store.TurnPhase(bg, faultAccount, e.Turn)
-		is.NoErr(err)
-		is.Equal(m.Phase, turnframe.PhaseDelivered) // its turn delivered
-		switch cmd.Name {
-		case kEnqueue1, kEnqueue2:
-			is.Equal(e.Status, turnframe.JournalCommitted) // committed
-			is.Equal(perKey[cmd.Key], 1)                   // exactly once: one event
-		case kReject:
-			is.Equal(e.Status, turnframe.JournalRejected)
-		case kUnknown:
-			is.Equal(e.Status, turnframe.JournalCommitted) // reconciled: the domain has it
-			is.Equal(perKey[cmd.Key], 0)                   // a reconciliation appends no event
-		}
+		status, n := want(cmd)
+		is.Equal(e.Status, status)   // settled as its kind says
+		is.Equal(perKey[cmd.Key], n) // its events exactly once, if it appends any
 		dom.mu.Lock()
 		applied := dom.applied[cmd.Key]
 		dom.mu.Unlock()
 		is.True(applied <= 1) // the domain applied it at most once
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// checkTurn checks that the commands text planned were each settled once,
+// as their kind says, with exactly their rows, and that no turn is left.
+func checkTurn(t *testing.T, store turnframe.Store, dom *domain, text string) {
+	t.Helper()
+	is := is.New(t)
+	entries := settledOnce(t, store, dom, planFor(text), func(cmd turnframe.Command) (turnframe.JournalStatus, int) {
+		switch cmd.Name {
+		case kReject:
+			return turnframe.JournalRejected, 0
+		case kUnknown:
+			return turnframe.JournalCommitted, 0 // reconciled: the domain has it, and a reconciliation appends no event
+		}
+		return turnframe.JournalCommitted, 1
+	})
+	for _, e := range entries {
+		m, err := store.TurnPhase(bg, faultAccount, e.Turn)
+		is.NoErr(err)
+		is.Equal(m.Phase, turnframe.PhaseDelivered) // its turn delivered
 	}
 	unfinished, err := store.ListUnfinishedTurns(bg, turnframe.RecoveryScope{}, 100)
 	is.NoErr(err)

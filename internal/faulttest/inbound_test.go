@@ -143,32 +143,16 @@ func TestInboundFaults(t *testing.T) {
 		if first.Turn != (turnframe.TurnID{}) {
 			is.Equal(third.Turn, first.Turn)
 		}
-		p := inboundPlan("M")
-		events, err := fs.EventsSince(bg, faultAccount, p.Commands[0].Case, 0, 100)
-		is.NoErr(err)
-		perKey := map[turnframe.IdempotencyKey]int{}
-		for _, ev := range events {
-			perKey[ev.Key]++
-		}
-		for _, cmd := range p.Commands {
-			e, err := fs.ByKey(bg, faultAccount, cmd.Key)
-			is.NoErr(err)
-			is.Equal(e.Turn, third.Turn) // the message's one turn
-			switch cmd.Key {
-			case "M-3":
-				is.Equal(e.Status, turnframe.JournalRejected)
-				is.Equal(e.Code, turnframe.CodeNoHandler)
-			default:
-				is.Equal(e.Status, turnframe.JournalCommitted) // committed
-				is.Equal(perKey[cmd.Key], 1)                   // once
+		entries := settledOnce(t, fs, dom, inboundPlan("M"), func(cmd turnframe.Command) (turnframe.JournalStatus, int) {
+			if cmd.Key == "M-3" {
+				return turnframe.JournalRejected, 0 // no handler: refused
 			}
+			return turnframe.JournalCommitted, 1
+		})
+		for _, e := range entries {
+			is.Equal(e.Turn, third.Turn) // the message's one turn
 		}
-		dom.mu.Lock()
-		for key, n := range dom.applied {
-			is.True(n <= 1) // no effect applied twice
-			_ = key
-		}
-		dom.mu.Unlock()
+		is.Equal(entries[3].Code, turnframe.CodeNoHandler) // M-3, refused for want of a handler
 		rows := rowsOf(t, fs)
 		total := 0
 		for key, rs := range rows {
