@@ -56,10 +56,7 @@ func TestOneApprovalDecisionLandsOfManyAtOnce(t *testing.T) {
 			is.True(errors.Is(d.err, turnframe.ErrConflict)) // a decision already made is a conflict, nothing else
 		}
 		is.Equal(len(landed), 1) // exactly one decision landed
-		want := turnframe.JournalRejected
-		if landed[0].approve {
-			want = turnframe.JournalPending
-		}
+		_, want := apDecision(rt, landed[0].approve)
 		is.Equal(rtEntry(t, store, "k-pay").Status, want) // and the entry says that one
 		decisions := 0
 		for _, h := range histOf(t, store, turnframe.JournalSubject(rtAccount, "k-pay")) {
@@ -69,6 +66,40 @@ func TestOneApprovalDecisionLandsOfManyAtOnce(t *testing.T) {
 		}
 		is.Equal(decisions, 1) // one decision in the trail
 	})
+}
+
+// apAbandonedPay plans apPay("k-pay"), which awaits approval, and
+// abandons its turn: the user left before anyone decided, and the next
+// turn's plan adopts the entry. It returns the command and that turn.
+func apAbandonedPay(t *testing.T, store turnframe.Store) (turnframe.Command, turnframe.TurnID) {
+	t.Helper()
+	cmd := apPay("k-pay")
+	rt := turnframe.New(store)
+	turn := rtPlanned(t, rt, rtAccount, cmd)
+	if err := rt.Abandon(context.Background(), rtAccount, turn, "user.left"); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, turn
+}
+
+// apDecision is rt's Approve or Deny, and the status it leaves an awaiting
+// entry in.
+func apDecision(rt *turnframe.Runtime, approve bool) (
+	decide func(context.Context, turnframe.AccountID, turnframe.IdempotencyKey, turnframe.Actor, string) (turnframe.JournalEntry, error),
+	want turnframe.JournalStatus) {
+	if approve {
+		return rt.Approve, turnframe.JournalPending
+	}
+	return rt.Deny, turnframe.JournalRejected
+}
+
+// apEachDecision runs body on each store, approving and then denying.
+func apEachDecision(t *testing.T, body func(t *testing.T, store turnframe.Store, approve bool)) {
+	for _, approve := range []bool{true, false} {
+		t.Run(map[bool]string{true: "approve", false: "deny"}[approve], func(t *testing.T) {
+			eachStore(t, func(t *testing.T, store turnframe.Store) { body(t, store, approve) })
+		})
+	}
 }
 
 // apAdoptOnDecision is a store that, when an approval or a denial of key is
@@ -96,29 +127,16 @@ func (s *apAdoptOnDecision) Apply(ctx context.Context, w turnframe.Write) (turnf
 // decision lands on it in its new turn — never ErrNotFound for an entry
 // that exists.
 func TestADecisionFollowsAnEntryAdoptedWhileItWasMade(t *testing.T) {
-	for _, approve := range []bool{true, false} {
-		t.Run(map[bool]string{true: "approve", false: "deny"}[approve], func(t *testing.T) {
-			eachStore(t, func(t *testing.T, store turnframe.Store) {
-				is := is.New(t)
-				ctx := context.Background()
-				cmd := apPay("k-pay")
-				rt := turnframe.New(store)
-				turn := rtPlanned(t, rt, rtAccount, cmd)
-				is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
-
-				racing := turnframe.New(&apAdoptOnDecision{Store: store, t: t, key: "k-pay", cmd: cmd})
-				decide := racing.Deny
-				want := turnframe.JournalRejected
-				if approve {
-					decide, want = racing.Approve, turnframe.JournalPending
-				}
-				got, err := decide(ctx, rtAccount, "k-pay", "operator:alice", "")
-				is.NoErr(err) // decided, not ErrNotFound
-				e := rtEntry(t, store, "k-pay")
-				is.True(e.Turn != turn)    // on the turn that adopted it
-				is.Equal(e.Status, want)   // as decided
-				is.Equal(got.Status, want) // and reported so
-			})
-		})
-	}
+	apEachDecision(t, func(t *testing.T, store turnframe.Store, approve bool) {
+		is := is.New(t)
+		cmd, turn := apAbandonedPay(t, store)
+		racing := turnframe.New(&apAdoptOnDecision{Store: store, t: t, key: "k-pay", cmd: cmd})
+		decide, want := apDecision(racing, approve)
+		got, err := decide(context.Background(), rtAccount, "k-pay", "operator:alice", "")
+		is.NoErr(err) // decided, not ErrNotFound
+		e := rtEntry(t, store, "k-pay")
+		is.True(e.Turn != turn)    // on the turn that adopted it
+		is.Equal(e.Status, want)   // as decided
+		is.Equal(got.Status, want) // and reported so
+	})
 }

@@ -32,31 +32,19 @@ func (s *apBusyReread) ByKey(ctx context.Context, a turnframe.AccountID, k turnf
 // that the command does not exist, when it exists and still awaits them,
 // and the caller would not try again. It reports the failed read.
 func TestADecisionWhoseRereadFailsIsNeverNotFound(t *testing.T) {
-	for _, approve := range []bool{true, false} {
-		t.Run(map[bool]string{true: "approve", false: "deny"}[approve], func(t *testing.T) {
-			eachStore(t, func(t *testing.T, store turnframe.Store) {
-				is := is.New(t)
-				ctx := context.Background()
-				cmd := apPay("k-pay")
-				rt := turnframe.New(store)
-				turn := rtPlanned(t, rt, rtAccount, cmd)
-				is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
-
-				racing := turnframe.New(&apBusyReread{apAdoptOnDecision: apAdoptOnDecision{Store: store, t: t, key: "k-pay", cmd: cmd}})
-				decide := racing.Deny
-				if approve {
-					decide = racing.Approve
-				}
-				_, err := decide(ctx, rtAccount, "k-pay", "operator:alice", "")
-				is.True(err != nil)                             // the read failed
-				is.True(!errors.Is(err, turnframe.ErrNotFound)) // the key exists: never ErrNotFound
-				is.True(errors.Is(err, turnframe.ErrBusy))      // the failure that stopped it, to try again
-				e := rtEntry(t, store, "k-pay")
-				is.Equal(e.Status, turnframe.JournalAwaitingApproval) // still awaiting, on the turn that adopted it
-				is.True(e.Turn != turn)
-			})
-		})
-	}
+	apEachDecision(t, func(t *testing.T, store turnframe.Store, approve bool) {
+		is := is.New(t)
+		cmd, turn := apAbandonedPay(t, store)
+		racing := turnframe.New(&apBusyReread{apAdoptOnDecision: apAdoptOnDecision{Store: store, t: t, key: "k-pay", cmd: cmd}})
+		decide, _ := apDecision(racing, approve)
+		_, err := decide(context.Background(), rtAccount, "k-pay", "operator:alice", "")
+		is.True(err != nil)                             // the read failed
+		is.True(!errors.Is(err, turnframe.ErrNotFound)) // the key exists: never ErrNotFound
+		is.True(errors.Is(err, turnframe.ErrBusy))      // the failure that stopped it, to try again
+		e := rtEntry(t, store, "k-pay")
+		is.Equal(e.Status, turnframe.JournalAwaitingApproval) // still awaiting, on the turn that adopted it
+		is.True(e.Turn != turn)
+	})
 }
 
 // apAdoptEveryDecision lets a new turn adopt the entry before every
@@ -86,14 +74,9 @@ func (s *apAdoptEveryDecision) Apply(ctx context.Context, w turnframe.Write) (tu
 func TestADecisionOfAnEntryAdoptedAgainAndAgainIsAConflict(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
-		ctx := context.Background()
-		cmd := apPay("k-pay")
-		rt := turnframe.New(store)
-		turn := rtPlanned(t, rt, rtAccount, cmd)
-		is.NoErr(rt.Abandon(ctx, rtAccount, turn, "user.left"))
-
+		cmd, _ := apAbandonedPay(t, store)
 		racing := turnframe.New(&apAdoptEveryDecision{Store: store, t: t, key: "k-pay", cmd: cmd})
-		_, err := racing.Deny(ctx, rtAccount, "k-pay", "operator:alice", "")
+		_, err := racing.Deny(context.Background(), rtAccount, "k-pay", "operator:alice", "")
 		is.True(!errors.Is(err, turnframe.ErrNotFound)) // the key exists: never ErrNotFound
 		is.True(errors.Is(err, turnframe.ErrConflict))  // it moved under the decision
 		is.Equal(rtEntry(t, store, "k-pay").Status, turnframe.JournalAwaitingApproval)
