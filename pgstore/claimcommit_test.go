@@ -112,8 +112,7 @@ func TestAClaimWhoseCommitAnswerIsLostIsNeverAnUnknownOutcome(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		s, k := cutterStore(t, clock)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		now := onePayment(t, s)
 
 		var sends atomic.Int64
 		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
@@ -134,12 +133,11 @@ func TestAClaimWhoseCommitAnswerIsLostIsNeverAnUnknownOutcome(t *testing.T) {
 		_, err = d.RunOnce(ctx, later)
 		is.NoErr(err)
 
-		rows, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10})
-		is.NoErr(err)
-		t.Logf("row: %v, code %q, attempts %d; sends %d", rows[0].Status, rows[0].LastCode, rows[0].Attempts, sends.Load())
-		is.True(rows[0].Status != turnframe.OutboxOutcomeUnknown) // never sent, never unknown
-		is.Equal(sends.Load(), int64(1))                          // sent, once
-		is.Equal(rows[0].Status, turnframe.OutboxCompleted)       // and settled
+		row := theRow(t, s)
+		t.Logf("row: %v, code %q, attempts %d; sends %d", row.Status, row.LastCode, row.Attempts, sends.Load())
+		is.True(row.Status != turnframe.OutboxOutcomeUnknown) // never sent, never unknown
+		is.Equal(sends.Load(), int64(1))                      // sent, once
+		is.Equal(row.Status, turnframe.OutboxCompleted)       // and settled
 	})
 }
 
@@ -153,8 +151,7 @@ func TestAClaimWhoseCommitNeverRanClaimsNothingAndIsBusy(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		s, k := cutterStore(t, clock)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		now := onePayment(t, s)
 
 		k.sendArmed.Store(true)
 		claims, err := s.ClaimDue(ctx, now, 10, "w", time.Minute)
@@ -162,10 +159,9 @@ func TestAClaimWhoseCommitNeverRanClaimsNothingAndIsBusy(t *testing.T) {
 		t.Logf("claim: %d claims, %v", len(claims), err)
 		is.Equal(len(claims), 0)                   // nothing handed out
 		is.True(errors.Is(err, turnframe.ErrBusy)) // nothing written, try again
-		rows, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10})
-		is.NoErr(err)
-		is.Equal(rows[0].Status, turnframe.OutboxPending) // the row was never claimed
-		is.Equal(rows[0].Attempts, 0)
+		row := theRow(t, s)
+		is.Equal(row.Status, turnframe.OutboxPending) // the row was never claimed
+		is.Equal(row.Attempts, 0)
 		claims, err = s.ClaimDue(ctx, now, 10, "w", time.Minute)
 		is.NoErr(err)
 		is.Equal(len(claims), 1) // and the next claim takes it

@@ -87,6 +87,28 @@ func killerStore(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *commitKill
 	return storeOnPool(t, cfg, clock), k
 }
 
+// onePayment enqueues one row of acme's, due at now, on s, and returns
+// now: the row the tests of a cut or killed session claim and settle.
+func onePayment(t *testing.T, s *pgstore.Store) time.Time {
+	t.Helper()
+	now := time.Now()
+	if err := enqueueRows(context.Background(), s, turnframe.NewIDGenerator(), "acme", "pay", now,
+		turnframe.OutboxMessage{Destination: "d"}); err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	return now
+}
+
+// theRow returns the one outbox row of s (onePayment's).
+func theRow(t *testing.T, s *pgstore.Store) turnframe.OutboxRecord {
+	t.Helper()
+	rows, err := s.ListOutbox(context.Background(), turnframe.OutboxFilter{Limit: 10})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("list the outbox: %v (%d rows, not 1)", err, len(rows))
+	}
+	return rows[0]
+}
+
 // DESIGN.md §14: "a connection that could not be opened or that broke
 // before the COMMIT was sent (a failover, a server restart, an idle
 // connection cut: the server rolled the transaction back)" is ErrBusy,
@@ -106,8 +128,7 @@ func TestASettlementWhoseSessionDiesBeforeItsCommitLands(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		s, k := killerStore(t, clock)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		now := onePayment(t, s)
 
 		sends := 0
 		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
@@ -121,10 +142,8 @@ func TestASettlementWhoseSessionDiesBeforeItsCommitLands(t *testing.T) {
 		is.Equal(sends, 1)
 		is.Equal(k.killed.Load(), int64(1)) // a session was killed mid-transaction
 		t.Logf("report: %+v", report)
-		is.Equal(len(report.Unsettled), 0) // the completed send's settlement landed
-		rows, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10})
-		is.NoErr(err)
-		is.Equal(rows[0].Status, turnframe.OutboxCompleted) // and the row says so
+		is.Equal(len(report.Unsettled), 0)                       // the completed send's settlement landed
+		is.Equal(theRow(t, s).Status, turnframe.OutboxCompleted) // and the row says so
 	})
 }
 
@@ -137,8 +156,7 @@ func TestAWriteWhoseSessionDiesBeforeItsCommitLandsOrIsBusy(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		s, k := killerStore(t, clock)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		now := onePayment(t, s)
 
 		k.armed.Store(true)
 		claims, err := s.ClaimDue(ctx, now, 10, "w", time.Minute)
@@ -162,9 +180,8 @@ func TestAWriteWhoseSessionDiesBeforeItsCommitLandsOrIsBusy(t *testing.T) {
 			is.NoErr(err)
 		}
 		is.NoErr(res[0]) // the claim held: the killed try wrote nothing
-		rows, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10})
-		is.NoErr(err)
-		is.Equal(rows[0].Status, turnframe.OutboxCompleted)
-		is.Equal(rows[0].Attempts, 1) // claimed once
+		row := theRow(t, s)
+		is.Equal(row.Status, turnframe.OutboxCompleted)
+		is.Equal(row.Attempts, 1) // claimed once
 	})
 }
