@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -567,31 +568,33 @@ func (s *rtLapseSpy) ExtendClaims(ctx context.Context, claims []turnframe.Claim,
 // While a sweep runs — here its settler tries a busy store again for over
 // five seconds — the keeper extends a row's lease before it ends, every half
 // lease margin: with a lease of the send timeout and the margin, the lease
-// never lapses even when the send timeout is short.
+// never lapses even when the send timeout is short. The sweep runs in a
+// synctest bubble: its clock, its keeper's ticks and its settler's backoff
+// are the bubble's, which moves only when every goroutine in it waits, so
+// whether a lease lapsed is decided by the keeper's schedule, never by how
+// long a loaded machine took to run it (the real clock made the test
+// assert a duration: a stall of 1.1 s let a lease lapse).
 func TestTheLeaseKeeperExtendsALeaseBeforeItEnds(t *testing.T) {
-	is := is.New(t)
-	inner := memstoreFor(t)
-	rows := dispEnqueue(t, inner, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
-	busy := &busyStore{Store: inner}
-	busy.busy.Store(11) // refused for 10+20+…+640 ms, then 1 s four times: 5.27 s
-	spy := &rtLapseSpy{Store: busy, until: make(map[turnframe.OutboxID]time.Time)}
-	cfg := turnframe.DefaultDispatchConfig("w1")
-	// Leases of 2.1 s, extended every second: a keeper that ticked twice a
-	// lease margin apart (every 4 s) would let them lapse. The keeper's
-	// ticks are real time, so the slack is too: with leases of 500 ms
-	// extended every 200 ms, a process stalled for 300 ms on a loaded
-	// machine (CI runs the suites side by side under -race) let one lapse,
-	// and the test failed about once in a hundred there. A stall must now
-	// outlast 1.1 s. The send has 100 ms to answer; at 1 ms, a loaded
-	// machine sometimes spent that on scheduling alone.
-	cfg.SendTimeout, cfg.LeaseMargin = 100*time.Millisecond, 2*time.Second
-	d := turnframe.NewDispatcher(spy, &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}, cfg,
-		turnframe.WithLogger(slog.New(slog.DiscardHandler)))
-	report, err := d.RunOnce(context.Background(), dispNow)
-	is.NoErr(err)
-	is.Equal(report.Completed, []turnframe.OutboxID{rows[0].ID}) // settled once the store let it
-	spy.mu.Lock()
-	defer spy.mu.Unlock()
-	is.True(spy.extensions > 0)  // the keeper extended the lease while the settler waited
-	is.Equal(len(spy.lapsed), 0) // always before it ended
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		inner := memstoreFor(t)
+		rows := dispEnqueue(t, inner, "acme", "k1", turnframe.OutboxMessage{Destination: "payments"})
+		busy := &busyStore{Store: inner}
+		busy.busy.Store(11) // refused for 10+20+…+640 ms, then 1 s four times: 5.27 s
+		spy := &rtLapseSpy{Store: busy, until: make(map[turnframe.OutboxID]time.Time)}
+		cfg := turnframe.DefaultDispatchConfig("w1")
+		// Leases of 2.1 s, extended every second: a keeper that ticked twice
+		// a lease margin apart (every 4 s) would let them lapse.
+		cfg.SendTimeout, cfg.LeaseMargin = 100*time.Millisecond, 2*time.Second
+		d := turnframe.NewDispatcher(spy, &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}, cfg,
+			turnframe.WithLogger(slog.New(slog.DiscardHandler)))
+		report, err := d.RunOnce(context.Background(), dispNow)
+		is.NoErr(err)
+		is.Equal(report.Completed, []turnframe.OutboxID{rows[0].ID}) // settled once the store let it
+		spy.mu.Lock()
+		defer spy.mu.Unlock()
+		t.Logf("%d extensions, %d late", spy.extensions, len(spy.lapsed))
+		is.True(spy.extensions > 0)  // the keeper extended the lease while the settler waited
+		is.Equal(len(spy.lapsed), 0) // always before it ended
+	})
 }
