@@ -98,7 +98,30 @@ func refused(ctx context.Context, path string, busy time.Duration, err error) er
 			"turnframe (this one knows up to version %d); it was left unchanged. Use a turnframe at least as new as "+
 			"the application's", path, f.version, schema.Version)}
 	}
+	if ierr != nil && !errors.Is(ierr, turnframe.ErrBusy) {
+		var why *openError
+		if errors.As(ierr, &why) {
+			// Its own words (a directory, a pipe, not SQLite), never the
+			// driver's guess at what it read.
+			return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", path, why)
+		}
+	}
 	return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", path, err)
+}
+
+// fileKind names a file mode that is not a regular file's, for a refusal.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 // openError is a refusal to open whose message says all the operator needs;
@@ -132,21 +155,26 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // another connection locks the file (then an error wrapping ErrBusy). A
 // directory is ErrInvalid too.
 func inspect(ctx context.Context, path string, busy time.Duration) (fileState, error) {
-	f, err := os.Open(path)
+	// Stat before opening: an open of a named pipe (a FIFO, a process
+	// substitution's /dev/fd/N) blocks in the kernel until someone writes
+	// to it, where neither ctx nor Ctrl-C ends it.
+	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fileState{}, nil
 	}
 	if err != nil {
 		return fileState{}, err
 	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fileState{}, err
-	}
 	if info.IsDir() {
-		f.Close()
 		return fileState{}, &openError{msg: path + " is a directory, not a database file", err: turnframe.ErrInvalid}
+	}
+	if !info.Mode().IsRegular() {
+		return fileState{}, &openError{msg: fmt.Sprintf("%s is not a regular file (%s), so not a database file", path, fileKind(info.Mode())),
+			err: turnframe.ErrInvalid}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fileState{}, err
 	}
 	if info.Size() == 0 {
 		f.Close()
