@@ -152,7 +152,9 @@ func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	err = s.e.explain(err) // a server's errors worded, its password never shown
 	code := uiStatus(err)
 	if code == http.StatusInternalServerError {
-		fmt.Fprintf(s.e.stderr, "turnframe ui: %s %s: %v\n", r.Method, r.URL.Path, err)
+		// The path is the requester's (any page the browser shows may send
+		// one), decoded: quoted when it holds what a terminal would act on.
+		fmt.Fprintf(s.e.stderr, "turnframe ui: %s %s: %v\n", r.Method, cell(r.URL.Path), err)
 	}
 	s.render(w, code, "result.html", uiPage{Flash: &uiFlash{Message: uiMessage(code, err, r.Method == http.MethodPost)}, Data: uiResult{Back: backPath(r)}})
 }
