@@ -197,7 +197,10 @@ func inspect(ctx context.Context, path string, busy time.Duration) (fileState, e
 	// it closes, while this one, the last to close, removes them again, as
 	// the store's own check of an existing file does.
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
-	ms := strconv.FormatInt(busy.Milliseconds(), 10)
+	// SQLite's busy_timeout is a 32-bit count of milliseconds: a longer one
+	// wraps negative, which SQLite takes for no wait at all (sqlitestore
+	// clamps its own the same way).
+	ms := strconv.FormatInt(min(busy.Milliseconds(), math.MaxInt32), 10)
 	db, err := sql.Open("sqlite", "file:"+esc+"?mode=rw&_pragma=query_only(1)&_pragma=busy_timeout("+ms+")")
 	if err != nil {
 		return fileState{}, err
