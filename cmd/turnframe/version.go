@@ -47,11 +47,16 @@ database that is not a turnframe database is an error (exit 2).`,
 						return err
 					}
 					f, err := inspect(ctx, db.path, db.busy)
+					var refusal *openError
 					switch {
 					case errors.Is(err, turnframe.ErrBusy):
 						return describeBusy(err, db.busy)
-					case err != nil:
+					case errors.As(err, &refusal):
 						return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", db.path, err)
+					case err != nil:
+						// Not a verdict on the file: a read that failed for a
+						// reason of the moment (Ctrl-C, I/O, permissions).
+						return err
 					case !f.exists:
 						return fmt.Errorf("no turnframe database at %s (nothing was created): %w", db.path, turnframe.ErrNotFound)
 					case f.version == 0:
