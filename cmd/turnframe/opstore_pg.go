@@ -179,7 +179,8 @@ func describeServer(err error, name string) error {
 	case errors.As(err, &pe) && (pe.Code == codeInvalidPassword || pe.Code == codeInvalidAuth):
 		return fmt.Errorf("cannot log in to %s: %s", name, pe.Message)
 	case errors.As(err, &pe) && pe.Code == codeInvalidCatalogName:
-		return fmt.Errorf("cannot connect to %s: %s", name, pe.Message)
+		// No retry makes it: exit 2, as a --db file that does not exist.
+		return fmt.Errorf("cannot connect to %s: %s (nothing was created): %w", name, pe.Message, turnframe.ErrNotFound)
 	case errors.As(err, &ce):
 		return fmt.Errorf("cannot connect to %s: %s", name, oneLine(ce.Unwrap()))
 	}
