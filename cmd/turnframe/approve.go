@@ -137,7 +137,9 @@ refuses it), unless a new turn admits its key and adopts it, still awaiting.`,
 				if *asJSON {
 					return writeJSON(e.stdout, approvalsJSON{Count: n, Entries: list})
 				}
-				fmt.Fprintf(e.stdout, "%d journal entries await approval ('turnframe approve|deny --account A KEY'):\n", n)
+				if _, err := fmt.Fprintf(e.stdout, "%d journal entries await approval ('turnframe approve|deny --account A KEY'):\n", n); err != nil {
+					return err // its only line, with none awaiting: never done with nothing written
+				}
 				if len(list) == 0 {
 					return nil
 				}
