@@ -105,6 +105,9 @@ func refused(ctx context.Context, path string, busy time.Duration, err error) er
 			// driver's guess at what it read.
 			return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", path, why)
 		}
+		// The file could not be read (a directory this user may not
+		// write, a permission, I/O): no verdict on what it holds.
+		return fmt.Errorf("%w; it was left unchanged", ierr)
 	}
 	return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", path, err)
 }
@@ -215,6 +218,13 @@ func inspect(ctx context.Context, path string, busy time.Duration) (fileState, e
 	}
 	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED) {
 		return fileState{}, fmt.Errorf("read the schema version of %s: %w: %w", path, turnframe.ErrBusy, err)
+	}
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN {
+		// Not a verdict on the file: SQLite could not open it beside the
+		// -wal and -shm files a WAL database is read with.
+		return fileState{}, fmt.Errorf("could not open %s (%w): SQLite reads a WAL database with its -wal and -shm files "+
+			"beside it, and creates them when they are missing, so this user must be able to write the file's directory "+
+			"(or the application must have the file open)", path, err)
 	}
 	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR {
 		// A version table of another shape (another program's): no retry mends it.
