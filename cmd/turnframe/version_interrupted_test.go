@@ -23,7 +23,7 @@ func TestAnInterruptedVersionNeverCallsTheFileNotATurnframeDatabase(t *testing.T
 	var out, stderr bytes.Buffer
 	code := run(ctx, []string{"version", "--db", f.path}, &out, &stderr)
 	t.Log(stderr.String())
-	is.Equal(code, exitFailure)                                              // it may work later
+	is.Equal(code, exitFailure)                                                // it may work later
 	is.True(!strings.Contains(stderr.String(), "is not a turnframe database")) // it is one
 	is.True(strings.Contains(stderr.String(), "context canceled"))             // it says why it stopped
 }
