@@ -91,6 +91,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // ApplyTx; set ConnConfig.BuildContextWatcherHandler alike for the same.
 // Open's pool also waits at most DefaultLockTimeout for a lock; give the
 // pool's connections a lock_timeout (RuntimeParams) for the same bound.
+// Each write transaction of the store keeps the lock_timeout New found,
+// and commits durably (synchronous_commit at least on), whatever a plain
+// SET of the application's left on the session (settings.go).
 //
 // Errors: ErrInvalid for a nil pool; otherwise the error of a migration, or
 // with WithExisting a *SchemaError for a schema that is not this build's.
@@ -113,13 +116,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		}
 		return nil, fmt.Errorf("pgstore: open: %w", terr)
 	}
-	database, schema, channel, err := enqueueChannel(ctx, pool)
+	database, schema, channel, lockTimeout, err := enqueueChannel(ctx, pool)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
 	}
 	closing, endAll := context.WithCancel(context.Background())
 	s := &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel, schema: schema, database: database,
-		qualify: qualifier(schema), closing: closing, endAll: endAll}
+		lockTimeout: lockTimeout, qualify: qualifier(schema), closing: closing, endAll: endAll}
 	s.db = s.on(pool)
 	return s, nil
 }

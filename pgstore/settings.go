@@ -2,6 +2,26 @@ package pgstore
 
 import "strings"
 
+// sessionGuardSQL is queued after each write transaction's BEGIN (runTx),
+// so it costs no round trip: a setting an application left on a pooled
+// session — a plain SET on its own statements or in an App, a role's or a
+// database's default, the URL's options — must not weaken what the
+// store's transaction promises.
+//
+//   - Its COMMIT is durable before it is acknowledged: synchronous_commit
+//     off (or local) is raised to on for the transaction, a stronger
+//     setting (remote_write, remote_apply) kept. An acknowledged commit
+//     lost in a crash would run a settled key again (I14) or send a
+//     claimed row twice.
+//   - Its lock waits are bounded by the lock_timeout the pool's
+//     connections had when New ran ($1: Open's DefaultLockTimeout, or the
+//     URL's), not by one an App set to 0 for its own statements and left.
+//
+// An App on the transaction may still SET LOCAL either after it, for the
+// transaction: its own choice, in the open.
+const sessionGuardSQL = `SELECT set_config('lock_timeout', $1, true),
+	CASE WHEN current_setting('synchronous_commit') IN ('off', 'local') THEN set_config('synchronous_commit', 'on', true) END`
+
 // SetsSetting reports whether a connection's parameters — the
 // RuntimeParams of a pgconn.Config, as pgx parsed them from a URL and the
 // environment — set the server setting name (such as "lock_timeout"): as a

@@ -87,6 +87,10 @@ type Store struct {
 	qualify  func(string) string // names the tables in schema in a statement (tables.go)
 	db       inSchema            // the pool, for reads: its statements qualified
 	database string              // current_database() of the pool's connections: where schema is
+	// lockTimeout is the pool's connections' lock_timeout when New ran,
+	// which each write transaction keeps whatever its session was left
+	// with (sessionGuardSQL).
+	lockTimeout string
 
 	mu      sync.Mutex         // guards closed, and calls.Add against Close's calls.Wait
 	closed  bool               // set by Close: every call from then on is ErrClosed

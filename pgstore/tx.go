@@ -95,6 +95,7 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 	} else {
 		tx.queue(nil, "begin isolation level read committed")
 	}
+	tx.queue(nil, sessionGuardSQL, s.lockTimeout) // what the session was left with weakens nothing (settings.go)
 	committed := false
 	defer func() {
 		if !committed && conn.PgConn().TxStatus() != 'I' {
