@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/turnframe/turnframe"
 )
@@ -51,28 +52,46 @@ func (e *SchemaError) Unwrap() error {
 // turnframe schema — also when a later schema of the search_path holds
 // one, which Open would not use.
 func DatabaseVersion(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	var table *string
-	if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.' || quote_ident($1))::text`, VersionTable).Scan(&table); err != nil {
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
-	if table == nil {
+	return schemaVersion(ctx, pool, schema)
+}
+
+// schemaVersion returns the turnframe schema version of schema: 0 when it
+// holds no turnframe schema (or is "").
+func schemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string) (int64, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident($1) || '.' || quote_ident($2)) IS NOT NULL`, schema, VersionTable).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
+	}
+	if !exists {
 		return 0, nil
 	}
+	// Named by schema here: regclass's text leaves out a schema the
+	// session's search_path shows, and the next statement may run on
+	// another pooled session.
 	var v int64
-	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+*table).Scan(&v); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+pgx.Identifier{schema, VersionTable}.Sanitize()).Scan(&v); err != nil {
 		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
 	return v, nil
 }
 
-// checkExisting refuses a database whose schema is not SchemaVersion.
-func checkExisting(ctx context.Context, pool *pgxpool.Pool) error {
-	v, err := DatabaseVersion(ctx, pool)
+// checkExisting returns the schema New finds (current_schema()), and
+// refuses it when its version is not SchemaVersion.
+func checkExisting(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
+		return "", fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
+	}
+	v, err := schemaVersion(ctx, pool, schema)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if v != SchemaVersion {
-		return &SchemaError{Found: v, Want: SchemaVersion}
+		return "", &SchemaError{Found: v, Want: SchemaVersion}
 	}
-	return nil
+	return schema, nil
 }

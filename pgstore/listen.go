@@ -26,16 +26,16 @@ var _ turnframe.EnqueueListener = (*Store)(nil)
 // schema — do not wake each other, and the name stays within PostgreSQL's
 // 63 bytes whatever the schema's.
 const (
-	channelSQL = `SELECT current_database(), coalesce(current_schema(), ''), 'turnframe_enqueued_' || md5(coalesce(current_schema(), '')),
-		current_setting('lock_timeout')`
-	notifySQL = `SELECT pg_notify($1, '')`
+	channelSQL = `SELECT current_database(), 'turnframe_enqueued_' || md5($1::text), current_setting('lock_timeout')`
+	notifySQL  = `SELECT pg_notify($1, '')`
 )
 
-// enqueueChannel returns the database and the schema pool's connections
-// use, and its channel, and the lock_timeout they have (sessionGuardSQL).
-func enqueueChannel(ctx context.Context, pool *pgxpool.Pool) (database, schema, ch, lockTimeout string, err error) {
-	err = pool.QueryRow(ctx, channelSQL).Scan(&database, &schema, &ch, &lockTimeout)
-	return database, schema, ch, lockTimeout, err
+// enqueueChannel returns the database pool's connections use and the
+// channel of the store in schema there, and the lock_timeout they have
+// (sessionGuardSQL).
+func enqueueChannel(ctx context.Context, pool *pgxpool.Pool, schema string) (database, ch, lockTimeout string, err error) {
+	err = pool.QueryRow(ctx, channelSQL, schema).Scan(&database, &ch, &lockTimeout)
+	return database, ch, lockTimeout, err
 }
 
 // applyAndNotify is apply, and the notification of its rows if it

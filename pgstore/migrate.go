@@ -2,10 +2,14 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,21 +51,35 @@ const migrateLockID int64 = 0x7475726e6672616d // "turnfram"
 // turnframe.ErrInvalid when goose itself does not refuse it first. Open and
 // New call it.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	if err := checkSchemaExists(ctx, pool); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	_, err := migrate(ctx, pool)
+	return err
+}
+
+// migrate is Migrate, and returns the schema it migrated: the first of the
+// search_path of the connection it first gets (current_schema()). Every
+// step after names that schema, whichever pooled connection it runs on,
+// and goose's sessions have their search_path set to that schema alone
+// while goose holds them (migrationDB), so neither goose's version table nor the
+// migrations' DDL can land elsewhere: another schema a pooled session was
+// moved to, a temporary table of one of their names (pg_temp comes first
+// otherwise).
+func migrate(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	schema, err := checkSchemaExists(ctx, pool)
+	if err != nil {
+		return "", fmt.Errorf("migrate: %w", err)
 	}
-	if v, err := DatabaseVersion(ctx, pool); err == nil && v == SchemaVersion {
-		return nil // current: no lock to take, nothing to apply
+	if v, err := schemaVersion(ctx, pool, schema); err == nil && v == SchemaVersion {
+		return schema, nil // current: no lock to take, nothing to apply
 	} else if err == nil && v == 0 {
-		if err := checkNotShadowing(ctx, pool); err != nil {
-			return fmt.Errorf("migrate: %w", err)
+		if err := checkNotShadowing(ctx, pool, schema); err != nil {
+			return "", fmt.Errorf("migrate: %w", err)
 		}
 	}
 	files, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return "", fmt.Errorf("migrate: %w", err)
 	}
-	db := stdlib.OpenDBFromPool(pool) // closing it leaves the pool open
+	db := migrationDB(pool, schema) // closing it leaves the pool open
 	defer db.Close()
 	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
 		goose.WithDisableGlobalRegistry(true),
@@ -69,39 +87,39 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		goose.WithSessionLocker(advisoryLocker{id: migrateLockID}),
 	)
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return "", fmt.Errorf("migrate: %w", err)
 	}
 	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return "", fmt.Errorf("migrate: %w", err)
 	}
-	v, err := p.GetDBVersion(ctx)
+	v, err := schemaVersion(ctx, pool, schema)
 	if err != nil {
-		return fmt.Errorf("migrate: read version: %w", err)
+		return "", fmt.Errorf("migrate: read version: %w", err)
 	}
 	if v != SchemaVersion {
-		return fmt.Errorf("migrate: %w: the database's schema is at version %d, this build knows version %d; "+
+		return "", fmt.Errorf("migrate: %w: the database's schema is at version %d, this build knows version %d; "+
 			"a newer turnframe wrote it (it was left unchanged)", turnframe.ErrInvalid, v, SchemaVersion)
 	}
-	return nil
+	return schema, nil
 }
 
-// shadowedSQL names the first schema of the search_path, after the current
-// one, that holds turnframe's version table, and the current one.
-const shadowedSQL = `SELECT s, current_schema() FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i)
-	WHERE s <> current_schema() AND to_regclass(quote_ident(s) || '.' || quote_ident($1)) IS NOT NULL
+// shadowedSQL names the first schema of the search_path, after schema
+// ($2), that holds turnframe's version table.
+const shadowedSQL = `SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i)
+	WHERE s <> $2 AND to_regclass(quote_ident(s) || '.' || quote_ident($1)) IS NOT NULL
 	ORDER BY i LIMIT 1`
 
-// checkNotShadowing returns ErrInvalid when the first schema of the
-// search_path holds no turnframe schema but a later one does: creating the
+// checkNotShadowing returns ErrInvalid when schema, the first of the
+// search_path, holds no turnframe schema but a later one does: creating the
 // tables in the first would shadow that store with an empty one, which
 // forgets every key it admitted and every row it holds. It happens when a
 // schema is added in front of the one the store lives in — PostgreSQL's
 // default search_path "$user", public puts the tables in public until a
 // schema named after the role is created. Which schema the store uses is
 // the operator's to say, in the search_path.
-func checkNotShadowing(ctx context.Context, pool *pgxpool.Pool) error {
-	var other, current string
-	err := pool.QueryRow(ctx, shadowedSQL, VersionTable).Scan(&other, &current)
+func checkNotShadowing(ctx context.Context, pool *pgxpool.Pool, current string) error {
+	var other string
+	err := pool.QueryRow(ctx, shadowedSQL, VersionTable, current).Scan(&other)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -113,20 +131,93 @@ func checkNotShadowing(ctx context.Context, pool *pgxpool.Pool) error {
 		"or name only %q to begin a new store there", turnframe.ErrInvalid, current, other, current, other, current)
 }
 
-// checkSchemaExists returns ErrInvalid when the connection's search_path
-// names no schema that exists, so there is nowhere to create the tables:
-// PostgreSQL would only say, later, that goose's table does not exist.
+// checkSchemaExists returns the first schema of the connection's
+// search_path that exists (current_schema()), where the store's tables
+// are, or ErrInvalid when there is none, so there is nowhere to create the
+// tables (PostgreSQL would only say, later, that goose's table does not
+// exist), or when it is the session's temporary schema (pg_temp named
+// first): a store there would be dropped with the connection, every key it
+// admitted forgotten, and no other connection could read it.
 // The schema is not created here: which schema an application uses, and
 // who owns it, is the operator's choice.
-func checkSchemaExists(ctx context.Context, pool *pgxpool.Pool) error {
+func checkSchemaExists(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	var schema *string
 	var path string
 	if err := pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
-		return translate(ctx, err)
+		return "", translate(ctx, err)
 	}
 	if schema == nil {
-		return fmt.Errorf("%w: no schema of the search_path (%s) exists; create it first (CREATE SCHEMA …) or name one that does",
+		return "", fmt.Errorf("%w: no schema of the search_path (%s) exists; create it first (CREATE SCHEMA …) or name one that does",
 			turnframe.ErrInvalid, path)
 	}
-	return nil
+	if strings.HasPrefix(*schema, "pg_temp_") {
+		return "", fmt.Errorf("%w: the first schema of the search_path (%s) is the session's temporary one, pg_temp, "+
+			"which is dropped with the connection; name the store's schema first (pg_temp, if named, last)", turnframe.ErrInvalid, path)
+	}
+	return *schema, nil
+}
+
+// migrationDB returns a database/sql handle on pool for goose whose every
+// session, while goose holds it, has its search_path set to schema and
+// then pg_temp: goose's statements (its version table) and the
+// migrations' DDL name their tables bare, and must reach schema's tables,
+// not another schema a pooled session was moved to, nor a temporary table
+// of one of their names (named last, pg_temp is searched last). Each
+// session's own search_path is set back before it goes back to the pool,
+// and the application; one that cannot be is closed instead.
+func migrationDB(pool *pgxpool.Pool, schema string) *sql.DB {
+	db := sql.OpenDB(pinnedConnector{Connector: stdlib.GetPoolConnector(pool), path: pgx.Identifier{schema}.Sanitize() + ", pg_temp"})
+	db.SetMaxIdleConns(0) // as stdlib.OpenDBFromPool: the pool keeps the idle ones
+	return db
+}
+
+// pinnedConnector is migrationDB's: a connection of the pool's, its
+// search_path set to path until it is closed.
+type pinnedConnector struct {
+	driver.Connector
+	path string
+}
+
+func (c pinnedConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc := dc.(*stdlib.Conn)
+	var was string
+	err = sc.Conn().QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&was)
+	if err == nil {
+		_, err = sc.Conn().Exec(ctx, `SELECT set_config('search_path', $1, false)`, c.path)
+	}
+	if err != nil {
+		closeSession(sc.Conn())
+		_ = sc.Close()
+		return nil, fmt.Errorf("set the migration's search_path: %w", err)
+	}
+	return &pinnedConn{Conn: sc, was: was}, nil
+}
+
+// pinnedConn is a session of pinnedConnector's: Close sets its search_path
+// back to was, or closes it.
+type pinnedConn struct {
+	*stdlib.Conn
+	was string
+}
+
+func (c *pinnedConn) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if c.Conn.Conn().PgConn().TxStatus() != 'I' {
+		closeSession(c.Conn.Conn()) // the pool would close it; say so at once
+	} else if _, err := c.Conn.Conn().Exec(ctx, `SELECT set_config('search_path', $1, false)`, c.was); err != nil {
+		closeSession(c.Conn.Conn()) // its search_path is not the application's: the pool must not reuse it
+	}
+	return c.Conn.Close()
+}
+
+// closeSession closes conn, so that the pool drops it when it comes back.
+func closeSession(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
 }

@@ -102,11 +102,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, &turnframe.InvalidError{Field: "pool", Reason: "nil"}
 	}
 	cfg := newConfig(opts)
-	migrate := Migrate
+	migrate := migrate
 	if cfg.existing {
 		migrate = checkExisting
 	}
-	if err := migrate(ctx, pool); err != nil {
+	schema, err := migrate(ctx, pool)
+	if err != nil {
 		terr := translate(ctx, err)
 		var pe *goose.PartialError
 		if errors.Is(terr, turnframe.ErrBusy) && errors.As(err, &pe) && len(pe.Applied) > 0 {
@@ -116,7 +117,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		}
 		return nil, fmt.Errorf("pgstore: open: %w", terr)
 	}
-	database, schema, channel, lockTimeout, err := enqueueChannel(ctx, pool)
+	database, channel, lockTimeout, err := enqueueChannel(ctx, pool, schema)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", translate(ctx, err))
 	}
