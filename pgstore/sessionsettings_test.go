@@ -104,3 +104,27 @@ func TestALockTimeoutAnAppLeftOnTheSessionNeverLetsTheStoreWaitForEver(t *testin
 	t.Logf("apply: %v", err)
 	is.True(errors.Is(err, turnframe.ErrBusy)) // the store's lock_timeout ended the wait, not the caller's deadline
 }
+
+// pgx speaks UTF-8, and tells the server so when it connects; a session an
+// application switched with a plain SET client_encoding (a legacy report
+// that reads LATIN1) has the server read the store's UTF-8 as LATIN1: the
+// key "clé" was admitted as "clÃ©", which no other session's "clé"
+// matches, so the same command was admitted again as new there (I14: a
+// settled key never runs twice).
+func TestAKeyAdmittedOnASessionLeftInAnotherEncodingIsTheSameKey(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	u := pgtest.Schema(t)
+	s := mustOpenURL(t, pgtest.WithParams(t, u, url.Values{"pool_max_conns": {"1"}}))
+	ids := turnframe.NewIDGenerator()
+	_, _, err := beginAdmitting(ctx, s, ids, "report", appRuns("SET client_encoding = 'LATIN1'"))
+	is.NoErr(err) // the app's setting, left on the session
+	first, _, err := beginAdmitting(ctx, s, ids, "clé", nil)
+	is.NoErr(err)
+
+	other := mustOpenURL(t, u) // another process, its sessions in UTF-8
+	_, applied, err := beginAdmitting(ctx, other, ids, "clé", nil)
+	is.NoErr(err)
+	is.Equal(applied.Earlier[0].Turn, first)                                  // the key is known, as the first turn's (I14)
+	is.Equal(applied.Earlier[0].Command.Key, turnframe.IdempotencyKey("clé")) // spelled as admitted
+}

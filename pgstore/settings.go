@@ -16,11 +16,17 @@ import "strings"
 //   - Its lock waits are bounded by the lock_timeout the pool's
 //     connections had when New ran ($1: Open's DefaultLockTimeout, or the
 //     URL's), not by one an App set to 0 for its own statements and left.
+//   - The server reads its strings as UTF-8, as pgx sends them, and as
+//     pgx told it when it connected: a session set to another encoding
+//     stored the key "clé" as "clÃ©", which another session's "clé" does
+//     not match, so the key was admitted again (I14). The statements after
+//     this one in the pipeline are read after it ran.
 //
 // An App on the transaction may still SET LOCAL either after it, for the
 // transaction: its own choice, in the open.
 const sessionGuardSQL = `SELECT set_config('lock_timeout', $1, true),
-	CASE WHEN current_setting('synchronous_commit') IN ('off', 'local') THEN set_config('synchronous_commit', 'on', true) END`
+	CASE WHEN current_setting('synchronous_commit') IN ('off', 'local') THEN set_config('synchronous_commit', 'on', true) END,
+	CASE WHEN current_setting('client_encoding') <> 'UTF8' THEN set_config('client_encoding', 'UTF8', true) END`
 
 // SetsSetting reports whether a connection's parameters — the
 // RuntimeParams of a pgconn.Config, as pgx parsed them from a URL and the
