@@ -23,10 +23,10 @@ import (
 // COMMIT): the answer never reaches pgx, the connection is closed under
 // it. The transaction committed on the server; the client cannot know (a
 // network cut, a failover, a proxy restarting, just as the COMMIT ran).
-// With sendArmed it instead loses the next batch that ends with the
-// COMMIT on its way (pgx's write succeeds, nothing reaches the server,
-// the connection closes): the server rolls the transaction back, and the
-// client cannot know that either.
+// With sendArmed it instead loses the next COMMIT on its way, sent alone
+// or as the last statement of a batch (pgx's write succeeds, nothing
+// reaches the server, the connection closes): the server rolls the
+// transaction back, and the client cannot know that either.
 type answerCutter struct {
 	armed, sendArmed atomic.Bool
 	cut              atomic.Int64
@@ -46,7 +46,11 @@ func (c *cutConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-func (k *answerCutter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (k *answerCutter) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if d.SQL == "commit" && k.sendArmed.CompareAndSwap(true, false) {
+		c.PgConn().Conn().(*cutConn).lose.Store(true)
+		k.cut.Add(1)
+	}
 	return ctx
 }
 
@@ -75,9 +79,9 @@ func (c *cutConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// cutterStore opens a store on clock on a pool of its own whose COMMIT
-// answers the returned answerCutter cuts, once armed.
-func cutterStore(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *answerCutter) {
+// cutterStore opens a store on clock, with opts, on a pool of its own
+// whose COMMIT answers the returned answerCutter cuts, once armed.
+func cutterStore(t *testing.T, clock pgstore.Clock, opts ...pgstore.Option) (*pgstore.Store, *answerCutter) {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(pgtest.Schema(t))
 	if err != nil {
@@ -93,7 +97,7 @@ func cutterStore(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *answerCutt
 		}
 		return &cutConn{Conn: c, k: k}, nil
 	}
-	return storeOnPool(t, cfg, clock), k
+	return storeOnPool(t, cfg, clock, opts...), k
 }
 
 // DESIGN.md §1, I15, and §8: a row's outcome is unknown when "its send may

@@ -21,9 +21,9 @@ func mustOpen(t testing.TB, opts ...pgstore.Option) *pgstore.Store {
 	return s
 }
 
-// storeOnPool returns a store in clock's frame on a pool of its own over
-// cfg (which set tracers or dialers), both closed when t ends.
-func storeOnPool(t *testing.T, cfg *pgxpool.Config, clock pgstore.Clock) *pgstore.Store {
+// storeOnPool returns a store in clock's frame, with opts, on a pool of
+// its own over cfg (which set tracers or dialers), both closed when t ends.
+func storeOnPool(t *testing.T, cfg *pgxpool.Config, clock pgstore.Clock, opts ...pgstore.Option) *pgstore.Store {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -31,7 +31,7 @@ func storeOnPool(t *testing.T, cfg *pgxpool.Config, clock pgstore.Clock) *pgstor
 		t.Fatalf("pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool, pgstore.WithClock(clock))
+	s, err := pgstore.New(ctx, pool, append([]pgstore.Option{pgstore.WithClock(clock)}, opts...)...)
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
