@@ -65,7 +65,8 @@ func (t *wtx) send(ctx context.Context, sql string, args ...any) (pgx.BatchResul
 	return t.sendThen(ctx, then)
 }
 
-// sendThen is send with the statements of several reads after the queue.
+// sendThen is send with the statements of several reads after the queue,
+// and, while the transaction wants its id, the read of it last (xact.go).
 func (t *wtx) sendThen(ctx context.Context, then []read) (pgx.BatchResults, error) {
 	qs := t.queued
 	t.queued = nil
@@ -76,6 +77,7 @@ func (t *wtx) sendThen(ctx context.Context, then []read) (pgx.BatchResults, erro
 	for _, r := range then {
 		b.Queue(r.sql, r.args...)
 	}
+	t.queueXid(b)
 	br := t.q.SendBatch(ctx, b)
 	for _, q := range qs {
 		if _, err := br.Exec(); err != nil {
@@ -165,9 +167,11 @@ func (t *wtx) flushFirst(ctx context.Context, err error) error {
 	return err
 }
 
-// Exec runs sql after the queue, in the same round trip.
+// Exec runs sql after the queue, in the same round trip. Exec, QueryRow
+// and Query send a batch even with nothing queued while the transaction
+// wants its id, which is read in it.
 func (t *wtx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if len(t.queued) == 0 {
+	if len(t.queued) == 0 && !t.wantsXid() {
 		return t.q.Exec(ctx, sql, args...)
 	}
 	br, err := t.send(ctx, sql, args...)
@@ -183,7 +187,7 @@ func (t *wtx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 
 // QueryRow runs sql after the queue, in the same round trip.
 func (t *wtx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if len(t.queued) == 0 {
+	if len(t.queued) == 0 && !t.wantsXid() {
 		return t.q.QueryRow(ctx, sql, args...)
 	}
 	br, err := t.send(ctx, sql, args...)
@@ -195,7 +199,7 @@ func (t *wtx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 
 // Query runs sql after the queue, in the same round trip.
 func (t *wtx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if len(t.queued) == 0 {
+	if len(t.queued) == 0 && !t.wantsXid() {
 		return t.q.Query(ctx, sql, args...)
 	}
 	br, err := t.send(ctx, sql, args...)

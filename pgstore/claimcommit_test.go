@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,19 +27,32 @@ import (
 // With sendArmed it instead loses the next COMMIT on its way, sent alone
 // or as the last statement of a batch (pgx's write succeeds, nothing
 // reaches the server, the connection closes): the server rolls the
-// transaction back, and the client cannot know that either.
+// transaction back, and the client cannot know that either. With
+// holdArmed it loses the next COMMIT on its way too, but as a network cut
+// the server does not see: the connection is dead to pgx, while its
+// socket stays open to the server (held), whose session waits, in its
+// transaction, for a COMMIT that never comes, until releaseHeld closes it.
+// asked counts the store's questions about a transaction's outcome
+// (pg_xact_status), and onAsk, if set, is called after each.
 type answerCutter struct {
-	armed, sendArmed atomic.Bool
-	cut              atomic.Int64
+	armed, sendArmed, holdArmed atomic.Bool
+	cut                         atomic.Int64
+	asked                       atomic.Int64
+	onAsk                       func(n int64)
+	held                        chan net.Conn
 }
 
 type cutConn struct {
 	net.Conn
 	k    *answerCutter
 	lose atomic.Bool // set by the tracer: writes from now on are lost
+	hold atomic.Bool // set by the tracer: dead to pgx, open to the server
 }
 
 func (c *cutConn) Write(p []byte) (int, error) {
+	if c.hold.Load() {
+		return len(p), nil
+	}
 	if c.lose.Load() {
 		c.Conn.Close()
 		return len(p), nil
@@ -46,21 +60,68 @@ func (c *cutConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// Close keeps a held connection's socket open, for releaseHeld.
+func (c *cutConn) Close() error {
+	if c.hold.Load() {
+		c.k.held <- c.Conn
+		return nil
+	}
+	return c.Conn.Close()
+}
+
+// releaseHeld closes the sockets the cutter held open: the server sees
+// their connections end.
+func (k *answerCutter) releaseHeld() {
+	for {
+		select {
+		case c := <-k.held:
+			c.Close()
+		default:
+			return
+		}
+	}
+}
+
+// loseCommit makes c lose the COMMIT it is about to send, as armed.
+func (k *answerCutter) loseCommit(c *pgx.Conn) {
+	cc := c.PgConn().Conn().(*cutConn)
+	switch {
+	case k.sendArmed.CompareAndSwap(true, false):
+		cc.lose.Store(true)
+	case k.holdArmed.CompareAndSwap(true, false):
+		cc.hold.Store(true)
+		cc.Conn.SetReadDeadline(time.Now()) // a read pgx left waiting ends
+	default:
+		return
+	}
+	k.cut.Add(1)
+}
+
+type askKey struct{}
+
 func (k *answerCutter) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if d.SQL == "commit" && k.sendArmed.CompareAndSwap(true, false) {
-		c.PgConn().Conn().(*cutConn).lose.Store(true)
-		k.cut.Add(1)
+	if d.SQL == "commit" {
+		k.loseCommit(c)
+	}
+	if strings.Contains(d.SQL, "pg_xact_status") {
+		return context.WithValue(ctx, askKey{}, true)
 	}
 	return ctx
 }
 
-func (k *answerCutter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (k *answerCutter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if ctx.Value(askKey{}) != nil {
+		n := k.asked.Add(1)
+		if k.onAsk != nil {
+			k.onAsk(n)
+		}
+	}
+}
 
 func (k *answerCutter) TraceBatchStart(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	qs := d.Batch.QueuedQueries
-	if len(qs) >= 2 && qs[len(qs)-1].SQL == "commit" && k.sendArmed.CompareAndSwap(true, false) {
-		c.PgConn().Conn().(*cutConn).lose.Store(true)
-		k.cut.Add(1)
+	if len(qs) >= 2 && qs[len(qs)-1].SQL == "commit" {
+		k.loseCommit(c)
 	}
 	return ctx
 }
@@ -70,7 +131,13 @@ func (k *answerCutter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatc
 func (k *answerCutter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (c *cutConn) Read(p []byte) (int, error) {
+	if c.hold.Load() {
+		return 0, io.ErrUnexpectedEOF
+	}
 	n, err := c.Conn.Read(p)
+	if c.hold.Load() {
+		return 0, io.ErrUnexpectedEOF
+	}
 	if n > 0 && bytes.Contains(p[:n], []byte("COMMIT\x00")) && c.k.armed.CompareAndSwap(true, false) {
 		c.Conn.Close()
 		c.k.cut.Add(1)
@@ -87,7 +154,8 @@ func cutterStore(t *testing.T, clock pgstore.Clock, opts ...pgstore.Option) (*pg
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
 	}
-	k := &answerCutter{}
+	k := &answerCutter{held: make(chan net.Conn, 16)}
+	t.Cleanup(k.releaseHeld)
 	cfg.ConnConfig.Tracer = k
 	var d net.Dialer
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -149,12 +217,13 @@ func TestAClaimWhoseCommitAnswerIsLostIsNeverAnUnknownOutcome(t *testing.T) {
 // its way, the connection closed) rolled back. Its rows must not be taken
 // for claimed; and since the store can tell it wrote nothing, the claim is
 // ErrBusy, the one error that says so, not a driver error of unknown
-// outcome.
+// outcome — once its retries are spent (with a retry left it runs again,
+// as commitstatus_test's writes do).
 func TestAClaimWhoseCommitNeverRanClaimsNothingAndIsBusy(t *testing.T) {
 	eachClock(t, func(t *testing.T, clock pgstore.Clock) {
 		is := is.New(t)
 		ctx := context.Background()
-		s, k := cutterStore(t, clock)
+		s, k := cutterStore(t, clock, pgstore.WithRetries(0))
 		now := onePayment(t, s)
 
 		k.sendArmed.Store(true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -75,3 +76,7 @@ var DiscardSession = discard
 // schema (tables.go), for the test that every statement names its tables
 // there.
 func Qualify(schema, sql string) string { return qualifier(schema)(sql) }
+
+// SetCommitWait bounds how long s waits for a transaction whose COMMIT went
+// unanswered to end (defaultCommitWait), for the test that it gives up.
+func SetCommitWait(s *Store, d time.Duration) { s.commitWait = d }

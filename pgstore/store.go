@@ -92,6 +92,8 @@ type Store struct {
 	// with (sessionGuardSQL).
 	lockTimeout string
 
+	commitWait time.Duration // how long commitOutcome waits for a transaction to end; 0: defaultCommitWait
+
 	mu      sync.Mutex         // guards closed, and calls.Add against Close's calls.Wait
 	closed  bool               // set by Close: every call from then on is ErrClosed
 	calls   sync.WaitGroup     // the calls in progress, which Close waits for

@@ -30,6 +30,7 @@ type wtx struct {
 	queued  []queued
 	history []turnframe.HistoryRecord
 	appRan  bool // Write.App was called: the transaction must not run again
+	xact         // the transaction's id, read with its first batches (xact.go)
 
 	// callerNow, when not zero, is the caller's now of a call whose frame
 	// (frame.go) is read in the transaction's statement that locks its turn
@@ -59,6 +60,7 @@ func (s *Store) inTxFor(ctx context.Context, op string, app bool, f func(tx *wtx
 	defer done()
 	for try := 0; ; try++ {
 		tx, err := s.runTx(ctx, app, f)
+		err = s.commitOutcome(ctx, err)
 		if err == nil {
 			return nil
 		}
@@ -85,7 +87,7 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 	// that failed) is closed by the pool, never reused.
 	defer c.Release()
 	conn := c.Conn()
-	tx := &wtx{q: s.on(conn)}
+	tx := &wtx{q: s.on(conn), xact: xact{askXid: true}}
 	if app {
 		ptx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
@@ -110,6 +112,12 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 	if err := tx.flushHistory(ctx); err != nil {
 		return tx, connLost(ctx, conn, tx.appAborted(err))
 	}
+	tx.askXid = false // read before the COMMIT's batch, or not at all
+	// pgx reports a COMMIT sent alone whose answer broke off as "conn
+	// closed", which it calls safe to retry (it reads that error from
+	// the connection it closed): only a connection closed before the
+	// COMMIT proves it was not sent.
+	open := !conn.IsClosed()
 	tag, err := tx.Exec(ctx, "commit")
 	if err != nil {
 		if errors.As(err, new(queuedFailed)) {
@@ -118,10 +126,10 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 			// before the COMMIT was sent (a session terminated while
 			// idle in its transaction), nothing was written.
 			err = connLost(ctx, conn, err)
-		} else if !errors.As(err, new(*pgconn.PgError)) && !pgconn.SafeToRetry(err) {
+		} else if !errors.As(err, new(*pgconn.PgError)) && (open || !pgconn.SafeToRetry(err)) {
 			// The COMMIT was sent and no answer came: it may have
-			// run on the server.
-			err = commitUnknown{err}
+			// run on the server (inTxFor asks, commitOutcome).
+			err = commitUnknown{err, tx.xid}
 		}
 		return tx, tx.appAborted(err)
 	}
@@ -156,9 +164,12 @@ func (tx *wtx) appAborted(err error) error {
 
 // commitUnknown is the error of a COMMIT that was sent but not answered (the
 // connection broke, or the caller's context ended and pgx closed it): the
-// transaction may have committed. A call that can tell what it wrote reads
-// it again (ClaimDue).
-type commitUnknown struct{ error }
+// transaction may have committed. xid is its id, if it was read: what
+// commitOutcome asks the server about.
+type commitUnknown struct {
+	error
+	xid string
+}
 
 func (e commitUnknown) Unwrap() error { return e.error }
 

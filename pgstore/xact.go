@@ -1,0 +1,113 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A COMMIT without an answer. A write transaction whose COMMIT was sent and
+// never answered (the connection broke, or the caller's context ended and
+// pgx closed it) may have committed or not: commitUnknown. The server can
+// tell: the transaction's id, once it has one, is kept in the commit log,
+// and pg_xact_status reads it there. So a write transaction reads its id
+// (xidSQL) at the end of each of its batches before the COMMIT's, until it
+// has one: PostgreSQL gives a transaction its id with its first write or
+// row lock, and every write of the store locks or writes in its first
+// round trip (a Write locks or inserts its turn, a claim updates its rows,
+// a settlement locks them), so the id comes with the first batch's answer,
+// in no round trip of its own. When the COMMIT goes unanswered,
+// commitOutcome asks the server on another connection what became of it.
+
+// xidSQL reads the id of the transaction it runs in, or NULL while it has
+// none: it never gives the transaction an id (pg_current_xact_id would),
+// so a transaction that writes nothing stays one the server commits
+// without a commit record to flush.
+const xidSQL = `SELECT pg_current_xact_id_if_assigned()::text`
+
+// xactStatusSQL asks what became of a transaction: 'committed', 'aborted'
+// (rolled back, or its server crashed before it committed), or 'in
+// progress' (its session still runs it: finishing its COMMIT, or not yet
+// aware that its connection is gone).
+const xactStatusSQL = `SELECT pg_xact_status($1::text::xid8)`
+
+// defaultCommitWait bounds how long commitOutcome waits for a transaction
+// that is still in progress to end.
+const defaultCommitWait = 5 * time.Second
+
+// xact is what a write transaction knows of its id: whether it asks for
+// it (runTx's transactions, until their COMMIT is sent), and the id, once
+// read.
+type xact struct {
+	askXid bool
+	xid    string
+}
+
+// wantsXid reports whether the next batch should read the transaction's
+// id.
+func (x *xact) wantsXid() bool { return x.askXid && x.xid == "" }
+
+// queueXid queues xidSQL last in b, when the transaction still wants its
+// id: the batch's results read it when they are closed (pgx runs the
+// function of a statement the caller did not read itself then). Its error,
+// if any, is the batch's, never the caller's: an id not read is an id not
+// known.
+func (x *xact) queueXid(b *pgx.Batch) {
+	if !x.wantsXid() {
+		return
+	}
+	b.Queue(xidSQL).QueryRow(func(row pgx.Row) error {
+		var id *string
+		if row.Scan(&id) == nil && id != nil {
+			x.xid = *id
+		}
+		return nil
+	})
+}
+
+// commitOutcome resolves err, when it is a COMMIT that went unanswered
+// (commitUnknown) of a transaction whose id is known, by asking the server
+// on another connection: committed, the write landed, and the call
+// succeeds as if the answer had come (nil); rolled back, nothing was
+// written, as on a connection lost before the COMMIT (errConnLost: run
+// again, unless it ran an App, or ErrBusy); still in progress, it asks
+// again, backing off, until the transaction ends. When it cannot tell
+// within defaultCommitWait (a session the server still holds open, a
+// server it cannot reach), err stays what it was. The question outlives
+// the caller's context, within that bound: an ended context is what most
+// often leaves a COMMIT unanswered (pgx closes the connection under it),
+// and the write it cut short may have landed all the same.
+func (s *Store) commitOutcome(ctx context.Context, err error) error {
+	var unknown commitUnknown
+	if !errors.As(err, &unknown) || unknown.xid == "" {
+		return err
+	}
+	wait := s.commitWait
+	if wait <= 0 {
+		wait = defaultCommitWait
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+	defer cancel()
+	for backoff := time.Millisecond; ; backoff = min(2*backoff, 100*time.Millisecond) {
+		var status *string
+		if qerr := s.pool.QueryRow(qctx, xactStatusSQL, unknown.xid).Scan(&status); qerr != nil || status == nil {
+			return fmt.Errorf("the COMMIT went unanswered, and asking the server what became of the transaction failed (%v): %w", qerr, err)
+		}
+		switch *status {
+		case "committed":
+			return nil
+		case "aborted":
+			return fmt.Errorf("%w: the COMMIT went unanswered, and the server rolled the transaction back: %w", errConnLost, unknown.error)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-qctx.Done():
+			t.Stop()
+			return fmt.Errorf("the COMMIT went unanswered, and the transaction was still in progress on the server after %v: %w", wait, err)
+		case <-t.C:
+		}
+	}
+}
