@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -121,77 +120,10 @@ func (s *Store) dbClaimDue(ctx context.Context, now time.Time, limit int, worker
 		}
 		return nil
 	})
-	if err != nil && len(claims) > 0 && errors.As(err, new(commitUnknown)) {
-		return s.claimsLanded(ctx, claims, worker, now, until, lease, err)
-	}
 	if err != nil {
 		return nil, err
 	}
 	return claims, nil
-}
-
-// landedSQL reads the rows a claim took. FOR SHARE waits for the claim's
-// own transaction to end, if it still runs on the server (its row locks),
-// and then reads what it left.
-const landedSQL = `SELECT id, status, claimed_by, claimed_at, attempts, lease_until FROM outbox WHERE id = ANY($1) FOR SHARE`
-
-// claimsLanded asks, when a claim's COMMIT went unanswered (err), whether
-// it committed: the claims whose rows stand Dispatching as the claim left
-// them (its worker, its time, its attempt, its lease) landed, and are
-// returned, for the caller to send or put back as any claim. Given err
-// instead, the caller would hold no claim while its rows stood claimed,
-// and once their lease ended recovery would declare their outcome unknown
-// (ExpireClaims: "the send may have started") though nothing was handed
-// to a sender: a send that never happened, escalated (DESIGN.md §8, I15).
-// When the rows cannot be read, err is returned; when none stands, the
-// claim rolled back: ErrBusy, nothing claimed. The
-// read outlives the caller's context, within the claim's lease: a
-// landed claim returned to an ended caller is put back unsent by it.
-func (s *Store) claimsLanded(ctx context.Context, claims []turnframe.Claim, worker string, now, until time.Time, lease time.Duration, err error) ([]turnframe.Claim, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
-	defer cancel()
-	ids := make([]string, len(claims))
-	for i, c := range claims {
-		ids[i] = c.ID.String()
-	}
-	rows, qerr := s.db.Query(rctx, landedSQL, ids)
-	if qerr != nil {
-		return nil, err
-	}
-	type stand struct {
-		status, by        string
-		at, leased, tries int64
-	}
-	stood := make(map[string]stand, len(claims))
-	for rows.Next() {
-		var id string
-		var st stand
-		if qerr = rows.Scan(&id, &st.status, &st.by, &st.at, &st.tries, &st.leased); qerr != nil {
-			break
-		}
-		stood[id] = st
-	}
-	rows.Close()
-	if qerr != nil || rows.Err() != nil {
-		return nil, err
-	}
-	var landed []turnframe.Claim
-	for i, c := range claims {
-		st := stood[ids[i]]
-		if st.status == turnframe.OutboxDispatching.String() && st.by == worker && st.at == micros(now) &&
-			st.leased == micros(until) && st.tries == int64(c.Attempts) {
-			landed = append(landed, c)
-		}
-	}
-	if len(landed) == 0 && ctx.Err() == nil {
-		// The claim's transaction has ended (FOR SHARE waited for it)
-		// and left no row claimed: it rolled back.
-		return nil, fmt.Errorf("%w: the claim's COMMIT went unanswered and none of its rows stands claimed: nothing was claimed: %w", turnframe.ErrBusy, err)
-	}
-	if len(landed) == 0 {
-		return nil, err
-	}
-	return landed, nil
 }
 
 // claimOf rebuilds the row as it was before the claim statement and runs
