@@ -36,8 +36,9 @@ const (
 // (a NUL byte) is turnframe.ErrInvalid; a closed pool is
 // turnframe.ErrClosed; a connection that could not be opened, or that broke
 // before the transaction's COMMIT was sent (errConnLost: the server rolled
-// it back), is turnframe.ErrBusy (one that broke during the COMMIT is not:
-// its outcome is unknown). The driver's error stays in the chain. Errors
+// it back), is turnframe.ErrBusy (one that broke during the COMMIT is
+// what the server says became of it, commitOutcome, or, when it cannot
+// tell, not: its outcome is unknown). The driver's error stays in the chain. Errors
 // that are already turnframe's pass unchanged, and so does an App
 // function's (turnframe.ErrAppWrite): an app's unique violation is not
 // ErrConflict.
