@@ -150,6 +150,14 @@ func (c *cutConn) Read(p []byte) (int, error) {
 // whose COMMIT answers the returned answerCutter cuts, once armed.
 func cutterStore(t *testing.T, clock pgstore.Clock, opts ...pgstore.Option) (*pgstore.Store, *answerCutter) {
 	t.Helper()
+	cfg, k := cutterConfig(t)
+	return storeOnPool(t, cfg, clock, opts...), k
+}
+
+// cutterConfig is the configuration of cutterStore's pool, for a test
+// that changes it, and its cutter.
+func cutterConfig(t *testing.T) (*pgxpool.Config, *answerCutter) {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(pgtest.Schema(t))
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
@@ -165,7 +173,7 @@ func cutterStore(t *testing.T, clock pgstore.Clock, opts ...pgstore.Option) (*pg
 		}
 		return &cutConn{Conn: c, k: k}, nil
 	}
-	return storeOnPool(t, cfg, clock, opts...), k
+	return cfg, k
 }
 
 // DESIGN.md §1, I15, and §8: a row's outcome is unknown when "its send may

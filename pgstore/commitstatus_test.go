@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
@@ -234,4 +235,27 @@ func TestAWriteWhoseTransactionNeverEndsStaysUnknown(t *testing.T) {
 	is.True(k.asked.Load() >= 1)                // the store asked
 	is.True(err != nil)                         // it cannot tell
 	is.True(!errors.Is(err, turnframe.ErrBusy)) // and does not say nothing was written
+}
+
+// Under pgx's simple protocol (default_query_exec_mode=simple_protocol, as
+// a pool behind PgBouncer sets), a batch's answers are read as one
+// multi-result stream, and an answer that broke off surfaces as pgx's
+// "conn closed", which pgx calls safe to retry. A COMMIT batch whose answer
+// broke off was taken for one whose COMMIT never ran (its first queued
+// statement "failed"), and run again: the write that had landed was
+// refused by its own copy (a Begin of a turn id that exists: ErrConflict).
+func TestUnderTheSimpleProtocolAWriteWhoseCommitAnswerIsLostLandsOnce(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	cfg, k := cutterConfig(t)
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	s := storeOnPool(t, cfg, pgstore.CallerClock)
+	k.armed.Store(true) // the first write's COMMIT runs, its answer is lost
+	err := enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", time.Now(), turnframe.OutboxMessage{Destination: "d"})
+	t.Logf("enqueue with its first write's COMMIT answer cut: %v", err)
+	is.Equal(k.cut.Load(), int64(1)) // the answer was cut
+	is.NoErr(err)                    // the write landed, and says so
+	rows, err := s.ListOutbox(ctx, turnframe.OutboxFilter{Limit: 10})
+	is.NoErr(err)
+	is.Equal(len(rows), 1) // once
 }

@@ -120,11 +120,15 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 	open := !conn.IsClosed()
 	tag, err := tx.Exec(ctx, "commit")
 	if err != nil {
-		if errors.As(err, new(queuedFailed)) {
-			// A statement queued before the COMMIT failed, so the
-			// COMMIT never ran: a connection that broke there broke
+		if errors.As(err, new(queuedFailed)) && (!open || errors.As(err, new(*pgconn.PgError))) {
+			// A statement queued before the COMMIT failed with the
+			// server's answer (or nothing was sent), so the COMMIT
+			// never ran: a connection that broke there broke
 			// before the COMMIT was sent (a session terminated while
-			// idle in its transaction), nothing was written.
+			// idle in its transaction), nothing was written. Not so
+			// pgx's "conn closed" on an open connection: under the
+			// simple protocol it is how an answer that broke off
+			// surfaces, the COMMIT's included.
 			err = connLost(ctx, conn, err)
 		} else if !errors.As(err, new(*pgconn.PgError)) && (open || !pgconn.SafeToRetry(err)) {
 			// The COMMIT was sent and no answer came: it may have
