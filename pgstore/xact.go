@@ -21,6 +21,10 @@ import (
 // a settlement locks them), so the id comes with the first batch's answer,
 // in no round trip of its own. When the COMMIT goes unanswered,
 // commitOutcome asks the server on another connection what became of it.
+// (The functions are PostgreSQL 13's. An id names one transaction on one
+// server's timeline: after a failover that lost every WAL record of the
+// transaction, the promoted server may give its id to another; asked
+// then, within commitOutcome's bound, it answers for that one.)
 
 // xidSQL reads the id of the transaction it runs in, or NULL while it has
 // none: it never gives the transaction an id (pg_current_xact_id would),
