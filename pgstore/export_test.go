@@ -21,6 +21,10 @@ const UnfinishedSQL = unfinishedSQL
 // the plan test.
 var ListOutboxSQL = listOutboxSQL
 
+// CheckServerVersion is checkServerVersion, for the version test: no
+// server older than 13 runs here.
+var CheckServerVersion = checkServerVersion
+
 // Translate is translate, for the error tests.
 var Translate = translate
 

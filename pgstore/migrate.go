@@ -142,9 +142,15 @@ func checkNotShadowing(ctx context.Context, pool *pgxpool.Pool, current string) 
 // who owns it, is the operator's choice.
 func checkSchemaExists(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	var schema *string
-	var path string
-	if err := pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
+	var path, version string
+	var versionNum int
+	err := pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path'),
+		current_setting('server_version'), current_setting('server_version_num')::int`).Scan(&schema, &path, &version, &versionNum)
+	if err != nil {
 		return "", translate(ctx, err)
+	}
+	if err := checkServerVersion(versionNum, version); err != nil {
+		return "", err
 	}
 	if schema == nil {
 		return "", fmt.Errorf("%w: no schema of the search_path (%s) exists; create it first (CREATE SCHEMA …) or name one that does",
@@ -155,6 +161,24 @@ func checkSchemaExists(ctx context.Context, pool *pgxpool.Pool) (string, error) 
 			"which is dropped with the connection; name the store's schema first (pg_temp, if named, last)", turnframe.ErrInvalid, path)
 	}
 	return *schema, nil
+}
+
+// minServerVersionNum is the oldest PostgreSQL pgstore runs on, as
+// server_version_num: 13, whose pg_current_xact_id_if_assigned and
+// pg_xact_status tell a write whose COMMIT went unanswered whether it
+// landed (xact.go).
+const minServerVersionNum = 130000
+
+// checkServerVersion returns ErrInvalid for a server older than
+// minServerVersionNum (num, version: its server_version_num and
+// server_version), before anything is created: on it every write
+// transaction of the store would fail on its first statement.
+func checkServerVersion(num int, version string) error {
+	if num < minServerVersionNum {
+		return fmt.Errorf("%w: the server is PostgreSQL %s; pgstore needs PostgreSQL 13 or later (nothing was created)",
+			turnframe.ErrInvalid, version)
+	}
+	return nil
 }
 
 // migrationDB returns a database/sql handle on pool for goose whose every

@@ -1,6 +1,7 @@
 // Package pgstore is a turnframe.Store over PostgreSQL, through
 // github.com/jackc/pgx/v5 and its pool (pgxpool), for an application that
-// runs on several machines against one database.
+// runs on several machines against one database. It needs PostgreSQL 13
+// or later (Open refuses an older server).
 //
 // It keeps the contract of turnframe.Store exactly as sqlitestore does, and
 // is held to it by the same conformance suite (storetest). Every write is one
