@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
-	"github.com/turnframe/turnframe/sqlitestore"
 )
 
 // A --busy-timeout past SQLite's 32-bit milliseconds (about 24.8 days: the
@@ -24,19 +21,7 @@ func TestALongBusyTimeoutWaitsForALockedFile(t *testing.T) {
 		t.Run(cmd, func(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "app.db")
-			s, err := sqlitestore.Open(ctx, path)
-			is.NoErr(err)
-			is.NoErr(s.Close())
-
-			db, err := sql.Open("sqlite", "file:"+path)
-			is.NoErr(err)
-			defer db.Close()
-			db.SetMaxOpenConns(1)
-			_, err = db.ExecContext(ctx, `PRAGMA locking_mode=EXCLUSIVE`)
-			is.NoErr(err)
-			_, err = db.ExecContext(ctx, `BEGIN EXCLUSIVE`)
-			is.NoErr(err)
+			path, db := exclusivelyLocked(t)
 
 			type result struct {
 				code   int
@@ -53,7 +38,7 @@ func TestALongBusyTimeoutWaitsForALockedFile(t *testing.T) {
 				t.Fatalf("gave up on the locked file told to wait 1000h: exit %d: %s", r.code, r.stderr)
 			case <-time.After(3 * time.Second): // still waiting: what 1000h asks for
 			}
-			_, err = db.ExecContext(ctx, `ROLLBACK`)
+			_, err := db.ExecContext(ctx, `ROLLBACK`)
 			is.NoErr(err)
 			is.NoErr(db.Close()) // an exclusive WAL connection keeps its lock until it closes
 			r := <-done
