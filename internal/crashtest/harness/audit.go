@@ -78,6 +78,14 @@ type figures struct {
 	expired, liveExpiries         int
 	counts, killsAfter, errorLogs map[string]int
 	integrity                     string
+
+	// resentThenAbandoned counts commands that call the remote left Pending
+	// on an abandoned turn because a resend (a lookup found the remote never
+	// received them) landed before the turn was abandoned: never run again,
+	// as any Pending entry of an abandoned turn, and adopted by a new turn
+	// that plans them. Of those, applied at the remote: must be 0.
+	resentThenAbandoned, resentThenAbandonedApplied int
+
 	// The app's own rows (app.go): the commands a handler committed
 	// (by account and key: the committing attempt), the app's rows, those
 	// that match no such commit (or a second one), and commits without one.
@@ -137,7 +145,7 @@ func (f figures) String() string {
   two processes recovering at once: %d times two children started together (drain included), %d times one started beside a live one
   turns:                          %d (not delivered: %d, abandoned by fault (a): %d, unfinished for recovery: %d)
                                   parked behind an escalation: %d (of which never answered: %d; commands pending behind it: %d, left executing by a dead attempt behind it: %d)
-  commands:                       committed %d, rejected %d, needs intervention %d (applied at the remote: %d), unsettled %d (of which executing on an abandoned turn: %d, applied at the remote: %d)
+  commands:                       committed %d, rejected %d, needs intervention %d (applied at the remote: %d), unsettled %d (of which pending or executing on an abandoned turn: %d, applied at the remote: %d)
   outbox rows:                    %d (completed %d, failed with a reason %d, needs intervention %d (applied at the remote: %d), held behind one %d, still open %d)
   resolved automatically:         %d by the policy (%d committed by a lookup that found it, %d rejected: never received on an abandoned turn); %d escalated by it
                                   resends: %d blind to a deduplicating remote, %d after "not happened"; %d by the concurrent actor (fault a)
@@ -153,6 +161,7 @@ func (f figures) String() string {
   domain calls disagreeing with their journal entry: %d
   handler calls:                  %d; begun under another attempt's live lease: %d (and %d once it had settled the entry at its deadline); begun while another ran past its lease: %d; begun after their own lease ended: %d
   local commands:                 calls begun while another call of the command ran: %d (one commit lands); left pending on a turn abandoned while they ran: %d (with anything written: %d)
+  resent, then abandoned:         %d commands put back to pending by a resend before their turn was abandoned, never run again (applied at the remote: %d)
   commands in flight elsewhere:   %d (ResultInFlight), turns deferred by a sweep: %d, attempts superseded: %d, policy writes that lost a race: %d
   kills right after a fault line: %d (drawn at once after abandon, resend_meanwhile, busy_lock, busy_settle, slow_send)
   fault (a) settlement vs phase:  abandoned while running %d (settled %d), resent meanwhile %d (settled %d); kills right after: %d, %d
@@ -174,6 +183,7 @@ func (f figures) String() string {
 		f.duplicates, f.explained, f.explainedAfterDeath, f.failedButApplied, f.overDelivered, f.commandMismatch,
 		f.spans, f.overlapLive, f.overlapAfterSettle, f.overlapPastLease, f.lateStarts,
 		f.localOverlaps, f.localDiscarded, f.discardedButWritten,
+		f.resentThenAbandoned, f.resentThenAbandonedApplied,
 		c("in_flight"), c("sweep_deferred"), c("superseded"), c("policy_conflict"), f.killsAfterFaults(),
 		c("abandon"), c("abandon_settled"), c("resend_meanwhile"), c("resend_meanwhile_settled"),
 		f.killsAfter["abandon"], f.killsAfter["resend_meanwhile"],
@@ -236,9 +246,10 @@ func (f figures) assert(t *testing.T) {
 	is.Equal(f.failedButApplied, 0)            // a failed row never reached the remote
 	is.Equal(f.overDelivered, 0)               // a row is sent only under a claim
 	is.Equal(f.duplicates, f.explained)        // every duplicate delivery has a resend or a take-over allowed by the declaration behind it
-	is.Equal(f.unsettled, 0)                   // every command settled, or escalated (or pending behind an escalation, or local and discarded with its abandoned turn)
+	is.Equal(f.unsettled, 0)                   // every command settled, or escalated (or pending behind an escalation, or local and discarded with its abandoned turn, or resent before its turn was abandoned)
 	is.Equal(f.discardedButWritten, 0)         // a local command discarded with its turn wrote nothing
-	is.Equal(f.hidden, 0)                      // no command left executing on an abandoned turn, where recovery never looks
+	is.Equal(f.resentThenAbandonedApplied, 0)  // a command resent because the remote never received it, then abandoned with its turn, never reached the remote
+	is.Equal(f.hidden, 0)                      // no command left pending (unexplained) or executing on an abandoned turn, where recovery never looks
 	is.Equal(f.unfinished, 0)                  // no turn left for recovery but those parked behind an escalation
 	is.Equal(f.notDelivered, 0)                // every turn answered, abandoned by the fault, or parked behind an escalation
 	is.Equal(f.commandMismatch, 0)             // the policy's settlements agree with the remote
@@ -450,6 +461,39 @@ func (f *figures) auditDiscarded(t *testing.T, store turnframe.Store, e turnfram
 			t.Logf("command %s/%s, discarded on an abandoned turn, has event %v", e.Account, e.Key, ev.ID)
 		}
 	}
+}
+
+// resentBefore reports whether a command's trail (hist) ends in a resend — a
+// reconciliation's move from an unknown outcome, or from needs
+// intervention, back to Pending — that landed before its turn's move to
+// Abandoned in turnHist. Such an entry is Pending on an abandoned turn as
+// one that never ran is: its turn never runs it again, recovery does not
+// look at it (turnframe.Unfinished), and a new turn that plans it adopts
+// it (storekit.Readmit). That is sound only if the remote never had it —
+// the resend followed a lookup that found it never arrived — which the
+// caller checks against the ledger (a blind resend to a deduplicating
+// remote of an attempt that had acted would leave it Pending with its
+// effect applied: counted, and a failure). The store refuses a resend once
+// the turn is abandoned (storekit.NextEntry), under the turn's lock, so the
+// store's order of the two records is the order they landed in; a resend
+// recorded after the abandonment is a hole, and is not explained here.
+func resentBefore(hist, turnHist []turnframe.HistoryRecord) bool {
+	var last *turnframe.HistoryRecord
+	for i := range hist {
+		if !hist[i].Evidence {
+			last = &hist[i]
+		}
+	}
+	if last == nil || last.To != turnframe.JournalPending.String() || last.Attempt != "" ||
+		(last.From != turnframe.JournalOutcomeUnknown.String() && last.From != turnframe.JournalNeedsIntervention.String()) {
+		return false
+	}
+	for _, h := range turnHist {
+		if !h.Evidence && h.To == turnframe.PhaseAbandoned.String() {
+			return last.Seq < h.Seq
+		}
+	}
+	return false
 }
 
 // history reads the whole audit trail of subject, oldest first.
@@ -801,6 +845,14 @@ func (f *figures) auditEntry(t *testing.T, store turnframe.Store, e turnframe.Jo
 	case turnframe.JournalPending, turnframe.JournalExecuting:
 		if e.Status == turnframe.JournalPending && phase == turnframe.PhaseAbandoned && !callsRemote(e.Name) {
 			f.auditDiscarded(t, store, e, hist)
+			break
+		}
+		if e.Status == turnframe.JournalPending && phase == turnframe.PhaseAbandoned && resentBefore(hist, history(t, store, turnframe.TurnSubject(e.Account, e.Turn))) {
+			f.resentThenAbandoned++
+			if atRemote {
+				f.resentThenAbandonedApplied++
+				t.Logf("command %s/%s (%s), resent then abandoned with its turn, is applied at the remote: %s", e.Account, e.Key, e.Name, describeAll(hist))
+			}
 			break
 		}
 		if parked && e.Status == turnframe.JournalPending {

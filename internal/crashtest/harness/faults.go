@@ -33,7 +33,12 @@ import (
 //	    local command (turnframe.WithLocalCommand) holds no attempt while it
 //	    runs: on a turn abandoned meanwhile its commit is refused whole
 //	    ("local_refused"), it stays Pending and never runs, and the audit
-//	    checks nothing of it was written.
+//	    checks nothing of it was written. Another command of the turn that
+//	    a lookup found the remote never received, put back to Pending by the
+//	    policy just before the abandonment, stays Pending and never runs, as
+//	    any Pending entry of an abandoned turn (a new turn that plans it
+//	    adopts it): the audit checks the resend landed first and the remote
+//	    never applied it.
 //	(b) A busy database during settlement. After a send answered, the
 //	    sender holds the database's writes up (Backend.Locker: SQLite's
 //	    write lock, PostgreSQL's outbox table) on a connection of its own for

@@ -1,0 +1,55 @@
+package harness_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/internal/crashtest/harness"
+)
+
+// TestResentBefore: a command left Pending on an abandoned turn is explained
+// only by a reconciliation's resend recorded before the turn's abandonment.
+func TestResentBefore(t *testing.T) {
+	rec := func(seq int64, from, to, attempt string, evidence bool) turnframe.HistoryRecord {
+		return turnframe.HistoryRecord{Seq: seq, From: from, To: to, Attempt: attempt, Evidence: evidence}
+	}
+	const a = "01M8Y93FYSZ4YTCJA7HJ4JYXHS"
+	ran := []turnframe.HistoryRecord{
+		rec(805, "", "pending", "", false),
+		rec(809, "pending", "executing", a, false),
+		rec(812, "executing", "outcome_unknown", a, false),
+	}
+	turn := func(abandonedAt int64) []turnframe.HistoryRecord {
+		return []turnframe.HistoryRecord{
+			rec(804, "", "received", "", false),
+			rec(808, "received", "planned", "", false),
+			rec(810, "planned", "executing", "", false),
+			rec(abandonedAt, "executing", "abandoned", "", false),
+		}
+	}
+	resent := append(append([]turnframe.HistoryRecord{}, ran...), rec(828, "outcome_unknown", "pending", "", false))
+	for _, c := range []struct {
+		name      string
+		hist      []turnframe.HistoryRecord
+		abandoned int64
+		want      bool
+	}{
+		{"resent, then abandoned", resent, 829, true},
+		{"resent, then abandoned, then a late answer recorded", append(append([]turnframe.HistoryRecord{}, resent...), rec(840, "pending", "pending", "", true)), 829, true},
+		{"resent from needs intervention, then abandoned", append(append([]turnframe.HistoryRecord{}, ran...), rec(820, "outcome_unknown", "needs_intervention", "", false), rec(828, "needs_intervention", "pending", "", false)), 829, true},
+		{"abandoned, then resent", resent, 827, false},
+		{"never taken", ran[:1], 829, false},
+		{"outcome unknown", ran, 829, false},
+		{"a pending move under an attempt", append(append([]turnframe.HistoryRecord{}, ran[:2]...), rec(828, "executing", "pending", a, false)), 829, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(harness.ResentBefore(c.hist, turn(c.abandoned)), c.want)
+		})
+	}
+	t.Run("a turn never abandoned", func(t *testing.T) {
+		is := is.New(t)
+		is.True(!harness.ResentBefore(resent, turn(829)[:3])) // no abandonment: nothing to explain by it
+	})
+}

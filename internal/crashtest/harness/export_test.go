@@ -1,0 +1,4 @@
+package harness
+
+// ResentBefore exposes resentBefore to the external tests.
+var ResentBefore = resentBefore
