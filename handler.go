@@ -369,6 +369,9 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 	if x.mustNotRerun(e) {
 		return x.declareUnknown(ctx, e)
 	}
+	if x.rt.cfg.resendLapsed(e, x.rt.cfg.now()) {
+		return x.withholdResend(ctx, e)
+	}
 	if e.Status == JournalPending && x.rt.cfg.local[e.Name] {
 		return x.runLocal(ctx, e)
 	}
@@ -525,6 +528,37 @@ func (x *execution) call(ctx context.Context, cmd Command, attempt AttemptID, at
 // same key, as before policies existed.
 func (x *execution) mustNotRerun(e JournalEntry) bool {
 	return x.rt.cfg.rerunForbidden(e, x.rt.cfg.now())
+}
+
+// withholdResend answers a resend taken up after its remote forgot the key
+// (resendLapsed): the earlier attempt's outcome is still unknown, and a
+// send now would be blind. It takes the entry, the one move out of
+// Pending, and records its outcome unknown again at once, CodeKeyForgotten,
+// without calling the handler; the policy (Recovery.Recover) then escalates
+// it. A crash between the two writes leaves an attempt that dies with its
+// lease, and a dead attempt of such a remote past its window is declared
+// unknown (mustNotRerun), never run.
+func (x *execution) withholdResend(ctx context.Context, e JournalEntry) (CommandResult, error) {
+	running, taken, res, err := x.take(ctx, e)
+	if !taken {
+		return res, err
+	}
+	w, err := x.settlement(ctx, running, Settlement{Key: running.Key, Attempt: running.Attempt, Code: CodeKeyForgotten}, 0, Unknown(""))
+	if err != nil {
+		return resultOf(running), err
+	}
+	w.Actor, w.Note = ActorPolicy, "a resend allowed while the remote remembered the key was taken up after it forgot it: withheld, the handler not called"
+	applied, err := x.rt.store.Apply(ctx, w)
+	if err != nil {
+		if adopted := x.adoptedAway(ctx, e.Key, err); adopted != nil {
+			err = adopted
+		}
+		return resultOf(running), fmt.Errorf("withhold a lapsed resend: %w", err)
+	}
+	x.phase = applied.Phase
+	x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a resend to a remote that no longer remembers its key was withheld; its outcome stays unknown for the policy",
+		slog.String("key", string(e.Key)), slog.String("attempt", running.Attempt.String()))
+	return resultOf(applied.Settled[0]), nil
 }
 
 // declareUnknown records that e's dead attempt may have acted: the entry

@@ -218,6 +218,21 @@ func (s settings) rerunForbidden(e JournalEntry, now time.Time) bool {
 	return e.Attempts > remote.Resends || !now.Before(e.AdmittedAt.Add(remote.Deduplicates))
 }
 
+// resendLapsed reports whether e is a resend the policy allowed to a
+// remote that deduplicates (Pending again, CodeResent) that is taken up
+// only after the remote stopped remembering its key: the turn was
+// abandoned and a new turn adopted the command later, or the turn's
+// resumption failed and a later pass runs it. Run then, it would be the
+// blind resend the policy itself refuses past the window (nextStep:
+// CodeKeyForgotten), so Execute withholds it (execution.withholdResend).
+func (s settings) resendLapsed(e JournalEntry, now time.Time) bool {
+	if e.Status != JournalPending || e.Code != CodeResent {
+		return false
+	}
+	remote, declared := s.remoteFor(SubjectJournal, e.Name)
+	return declared && remote.Kind() == RemoteDeduplicates && !now.Before(e.AdmittedAt.Add(remote.Deduplicates))
+}
+
 // remoteFor returns the Remote declared for subject kind k and name, and
 // whether one was.
 func (s settings) remoteFor(k SubjectKind, name string) (Remote, bool) {
