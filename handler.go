@@ -340,6 +340,14 @@ func resultOf(e JournalEntry) CommandResult {
 	return r
 }
 
+// inFlight reports e, Executing under another attempt that may still be
+// running it, as ResultInFlight.
+func inFlight(e JournalEntry) CommandResult {
+	r := resultOf(e)
+	r.Kind = ResultInFlight
+	return r
+}
+
 // execution is one Runtime.Execute of one turn: the phase it has seen the
 // turn reach, and the handler it runs commands through.
 type execution struct {
@@ -366,7 +374,10 @@ const takeTries = 3
 // commit finds its case moved. An entry another attempt holds is reported
 // ResultInFlight; one that settled elsewhere meanwhile is reported as it is.
 func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, error) {
-	if x.mustNotRerun(e) {
+	if now := x.rt.cfg.now(); e.Status == JournalExecuting && x.rt.cfg.takeOverForbidden(e, now) {
+		if e.LeaseUntil.After(now) {
+			return inFlight(e), nil // no take: it could land once the store's clock says the lease ended
+		}
 		return x.declareUnknown(ctx, e)
 	}
 	if x.rt.cfg.resendLapsed(e, x.rt.cfg.now()) {
@@ -583,11 +594,10 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 		if rerr != nil || !errors.Is(err, ErrConflict) {
 			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w", err)
 		}
-		r := resultOf(seen)
 		if seen.Status == JournalExecuting {
-			r.Kind = ResultInFlight
+			return inFlight(seen), nil
 		}
-		return r, nil
+		return resultOf(seen), nil
 	}
 	x.phase = applied.Phase
 	rt.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name))
@@ -634,9 +644,7 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 		}
 		switch {
 		case seen.Status == JournalExecuting && seen.LeaseUntil.After(rt.cfg.now()):
-			r := resultOf(seen)
-			r.Kind = ResultInFlight
-			return seen, false, r, nil
+			return seen, false, inFlight(seen), nil
 		case !seen.Status.IsPending():
 			return seen, false, resultOf(seen), nil // settled elsewhere meanwhile
 		case seen.Status == JournalExecuting && seen.Attempt == e.Attempt:
@@ -717,9 +725,7 @@ func (x *execution) refusedTake(ctx context.Context, seen JournalEntry, refusal 
 	if marker.Phase == PhaseAbandoned {
 		return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w", refusal)
 	}
-	r := resultOf(seen)
-	r.Kind = ResultInFlight
-	return seen, false, r, nil
+	return seen, false, inFlight(seen), nil
 }
 
 // rerunnable decides, after a commit refused with ErrConflict, whether the

@@ -205,9 +205,18 @@ func WithCommand(name string, r Remote) Option {
 // neither, or one that deduplicates but no longer remembers the key or has
 // had its resends. Undeclared commands are run again, as before policies.
 func (s settings) rerunForbidden(e JournalEntry, now time.Time) bool {
-	if e.Status != JournalExecuting || e.LeaseUntil.After(now) {
-		return false
-	}
+	return e.Status == JournalExecuting && !e.LeaseUntil.After(now) && s.takeOverForbidden(e, now)
+}
+
+// takeOverForbidden reports whether e, Executing under an attempt, may
+// never be taken over by a new one, whether or not its lease has ended:
+// its declared Remote forbids running a dead attempt again blindly (see
+// rerunForbidden). Execute then never asks the store for a take of e at
+// all (execution.run): the store judges the lease on its own clock (the
+// database's, for pgstore), so a take sent while this runtime's clock said
+// the lease ran could land after the store's said it ended, and run a
+// dead attempt again at a remote that cannot tell.
+func (s settings) takeOverForbidden(e JournalEntry, now time.Time) bool {
 	remote, declared := s.remoteFor(SubjectJournal, e.Name)
 	switch {
 	case !declared:

@@ -619,6 +619,48 @@ func TestADeclarationRefusedWhileTheLeaseRunsIsInFlight(t *testing.T) {
 	})
 }
 
+// The mirror of the case above, which the pgstore crash harness met: the
+// lease still runs on this runtime's clock and has ended on the store's.
+// A take sent then was granted by the store, and the dead-looking attempt
+// was taken over and its handler run again at a remote that can do
+// neither: a charge made twice. Execute now never asks for the take of an
+// entry whose Remote forbids a blind rerun; it reports it in flight, and
+// the holder's outcome lands.
+func TestATakeOverTheStoreWouldGrantOnItsClockIsNeverAskedForANoRerunRemote(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		t0 := time.Now().UTC().Truncate(time.Microsecond)
+		opts := func(clock *stepClock) []turnframe.Option {
+			return []turnframe.Option{turnframe.WithClock(clock.read), turnframe.WithCommandTimeout(time.Minute),
+				turnframe.WithLeaseMargin(time.Second), turnframe.WithCommand("book", turnframe.Remote{})} // can do neither
+		}
+		holder := turnframe.New(store, opts(newStepClock(t0))...) // its keeper sees its lease far from its end
+		turn := rtPlanned(t, holder, rtAccount, rtCmd("k-book", "flight/7", "book"))
+		finish := rtHeld(t, holder, turn, "k-book", turnframe.Commit(nil))
+		held := rtEntry(t, store, "k-book")
+		end := held.LeaseUntil
+
+		late := newStepClock(end.Add(-time.Microsecond))                                                         // this runtime: the lease runs
+		onItsOwnClock := &rtStoreClock{Store: store, now: func() time.Time { return end.Add(time.Microsecond) }} // the store: it ended
+		ran := 0
+		report, err := turnframe.New(onItsOwnClock, opts(late)...).Execute(context.Background(), rtAccount, turn,
+			turnframe.HandlerFunc(func(ctx context.Context, call turnframe.Call) turnframe.Outcome {
+				ran++
+				return rtScript(ctx, call, 1)
+			}))
+		is.NoErr(err)
+		is.Equal(ran, 0)                                                         // never run beside, or after, the holder
+		is.Equal(report.Results[0].Kind, turnframe.ResultInFlight)               // in flight on this runtime's clock
+		is.Equal(rtEntry(t, store, "k-book").Attempt, held.Attempt)              // not taken over
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalExecuting) // and not declared unknown either
+
+		_, err = finish()
+		is.NoErr(err)                                                            // the holder's Execute
+		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalCommitted) // its outcome landed
+		is.Equal(rtEntry(t, store, "k-book").Attempts, 1)                        // run once
+	})
+}
+
 // rtAdoptOnSettle is a store that, when a reconciliation settles key,
 // first lets a new turn's plan adopt the entry from its abandoned turn:
 // the race between an operator's settle and the user's next message.
