@@ -76,8 +76,7 @@ func TestASettlementWhoseCommitAnswerIsLostIsReportedSettled(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		s, k := cutterStore(t, clock)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		now := onePayment(t, s)
 
 		var sends atomic.Int64
 		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {

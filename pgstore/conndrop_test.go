@@ -67,8 +67,7 @@ func oneRowAndAKiller(t *testing.T, clock pgstore.Clock) (*pgstore.Store, *pgx.C
 	killer, err := pgx.Connect(ctx, s.Pool().Config().ConnConfig.ConnString())
 	is.NoErr(err)
 	t.Cleanup(func() { killer.Close(context.Background()) })
-	now := time.Now()
-	is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+	now := onePayment(t, s)
 	return s, killer, now
 }
 
@@ -156,8 +155,7 @@ func TestASettlementWhileTheServerIsUnreachableLands(t *testing.T) {
 		t.Cleanup(pool.Close)
 		s, err := pgstore.New(ctx, pool, pgstore.WithClock(clock))
 		is.NoErr(err)
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		now := onePayment(t, s)
 
 		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
 			for _, c := range pool.AcquireAllIdle(ctx) { // the server goes away with every connection

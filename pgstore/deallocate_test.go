@@ -28,8 +28,7 @@ func TestASettlementAfterTheAppDeallocatedTheSessionsStatementsLands(t *testing.
 		is := is.New(t)
 		ctx := context.Background()
 		s := oneConnStore(t, pgstore.WithClock(clock))
-		now := time.Now()
-		is.NoErr(enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", now, turnframe.OutboxMessage{Destination: "d"}))
+		now := onePayment(t, s)
 
 		sends := 0
 		sender := turnframe.SenderFunc(func(ctx context.Context, e turnframe.OutboxEntry) turnframe.Dispatched {
