@@ -373,7 +373,13 @@ func audit(t *testing.T, db, kind string, rem *remote, h *harness) figures {
 		if len(ds) > r.Attempts {
 			f.overDelivered++
 		}
-		f.auditDeliveries(t, r.RemoteKey(), ds, v, func(d delivery) (bool, string) { return explainRow(hist, d.attempt) })
+		f.auditDeliveries(t, r.RemoteKey(), ds, v, func(d delivery) (bool, string) {
+			ok, why := explainRow(hist, d.attempt)
+			if !ok {
+				why += "; the row's history: " + describeAll(hist)
+			}
+			return ok, why
+		})
 	}
 	for _, b := range busy {
 		f.busyRows++
@@ -639,13 +645,16 @@ func settledBefore(hist []turnframe.HistoryRecord, held, by string) bool {
 // explainRow says whether the row's delivery under attempt was one the
 // policy was allowed to make even if the key was applied already: its
 // claim followed the policy's resend to a remote that deduplicates
-// (CodeResent), and says what came before it otherwise.
+// (CodeResent), and says what came before it otherwise. A claim put back
+// unsent (CodeNotSent: a sweep stopped, or a destination with no place
+// left, before the send) sent nothing and moves no reason: the row is
+// Pending again for whatever put it there before that claim.
 func explainRow(hist []turnframe.HistoryRecord, attempt int) (bool, string) {
 	att := strconv.Itoa(attempt)
-	var before *turnframe.HistoryRecord // the last move to pending
+	var before *turnframe.HistoryRecord // the last move to pending that was not a claim put back unsent
 	for i := range hist {
 		h := &hist[i]
-		if h.Evidence {
+		if h.Evidence || (h.To == turnframe.OutboxPending.String() && h.Code == turnframe.CodeNotSent) {
 			continue
 		}
 		if h.To == turnframe.OutboxDispatching.String() && h.Attempt == att {
@@ -795,7 +804,13 @@ func (f *figures) auditEntry(t *testing.T, store turnframe.Store, e turnframe.Jo
 	cmdKey := commandRemoteKey(e.Account, e.Key)
 	cmdHists[cmdKey] = hist
 	atRemote := v.applied[cmdKey] > 0
-	f.auditDeliveries(t, cmdKey, v.deliveries[cmdKey], v, func(d delivery) (bool, string) { return explainCommand(hist, d.attemptID, dedup) })
+	f.auditDeliveries(t, cmdKey, v.deliveries[cmdKey], v, func(d delivery) (bool, string) {
+		ok, why := explainCommand(hist, d.attemptID, dedup)
+		if !ok {
+			why += "; the entry's history: " + describeAll(hist)
+		}
+		return ok, why
+	})
 	switch e.Status {
 	case turnframe.JournalCommitted:
 		f.committed++

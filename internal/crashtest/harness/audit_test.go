@@ -53,3 +53,40 @@ func TestResentBefore(t *testing.T) {
 		is.True(!harness.ResentBefore(resent, turn(829)[:3])) // no abandonment: nothing to explain by it
 	})
 }
+
+// TestExplainRow: a duplicate delivery of a row is explained by the
+// policy's resend before its claim, and a claim put back unsent between
+// the two (CodeNotSent) neither explains nor hides it. The pgstore crash
+// harness once failed on such a row: resent, claimed and put back unsent by
+// a stopping sweep, then claimed and sent.
+func TestExplainRow(t *testing.T) {
+	type rec = turnframe.HistoryRecord
+	created := rec{From: "", To: "pending"}
+	claim := func(attempt string) rec { return rec{From: "pending", To: "dispatching", Attempt: attempt} }
+	expired := rec{From: "dispatching", To: "outcome_unknown", Actor: turnframe.ActorRecovery, Code: turnframe.CodeLeaseEnded}
+	resent := rec{From: "outcome_unknown", To: "pending", Actor: turnframe.ActorPolicy, Code: turnframe.CodeResent}
+	unsent := rec{From: "dispatching", To: "pending", Actor: "worker:w", Code: turnframe.CodeNotSent}
+	retried := rec{From: "dispatching", To: "pending", Actor: "worker:w", Code: "http.503"}
+	late := rec{From: "pending", To: "pending", Evidence: true}
+	for _, c := range []struct {
+		name    string
+		hist    []rec
+		attempt int
+		want    bool
+	}{
+		{"claimed after the policy's resend", []rec{created, claim("1"), expired, resent, claim("2")}, 2, true},
+		{"claimed after the resend, a claim put back unsent between", []rec{created, claim("1"), expired, resent, claim("2"), unsent, claim("3")}, 3, true},
+		{"the same, with a late answer recorded", []rec{created, claim("1"), expired, resent, late, claim("2"), unsent, claim("3")}, 3, true},
+		{"claimed after a retryable answer", []rec{created, claim("1"), retried, claim("2")}, 2, false},
+		{"a claim put back unsent after a retryable answer", []rec{created, claim("1"), retried, claim("2"), unsent, claim("3")}, 3, false},
+		{"the first claim, put back unsent, then claimed", []rec{created, claim("1"), unsent, claim("2")}, 2, false},
+		{"no claim of the attempt", []rec{created, claim("1")}, 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			ok, why := harness.ExplainRow(c.hist, c.attempt)
+			is.Equal(ok, c.want) // explained
+			is.True(why != "")   // and said why
+		})
+	}
+}

@@ -2,3 +2,6 @@ package harness
 
 // ResentBefore exposes resentBefore to the external tests.
 var ResentBefore = resentBefore
+
+// ExplainRow exposes explainRow to the external tests.
+var ExplainRow = explainRow
