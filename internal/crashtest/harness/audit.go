@@ -80,10 +80,11 @@ type figures struct {
 	integrity                     string
 
 	// resentThenAbandoned counts commands that call the remote left Pending
-	// on an abandoned turn because a resend (a lookup found the remote never
-	// received them) landed before the turn was abandoned: never run again,
-	// as any Pending entry of an abandoned turn, and adopted by a new turn
-	// that plans them. Of those, applied at the remote: must be 0.
+	// on an abandoned turn because a resend landed before the turn was
+	// abandoned: never run again, as any Pending entry of an abandoned
+	// turn, and adopted by a new turn that plans them. Of those resent
+	// because a lookup found the remote never received them, applied at
+	// the remote: must be 0 (resentNeverReceivedApplied).
 	resentThenAbandoned, resentThenAbandonedApplied int
 
 	// The app's own rows (app.go): the commands a handler committed
@@ -161,7 +162,7 @@ func (f figures) String() string {
   domain calls disagreeing with their journal entry: %d
   handler calls:                  %d; begun under another attempt's live lease: %d (and %d once it had settled the entry at its deadline); begun while another ran past its lease: %d; begun after their own lease ended: %d
   local commands:                 calls begun while another call of the command ran: %d (one commit lands); left pending on a turn abandoned while they ran: %d (with anything written: %d)
-  resent, then abandoned:         %d commands put back to pending by a resend before their turn was abandoned, never run again (applied at the remote: %d)
+  resent, then abandoned:         %d commands put back to pending by a resend before their turn was abandoned, never run again (resent as never received, yet applied at the remote: %d)
   commands in flight elsewhere:   %d (ResultInFlight), turns deferred by a sweep: %d, attempts superseded: %d, policy writes that lost a race: %d
   kills right after a fault line: %d (drawn at once after abandon, resend_meanwhile, busy_lock, busy_settle, slow_send)
   fault (a) settlement vs phase:  abandoned while running %d (settled %d), resent meanwhile %d (settled %d); kills right after: %d, %d
@@ -248,7 +249,7 @@ func (f figures) assert(t *testing.T) {
 	is.Equal(f.duplicates, f.explained)        // every duplicate delivery has a resend or a take-over allowed by the declaration behind it
 	is.Equal(f.unsettled, 0)                   // every command settled, or escalated (or pending behind an escalation, or local and discarded with its abandoned turn, or resent before its turn was abandoned)
 	is.Equal(f.discardedButWritten, 0)         // a local command discarded with its turn wrote nothing
-	is.Equal(f.resentThenAbandonedApplied, 0)  // a command resent because the remote never received it, then abandoned with its turn, never reached the remote
+	is.Equal(f.resentThenAbandonedApplied, 0)  // a command resent because a lookup found the remote never received it, then abandoned with its turn, never reached the remote
 	is.Equal(f.hidden, 0)                      // no command left pending (unexplained) or executing on an abandoned turn, where recovery never looks
 	is.Equal(f.unfinished, 0)                  // no turn left for recovery but those parked behind an escalation
 	is.Equal(f.notDelivered, 0)                // every turn answered, abandoned by the fault, or parked behind an escalation
@@ -497,6 +498,21 @@ func resentBefore(hist, turnHist []turnframe.HistoryRecord) bool {
 	for _, h := range turnHist {
 		if !h.Evidence && h.To == turnframe.PhaseAbandoned.String() {
 			return last.Seq < h.Seq
+		}
+	}
+	return false
+}
+
+// resentNeverReceived reports whether a command's last move was a resend
+// the policy made because a lookup found the remote never received it
+// (CodeVerifiedNotHappened): then the remote must not have it. After a
+// resend of another reason (CodeResent to a remote that deduplicates, the
+// concurrent actor's), the attempt before it had an unknown outcome and
+// may well have reached the remote.
+func resentNeverReceived(hist []turnframe.HistoryRecord) bool {
+	for i := len(hist) - 1; i >= 0; i-- {
+		if !hist[i].Evidence {
+			return hist[i].To == turnframe.JournalPending.String() && hist[i].Code == turnframe.CodeVerifiedNotHappened
 		}
 	}
 	return false
@@ -864,7 +880,7 @@ func (f *figures) auditEntry(t *testing.T, store turnframe.Store, e turnframe.Jo
 		}
 		if e.Status == turnframe.JournalPending && phase == turnframe.PhaseAbandoned && resentBefore(hist, history(t, store, turnframe.TurnSubject(e.Account, e.Turn))) {
 			f.resentThenAbandoned++
-			if atRemote {
+			if atRemote && resentNeverReceived(hist) {
 				f.resentThenAbandonedApplied++
 				t.Logf("command %s/%s (%s), resent then abandoned with its turn, is applied at the remote: %s", e.Account, e.Key, e.Name, describeAll(hist))
 			}

@@ -90,3 +90,32 @@ func TestExplainRow(t *testing.T) {
 		})
 	}
 }
+
+// TestResentNeverReceived: only a resend after a lookup found the remote
+// never had the command says the remote must not have it. The sqlite crash
+// harness once failed on a command resent to a deduplicating remote after
+// a timeout, then abandoned with its turn: the timed-out attempt had
+// reached the remote, as it may.
+func TestResentNeverReceived(t *testing.T) {
+	type rec = turnframe.HistoryRecord
+	ran := []rec{{To: "pending"}, {From: "pending", To: "executing", Attempt: "a"}, {From: "executing", To: "outcome_unknown", Attempt: "a"}}
+	with := func(last ...rec) []rec { return append(append([]rec{}, ran...), last...) }
+	for _, c := range []struct {
+		name string
+		hist []rec
+		want bool
+	}{
+		{"resent after not happened", with(rec{From: "outcome_unknown", To: "pending", Actor: turnframe.ActorPolicy, Code: turnframe.CodeVerifiedNotHappened}), true},
+		{"the same, a late answer after it", with(rec{From: "outcome_unknown", To: "pending", Actor: turnframe.ActorPolicy, Code: turnframe.CodeVerifiedNotHappened},
+			rec{From: "pending", To: "pending", Evidence: true}), true},
+		{"resent to a deduplicating remote", with(rec{From: "outcome_unknown", To: "outcome_unknown", Evidence: true},
+			rec{From: "outcome_unknown", To: "pending", Actor: turnframe.ActorPolicy, Code: turnframe.CodeResent}), false},
+		{"resent by another actor", with(rec{From: "outcome_unknown", To: "pending", Actor: "crash"}), false},
+		{"still unknown", ran, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(harness.ResentNeverReceived(c.hist), c.want)
+		})
+	}
+}

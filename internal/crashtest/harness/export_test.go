@@ -5,3 +5,6 @@ var ResentBefore = resentBefore
 
 // ExplainRow exposes explainRow to the external tests.
 var ExplainRow = explainRow
+
+// ResentNeverReceived exposes resentNeverReceived to the external tests.
+var ResentNeverReceived = resentNeverReceived
