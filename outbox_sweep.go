@@ -773,12 +773,13 @@ func (sw *sweep) landed(s OutboxSettlement) bool {
 }
 
 // wroteMove reports whether the history of s's row holds s's move: from
-// Dispatching to s.To, at s's attempt, by s's worker, with s's code. Only
+// Dispatching to s.To, at s's attempt, by s's actor (its worker, or the
+// policy for a withheld resend), with s's code. Only
 // s's own transaction records that move. A history that cannot be read
 // says no: the row is then reported refused, the safe side.
 func wroteMove(ctx context.Context, hs HistoryStore, s OutboxSettlement) bool {
 	subject := OutboxSubject(s.Claim.Account, s.Claim.ID)
-	attempt, actor := strconv.Itoa(s.Claim.Attempts), WorkerActor(s.Claim.Worker)
+	attempt, actor := strconv.Itoa(s.Claim.Attempts), s.SettledBy()
 	for after := int64(0); ; {
 		recs, err := hs.History(ctx, subject, after, landedPage)
 		if err != nil {

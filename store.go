@@ -216,8 +216,9 @@ type OutboxStore interface {
 	// Settle applies several settlements in one transaction (group commit).
 	// results[i] is the outcome of settlements[i] alone (nil, or an error
 	// wrapping ErrClaimLost or ErrInvalid): one refused settlement does not
-	// refuse the others. err is for the transaction as a whole; when it is
-	// not nil nothing was written and results is nil.
+	// refuse the others. Each that lands is recorded in the audit trail as
+	// made by its SettledBy, with its Note. err is for the transaction as a
+	// whole; when it is not nil nothing was written and results is nil.
 	Settle(ctx context.Context, settlements []OutboxSettlement) (results []error, err error)
 	// Resolve settles an OutcomeUnknown or NeedsIntervention row by
 	// storekit.ResolveRow. ErrInvalid for bad input (Resolution.Validate);

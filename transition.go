@@ -110,6 +110,25 @@ type OutboxSettlement struct {
 	RemoteRef string    // Completed and OutcomeUnknown: the remote's reference
 	RetryAt   time.Time // Pending: when it is due again
 	Now       time.Time // when the settlement happened
+	// Actor is who decided the settlement, as the audit trail records it:
+	// "" for the claim's worker (WorkerActor), which settles what its send
+	// said; or ActorPolicy, for a row the Dispatcher did not send because
+	// the policy's rule forbids it (a resend claimed after its remote
+	// forgot the key). No other actor settles a claim: ErrInvalid.
+	Actor Actor
+	// Note says why, for the audit trail: at most MaxNoteLen bytes of
+	// UTF-8 without NUL; "" for none.
+	Note string
+}
+
+// SettledBy returns who made s, as the audit trail records it: its Actor,
+// or else its claim's worker (WorkerActor). Stores record each settlement
+// that lands as made by SettledBy, with its Note.
+func (s OutboxSettlement) SettledBy() Actor {
+	if s.Actor != "" {
+		return s.Actor
+	}
+	return WorkerActor(s.Claim.Worker)
 }
 
 // leaseEnd is when a lease of length lease taken at now ends, cut to the

@@ -539,7 +539,8 @@ func (c Claim) validateFence() error {
 
 // Validate checks a settlement before a store opens its transaction: a
 // claim with an id, a worker and an attempt; a status a claim settles to; a
-// time; a code and reference within bounds. Bad input is ErrInvalid.
+// time; a code, note and reference within bounds; no actor, or ActorPolicy.
+// Bad input is ErrInvalid.
 func (s OutboxSettlement) Validate() error {
 	if err := s.Claim.validateFence(); err != nil {
 		return prefixed("claim", err)
@@ -557,6 +558,12 @@ func (s OutboxSettlement) Validate() error {
 		return err
 	}
 	if err := CheckCode("code", s.Code); err != nil {
+		return err
+	}
+	if s.Actor != "" && s.Actor != ActorPolicy {
+		return invalid("actor", "%q settles no claim: only its worker (\"\") or %q does", s.Actor, ActorPolicy)
+	}
+	if err := checkString("note", s.Note, 0, MaxNoteLen); err != nil {
 		return err
 	}
 	return checkString("remote_ref", s.RemoteRef, 0, MaxRemoteRefLen)

@@ -66,8 +66,8 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, worker s
 	return claims, nil
 }
 
-// settle applies one validated settlement and records it as the claim's
-// worker; the caller holds the lock.
+// settle applies one validated settlement and records it as
+// OutboxSettlement.SettledBy names it; the caller holds the lock.
 func (s *Store) settle(st turnframe.OutboxSettlement) error {
 	st.Now, st.RetryAt = stamp(st.Now), stamp(st.RetryAt)
 	r, ok := s.outbox[st.Claim.ID]
@@ -81,7 +81,7 @@ func (s *Store) settle(st turnframe.OutboxSettlement) error {
 	if err != nil {
 		return fmt.Errorf("memstore: settle: %w", err)
 	}
-	s.record(storekit.RowHistory(r.rec, next, turnframe.WorkerActor(st.Claim.Worker), "", st.Now))
+	s.record(storekit.RowHistory(r.rec, next, st.SettledBy(), st.Note, st.Now))
 	r.rec = next
 	return nil
 }

@@ -42,8 +42,8 @@ func lockOutboxRows(ctx context.Context, tx *wtx, ids []turnframe.OutboxID) (map
 // second time, and a row that no longer exists holds no claim). One refused
 // settlement does not refuse the others. The rows are locked before the
 // rule reads them, and written in one statement. Each settlement that lands
-// is recorded in the audit trail as turnframe.WorkerActor of its claim's
-// worker. err is for the transaction as a whole (closed store, driver
+// is recorded in the audit trail as OutboxSettlement.SettledBy names it (its
+// claim's worker, unless it names ActorPolicy), with its note. err is for the transaction as a whole (closed store, driver
 // error, ErrBusy); when it is not nil nothing was written and results is
 // nil. A crash before the commit leaves every row Dispatching.
 func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettlement) ([]error, error) {
@@ -115,7 +115,7 @@ func settleAll(ctx context.Context, tx *wtx, settlements []turnframe.OutboxSettl
 		return err
 	}
 	for _, sw := range writes {
-		tx.record(storekit.RowHistory(sw.row.rec, sw.next, turnframe.WorkerActor(sw.worker), "", sw.at))
+		tx.record(storekit.RowHistory(sw.row.rec, sw.next, sw.actor, sw.note, sw.at))
 		if err := keepOrder(ctx, tx, sw.row.seq, sw.row.rec, sw.next); err != nil {
 			return err
 		}
@@ -126,10 +126,11 @@ func settleAll(ctx context.Context, tx *wtx, settlements []turnframe.OutboxSettl
 // settleWrite is a settlement the rule accepted, to be written: the row as
 // stored before it and as storekit.SettleRow leaves it.
 type settleWrite struct {
-	row    outboxRow
-	next   turnframe.OutboxRecord
-	worker string
-	at     time.Time // the settlement's time, as stamped
+	row   outboxRow
+	next  turnframe.OutboxRecord
+	actor turnframe.Actor // who the audit trail says settled it (OutboxSettlement.SettledBy)
+	note  string
+	at    time.Time // the settlement's time, as stamped
 }
 
 // settleRow applies one settlement by storekit.SettleRow to the row as
@@ -150,7 +151,7 @@ func settleRow(st turnframe.OutboxSettlement, stored map[turnframe.OutboxID]outb
 		return settleWrite{}, fmt.Errorf("pgstore: settle: %w", err)
 	}
 	stored[st.Claim.ID] = outboxRow{seq: row.seq, rec: next}
-	return settleWrite{row: row, next: next, worker: st.Claim.Worker, at: st.Now}, nil
+	return settleWrite{row: row, next: next, actor: st.SettledBy(), note: st.Note, at: st.Now}, nil
 }
 
 // settleBatchSQL writes every settled row in one statement, each found by

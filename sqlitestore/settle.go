@@ -22,7 +22,8 @@ import (
 // twice in one batch loses the second time, and a row that no longer
 // exists holds no claim). One refused settlement does not refuse the
 // others. Each settlement that lands is recorded in the audit trail as
-// turnframe.WorkerActor of its claim's worker. err is for the transaction
+// OutboxSettlement.SettledBy names it (its claim's worker, unless it names
+// ActorPolicy), with its note. err is for the transaction
 // as a whole (closed store, driver error, ErrBusy); when it is not nil
 // nothing was written and results is nil. A crash before the commit leaves
 // every row Dispatching.
@@ -80,7 +81,7 @@ func (s *Store) Settle(ctx context.Context, settlements []turnframe.OutboxSettle
 			results[sw.i] = fmt.Errorf("sqlitestore: settle: row %v: %w", sw.next.ID, turnframe.ErrClaimLost)
 			continue
 		}
-		w.record(storekit.RowHistory(sw.row.rec, sw.next, turnframe.WorkerActor(sw.worker), "", sw.at))
+		w.record(storekit.RowHistory(sw.row.rec, sw.next, sw.actor, sw.note, sw.at))
 		if err := keepOrder(ctx, w, sw.row.seq, sw.row.rec, sw.next); err != nil {
 			return nil, s.fail(ctx, "settle", err)
 		}
@@ -103,6 +104,8 @@ type settleWrite struct {
 	next     turnframe.OutboxRecord
 	worker   string
 	attempts int
+	actor    turnframe.Actor // who the audit trail says settled it (OutboxSettlement.SettledBy)
+	note     string
 	at       time.Time // the settlement's time, as stamped
 }
 
@@ -126,7 +129,8 @@ func settleRow(st turnframe.OutboxSettlement, stored map[turnframe.OutboxID]outb
 	// The columns not written are as read; the held mark keepOrder may
 	// change is no part of a record.
 	stored[st.Claim.ID] = outboxRow{seq: row.seq, rec: next}
-	return settleWrite{row: row, next: next, worker: st.Claim.Worker, attempts: st.Claim.Attempts, at: st.Now}, nil
+	return settleWrite{row: row, next: next, worker: st.Claim.Worker, attempts: st.Claim.Attempts,
+		actor: st.SettledBy(), note: st.Note, at: st.Now}, nil
 }
 
 // writeSettlements writes the rows of writes, each fenced again in the

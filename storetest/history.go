@@ -228,6 +228,12 @@ func testHistoryRow(t *testing.T, e *env) {
 		{"fail", func(e *env) error { return turnframe.FailClaim(e.ctx, e.s, held, "declined", at(4*time.Minute)) }, turnframe.WorkerActor("w1"), ""},
 		{"requeue_again", func(e *env) error { return e.s.Requeue(e.ctx, id, 0, at(5*time.Minute)) }, turnframe.ActorOperator, ""},
 		{"claim_sixth", claim("w2", at(5*time.Minute)), turnframe.WorkerActor("w2"), ""},
+		{"withhold", func(e *env) error { // the Dispatcher, by the policy's rule, did not send it
+			return settleOneBatch(e, turnframe.OutboxSettlement{Claim: held, To: turnframe.OutboxOutcomeUnknown,
+				Code: turnframe.CodeKeyForgotten, Actor: turnframe.ActorPolicy, Note: "withheld", Now: at(5*time.Minute + time.Second)})
+		}, turnframe.ActorPolicy, "withheld"},
+		{"resend_again", res(turnframe.VerdictResend, turnframe.ActorOperator, "sent it myself", at(5*time.Minute+2*time.Second)), turnframe.ActorOperator, "sent it myself"},
+		{"claim_seventh", claim("w2", at(5*time.Minute+2*time.Second)), turnframe.WorkerActor("w2"), ""},
 		{"settle_batch", func(e *env) error {
 			return settleOneBatch(e, turnframe.OutboxSettlement{Claim: held, To: turnframe.OutboxCompleted, Code: "http.201", RemoteRef: "ch_1", Now: at(6 * time.Minute)})
 		}, turnframe.WorkerActor("w2"), ""},
