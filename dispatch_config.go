@@ -193,7 +193,8 @@ type DispatchReport struct {
 	// Unknown rows are OutcomeUnknown: they may have reached the remote and
 	// wait for the policy of their destination's Remote (Recovery.Recover)
 	// or Recovery.Settle. They are never sent again by the
-	// dispatcher on its own.
+	// dispatcher on its own. A resend the Dispatcher withheld, unsent, is
+	// listed here too (CodeKeyForgotten; see RunOnce).
 	Unknown []OutboxID
 	// Unsettled rows were sent (or not) but the store refused their
 	// settlement for good: the claim was lost (its lease ended and recovery

@@ -37,8 +37,10 @@ type Dispatcher struct {
 // cfg (zero fields take their defaults). It honours WithObserver, WithLogger,
 // WithClock (Run's now, the clock a sweep's lease extensions and send
 // latencies are read on, the time late answers are recorded at) and
-// WithDestination (the policy Run applies to unknown rows), and ignores the
-// other options.
+// WithDestination (the policy Run applies to unknown rows, and the window
+// within which a resend of the policy may still be sent: declare each
+// destination to the Dispatcher as to Recovery), and ignores the other
+// options.
 //
 // It panics on programmer errors: a nil store or sender, an empty or
 // over-long cfg.WorkerID, or a BatchSize over MaxLimit.
@@ -93,6 +95,16 @@ const (
 //   - DispatchUnknown, a send that answered after SendTimeout (or not at
 //     all), or a sender that panicked → OutcomeUnknown. Such a row is never
 //     sent again by a dispatcher (I15).
+//
+// A row the policy resent to a destination declared to deduplicate
+// (CodeResent), whose earlier send's outcome is still in doubt, is not
+// sent once the remote no longer remembers its key (Remote.Deduplicates
+// passed since the row was created), however its claim came so late: it is
+// settled OutcomeUnknown again at once, CodeKeyForgotten, recorded as the
+// policy's (ActorPolicy), without calling the sender, and the next Recover
+// escalates it. Its history, read only for a row past that window and sent
+// before, tells whether it is such a resend; a history that cannot be read
+// puts the row back unsent (CodeNotSent).
 //
 // The sender's code is kept as the row's last code in every case
 // (CodeSendTimeout, CodeSenderPanic for the two the dispatcher makes).

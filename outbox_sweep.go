@@ -64,6 +64,7 @@ type queuedSettlement struct {
 	settlement OutboxSettlement
 	fate       rowFate // what the row becomes once the settlement is written
 	out        Dispatched
+	unsent     bool // its send never started: there is no answer to keep
 }
 
 // newSweep returns the sweep of claims, claimed at now, which the
@@ -142,7 +143,8 @@ func (sw *sweep) run() {
 }
 
 // dispatchRow sends one claimed row, once its destination has a place
-// (DestinationLimits), unless the sweep was stopped first, and returns the
+// (DestinationLimits), unless the sweep was stopped first or the row is a
+// resend whose remote forgot the key (withhold), and returns the
 // settlement its outcome calls for.
 func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	d, c := sw.d, sw.claims[idx]
@@ -154,6 +156,7 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 			settlement: OutboxSettlement{Claim: c, To: OutboxPending, Code: CodeNotSent, RetryAt: sw.now, Now: sw.now},
 			fate:       fateRetried,
 			out:        Dispatched{Kind: DispatchRetryable, Code: CodeNotSent},
+			unsent:     true,
 		}
 	}
 	if !d.limits.acquire(sw.stop, c.Destination) {
@@ -167,6 +170,15 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 		// it still holds.
 		d.limits.release(c.Destination)
 		return notSent("its claim ended (lease run out or lost) before its send started")
+	}
+	if lapsed, err := d.resendLapsed(sw.ctx, c, sw.clock()); err != nil || lapsed {
+		d.limits.release(c.Destination)
+		if err != nil {
+			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: could not tell whether an outbox row is a resend its remote forgot",
+				append(rowAttrs(c), slog.String("error", err.Error()))...)
+			return notSent("its history could not be read to tell whether its remote still remembers its key")
+		}
+		return sw.withhold(idx)
 	}
 	if !sw.covered(idx) {
 		// It waited while the keeper could not extend its lease, and what
@@ -257,7 +269,7 @@ func (sw *sweep) record(batch []queuedSettlement, results []error, err error) {
 			// so an operator can settle it.
 			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row could not be settled; settle it by hand",
 				append(attrs, slog.String("settle_to", q.settlement.To.String()), slog.String("error", rowErr.Error()))...)
-			if errors.Is(rowErr, ErrClaimLost) && q.out.Code != CodeNotSent { // a row not sent gave no answer
+			if errors.Is(rowErr, ErrClaimLost) && !q.unsent { // a row not sent gave no answer
 				d.recordLate(sw.ctx, c, q.out.RemoteRef, fmt.Sprintf("the send answered after its claim was lost: %v %s", q.out.Kind, q.out.Code))
 			}
 			continue

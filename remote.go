@@ -25,7 +25,10 @@ import (
 //     last try it escalates. A verifier is never followed by a blind resend.
 //  2. Deduplicates set: resend under the same key while the remote still
 //     remembers it — the effect was created (enqueued or admitted) less
-//     than Deduplicates ago — at most Resends times; then escalate.
+//     than Deduplicates ago — at most Resends times; then escalate. The
+//     window holds where the resend runs too: one taken up only after it
+//     (by Execute, or claimed by a Dispatcher) is withheld, unknown again
+//     with CodeKeyForgotten, and escalated.
 //  3. Neither: escalate at once.
 type Remote struct {
 	// Deduplicates is how long the remote remembers an idempotency key:
