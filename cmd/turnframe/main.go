@@ -41,6 +41,10 @@
 // columns, in which a value holding a control character prints as a quoted
 // Go string. "turnframe help CMD" or "turnframe CMD -h" describes a command.
 //
+// Ctrl-C stops a command where it stands (a write it had not made is not
+// made) and says so; a second Ctrl-C ends it at once, whatever it still
+// waits for.
+//
 // Exit status: 0 on success; 1 when the command could not be done now (the
 // database stayed busy past --busy-timeout, an I/O error) or the demo found a
 // discrepancy; 2 when the request cannot succeed as given (a bad flag or
@@ -63,7 +67,17 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// The first Ctrl-C ends ctx, which every command stops on. Should the
+	// command still wait where ctx does not reach (a write to a pipe no one
+	// reads, the ui server's grace period, a COMMIT's outcome asked for),
+	// a second must not be swallowed too: the signal gets its default
+	// back, and the second ends the process.
+	unwatch := context.AfterFunc(ctx, func() {
+		stop()
+		fmt.Fprintln(os.Stderr, "turnframe: interrupted, stopping; Ctrl-C again ends it at once")
+	})
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	unwatch()
 	stop()
 	os.Exit(code)
 }
