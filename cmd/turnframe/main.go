@@ -49,8 +49,9 @@
 // database stayed busy past --busy-timeout, an I/O error) or the demo found a
 // discrepancy; 2 when the request cannot succeed as given (a bad flag or
 // argument, an unknown id, a row in the wrong status for the command, a file
-// that is not a turnframe database, or one whose schema is older — run
-// migrate — or newer than this turnframe's).
+// that is not a turnframe database, a PostgreSQL database its server does
+// not have or a login it refuses, or a schema older — run migrate — or
+// newer than this turnframe's).
 package main
 
 import (

@@ -166,7 +166,9 @@ const (
 
 // describeServer words an error from a PostgreSQL server for the operator,
 // in one line: a server it cannot reach or log in to, a statement past its
-// timeout. Other errors are returned as they are (describeBusy words a
+// timeout. A login the server refuses and a database it does not have
+// cannot succeed as given: they wrap turnframe.ErrInvalid and
+// turnframe.ErrNotFound, which exit 2. Other errors are returned as they are (describeBusy words a
 // lock held past --busy-timeout, which pgstore reports as
 // turnframe.ErrBusy).
 func describeServer(err error, name string) error {
@@ -177,7 +179,10 @@ func describeServer(err error, name string) error {
 		return fmt.Errorf("the server cancelled a statement that ran past %v (statement_timeout); nothing was changed: %w",
 			pgStatementTimeout, turnframe.ErrBusy)
 	case errors.As(err, &pe) && (pe.Code == codeInvalidPassword || pe.Code == codeInvalidAuth):
-		return fmt.Errorf("cannot log in to %s: %s", name, pe.Message)
+		// A role, password or host the server refuses (a typo, a pg_hba.conf
+		// without the entry): no retry makes it, exit 2.
+		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), msg: fmt.Sprintf("cannot log in to %s: %s "+
+			"(check the URL's user and password, and the server's pg_hba.conf)", name, pe.Message)}
 	case errors.As(err, &pe) && pe.Code == codeInvalidCatalogName:
 		// No retry makes it: exit 2, as a --db file that does not exist.
 		return fmt.Errorf("cannot connect to %s: %s (nothing was created): %w", name, pe.Message, turnframe.ErrNotFound)
