@@ -68,10 +68,11 @@ what awaits approval. An entry that is not awaiting approval is refused
 			if err != nil {
 				return explainWrite(err, db)
 			}
-			fmt.Fprintf(e.stdout, "%s journal entry %s (account %s, command %s, turn %s): %s → %s by %s (code %s); %s\n", verb,
+			out := confirm(e, "'turnframe history --account "+cell(string(acct))+" "+cell(string(key))+"'")
+			fmt.Fprintf(out, "%s journal entry %s (account %s, command %s, turn %s): %s → %s by %s (code %s); %s\n", verb,
 				cell(string(key)), cell(string(acct)), cell(before.Name), after.Turn, before.Status, after.Status, cell(string(who)),
 				cell(after.Code), next)
-			return nil
+			return out.done()
 		}
 	}
 	return c

@@ -51,7 +51,10 @@
 // argument, an unknown id, a row in the wrong status for the command, a file
 // that is not a turnframe database, a PostgreSQL database its server does
 // not have or a login it refuses, or a schema older — run migrate — or
-// newer than this turnframe's).
+// newer than this turnframe's); 3 when a command that writes made its change
+// but could not write what it did (stdout on a full disk): the change
+// stands, and the message says how to look at it — running the command
+// again would be refused, or do it twice.
 package main
 
 import (
@@ -88,6 +91,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // could not be done now, or the demo found a discrepancy
 	exitUsage   = 2 // cannot succeed as given
+	// exitUnreported: a command that writes made its change, and could not
+	// write its confirmation (unreportedError).
+	exitUnreported = 3
 )
 
 // env is what a command runs with: its output streams and its clock.
@@ -166,6 +172,10 @@ func report(stderr io.Writer, name string, err error) int {
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "turnframe %s: %v\n", name, err)
+	var unreported *unreportedError
+	if errors.As(err, &unreported) {
+		return exitUnreported // done: confirmation.doneWith never joins it to a failure
+	}
 	if exitCode(err) == exitUsage {
 		var u *usageError
 		if errors.As(err, &u) {

@@ -105,28 +105,27 @@ refused (exit 2), unchanged.`,
 						out.Released = append(out.Released, id.String())
 					}
 				}
+				w := confirm(e, "'turnframe status' (or 'turnframe show ID')")
 				switch {
 				case *jsonOut:
-					if err := writeJSON(e.stdout, out); err != nil {
-						return err
-					}
+					writeJSON(w, out) // its error is w's
 				case *force:
-					fmt.Fprintf(e.stdout, "released %d claim(s), forced, back to pending at %s\n", len(out.Released), stamp(now))
+					fmt.Fprintf(w, "released %d claim(s), forced, back to pending at %s\n", len(out.Released), stamp(now))
 					for _, id := range out.Released {
-						fmt.Fprintln(e.stdout, id)
+						fmt.Fprintln(w, id)
 					}
 				default:
-					fmt.Fprintf(e.stdout, "marked %d claim(s) whose lease had ended outcome_unknown, at %s: their send may have started\n",
+					fmt.Fprintf(w, "marked %d claim(s) whose lease had ended outcome_unknown, at %s: their send may have started\n",
 						len(out.Expired), stamp(now))
 					for _, id := range out.Expired {
-						fmt.Fprintln(e.stdout, id)
+						fmt.Fprintln(w, id)
 					}
 					if len(out.Expired) > 0 {
-						fmt.Fprintf(e.stdout, "the app's Recover resolves them by the policy of their destination's remote; "+
+						fmt.Fprintf(w, "the app's Recover resolves them by the policy of their destination's remote; "+
 							"or settle each by hand: 'turnframe settle ID completed|failed|resend'\n")
 					}
 				}
-				return errors.Join(failed...)
+				return w.doneWith(errors.Join(failed...))
 			}
 		},
 	}
@@ -237,6 +236,7 @@ error's), and the rest are kept for another run.`,
 					err = fmt.Errorf("deleted %d finished row(s) finished before %s, then stopped; the rest are kept, "+
 						"run it again to delete them: %w", n, stamp(cutoff), err)
 				}
+				out := confirm(e, "'turnframe status'")
 				if *jsonOut {
 					// A script is told what was deleted even when the run
 					// stopped part-way, and the exit status says it stopped.
@@ -244,13 +244,14 @@ error's), and the rest are kept for another run.`,
 					if err != nil {
 						v.Stopped = err.Error()
 					}
-					return errors.Join(writeJSON(e.stdout, v), err)
+					writeJSON(out, v) // its error is out's
+					return out.doneWith(err)
 				}
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "deleted %d finished row(s) finished before %s\n", n, stamp(cutoff))
-				return nil
+				fmt.Fprintf(out, "deleted %d finished row(s) finished before %s\n", n, stamp(cutoff))
+				return out.done()
 			}
 		},
 	}

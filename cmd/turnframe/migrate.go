@@ -81,15 +81,16 @@ refused with what to do (exit 2); the migrations that had committed stay.`,
 				if err != nil {
 					return fmt.Errorf("read the schema version: %w", err)
 				}
+				out := confirm(e, "'turnframe version --db "+*path+"'")
 				switch {
 				case !before.exists:
-					fmt.Fprintf(e.stdout, "%s: created, schema version %d\n", store.Path(), v)
+					fmt.Fprintf(out, "%s: created, schema version %d\n", store.Path(), v)
 				case before.version == v:
-					fmt.Fprintf(e.stdout, "%s: schema version %d, already current\n", store.Path(), v)
+					fmt.Fprintf(out, "%s: schema version %d, already current\n", store.Path(), v)
 				default:
-					fmt.Fprintf(e.stdout, "%s: schema version %d (was %d)\n", store.Path(), v, before.version)
+					fmt.Fprintf(out, "%s: schema version %d (was %d)\n", store.Path(), v, before.version)
 				}
-				return nil
+				return out.done()
 			}
 		},
 	}

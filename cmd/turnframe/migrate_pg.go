@@ -86,13 +86,14 @@ func migratePG(ctx context.Context, e *env, rawURL string, busy time.Duration) e
 	if err != nil {
 		return describeServer(err, name)
 	}
+	out := confirm(e, "'turnframe version --db URL'")
 	switch {
 	case before == 0:
-		fmt.Fprintf(e.stdout, "%s: created the turnframe schema, version %d\n", name, after)
+		fmt.Fprintf(out, "%s: created the turnframe schema, version %d\n", name, after)
 	case before == after:
-		fmt.Fprintf(e.stdout, "%s: schema version %d, already current\n", name, after)
+		fmt.Fprintf(out, "%s: schema version %d, already current\n", name, after)
 	default:
-		fmt.Fprintf(e.stdout, "%s: schema version %d (was %d)\n", name, after, before)
+		fmt.Fprintf(out, "%s: schema version %d (was %d)\n", name, after, before)
 	}
-	return nil
+	return out.done()
 }

@@ -175,9 +175,10 @@ func settleRow(ctx context.Context, e *env, store opStore, rec *turnframe.Recove
 		def.To = prunedAs(req.decision.Verdict)
 	}
 	m := moveMade(ctx, store, subject, req.decision, seen, def)
-	fmt.Fprintf(e.stdout, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
+	out := confirm(e, "'turnframe history "+req.id.String()+"'")
+	fmt.Fprintf(out, "settled outbox row %s (account %s, %s): %s → %s by %s%s\n", req.id, cell(string(before.Account)),
 		cell(before.Destination), m.From, m.To, cell(string(req.decision.Actor)), settledDetail(m.Code, m.RemoteRef))
-	return nil
+	return out.done()
 }
 
 // moveMade returns the first record in subject's history after seen (the
@@ -265,10 +266,11 @@ func settleEntry(ctx context.Context, e *env, store opStore, rec *turnframe.Reco
 	}
 	m := moveMade(ctx, store, subject, req.decision, seen,
 		turnframe.HistoryRecord{From: before.Status.String(), To: movesTo(subject, req.decision.Verdict), Code: req.decision.Code, RemoteRef: req.decision.RemoteRef})
-	fmt.Fprintf(e.stdout, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
+	out := confirm(e, "'turnframe history --account "+cell(string(req.account))+" "+cell(string(req.key))+"'")
+	fmt.Fprintf(out, "settled journal entry %s (account %s, command %s, turn %s): %s → %s by %s%s\n", cell(string(req.key)),
 		cell(string(req.account)), cell(before.Name), turn, m.From, m.To, cell(string(req.decision.Actor)),
 		settledDetail(m.Code, m.RemoteRef))
-	return nil
+	return out.done()
 }
 
 // prunedAs is what settleRow prints as the status a row went to when the
@@ -361,9 +363,10 @@ so what it prints is what it moved.`,
 				if err := store.Requeue(ctx, id, before.Attempts, e.now()); err != nil {
 					return explainWrite(err, db)
 				}
-				fmt.Fprintf(e.stdout, "requeued %s: failed (%s) → pending, due now, with a fresh attempt budget after %d attempt(s)\n",
+				out := confirm(e, "'turnframe show "+id.String()+"'")
+				fmt.Fprintf(out, "requeued %s: failed (%s) → pending, due now, with a fresh attempt budget after %d attempt(s)\n",
 					id, cell(before.LastCode), before.Attempts)
-				return nil
+				return out.done()
 			}
 		},
 	}
