@@ -61,7 +61,11 @@ func (c *command) run(ctx context.Context, e *env, args []string) error {
 	positional, err := parseInterleaved(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		c.printHelp(e.stdout, fs)
+		w := &stickyWriter{w: e.stdout}
+		c.printHelp(w, fs)
+		if w.err != nil {
+			return fmt.Errorf("write the help: %w", w.err) // asked for and not shown
+		}
 		return errHelpShown
 	case err != nil:
 		// The flag package printed what was wrong.
@@ -133,19 +137,25 @@ func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "3 done, but its confirmation could not be written (stdout on a full disk): look, do not run it again.\n")
 }
 
-// runHelp prints the list of commands, or one command's help.
+// runHelp prints the list of commands, or one command's help; help that
+// could not be written exits 1.
 func runHelp(e *env, args []string) int {
+	w := &stickyWriter{w: e.stdout}
 	if len(args) == 0 {
-		printUsage(e.stdout)
-		return exitOK
+		printUsage(w)
+	} else {
+		c := lookup(args[0])
+		if c == nil {
+			fmt.Fprintf(e.stderr, "turnframe help: unknown command %q\n", args[0])
+			return exitUsage
+		}
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.flags(fs)
+		c.printHelp(w, fs)
 	}
-	c := lookup(args[0])
-	if c == nil {
-		fmt.Fprintf(e.stderr, "turnframe help: unknown command %q\n", args[0])
-		return exitUsage
+	if w.err != nil {
+		fmt.Fprintf(e.stderr, "turnframe help: write the help: %v\n", w.err)
+		return exitFailure
 	}
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	c.flags(fs)
-	c.printHelp(e.stdout, fs)
 	return exitOK
 }

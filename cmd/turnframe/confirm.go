@@ -12,25 +12,32 @@ import (
 // whose reader went away) and fails every write after; done turns that
 // error into an unreportedError.
 type confirmation struct {
-	w    io.Writer
+	stickyWriter
 	look string // how the operator finds out what was done instead
-	err  error
 }
 
 // confirm returns the confirmation of a change made, written to e's
 // stdout; look says how to find out what was done when the confirmation
 // cannot be written ("'turnframe show ID'").
 func confirm(e *env, look string) *confirmation {
-	return &confirmation{w: e.stdout, look: look}
+	return &confirmation{stickyWriter: stickyWriter{w: e.stdout}, look: look}
 }
 
-func (c *confirmation) Write(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
+// stickyWriter writes to w until a write fails, and keeps that error
+// (err): every write after it fails with it too, so a text printed in many
+// writes is either whole or known not to be.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
 	}
-	n, err := c.w.Write(p)
+	n, err := s.w.Write(p)
 	if err != nil {
-		c.err = err
+		s.err = err
 	}
 	return n, err
 }

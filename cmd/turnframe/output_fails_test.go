@@ -131,3 +131,17 @@ func TestAPartWriteWhoseConfirmationCannotBeWrittenExitsAsItsFailure(t *testing.
 	is.NoErr(err)
 	is.Equal(rec.Status, turnframe.OutboxPending) // the claimed row was released
 }
+
+// Help asked for and not written is not shown: exit 1, as for a listing.
+func TestHelpThatCannotBeWrittenFails(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"help", "settle"}, {"settle", "-h"}, {"--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			is := is.New(t)
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, fullDisk{}, &stderr)
+			t.Log(stderr.String())
+			is.Equal(code, exitFailure)                                           // not shown
+			is.True(strings.Contains(stderr.String(), "no space left on device")) // says why
+		})
+	}
+}
