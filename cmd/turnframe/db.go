@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/turnframe/turnframe"
@@ -110,6 +111,24 @@ func refused(ctx context.Context, path string, busy time.Duration, err error) er
 		return fmt.Errorf("%w; it was left unchanged", ierr)
 	}
 	return fmt.Errorf("%s is not a turnframe database; it was left unchanged: %w", path, err)
+}
+
+// newFileDir refuses the path of a file to be created (by migrate, by the
+// demo) whose directory does not exist or is not a directory: they create
+// the file, never its directory, and no retry makes one (ErrNotFound,
+// ErrInvalid: exit 2). Any other failure of the look is left to the create,
+// which reports it.
+func newFileDir(path string) error {
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("there is no directory %s to create %s in (nothing was created: the file is created, never its directory): %w",
+			dir, filepath.Base(path), turnframe.ErrNotFound)
+	case errors.Is(err, syscall.ENOTDIR), err == nil && !info.IsDir():
+		return fmt.Errorf("%s is not a directory, so no file can be created in it (nothing was created): %w", dir, turnframe.ErrInvalid)
+	}
+	return nil
 }
 
 // fileKind names a file mode that is not a regular file's, for a refusal.

@@ -190,6 +190,9 @@ func demoPath(path string) (string, error) {
 		}
 		return filepath.Join(dir, "demo.db"), nil
 	}
+	if err := newFileDir(path); err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(path); err == nil {
 		return "", usagef("%s exists: the demo writes a fresh database; name a new file", path)
 	} else if !errors.Is(err, fs.ErrNotExist) {

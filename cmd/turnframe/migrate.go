@@ -18,7 +18,8 @@ func migrateCommand() *command {
 		name:    "migrate",
 		summary: "bring a database file's schema up to this turnframe's (creates the file if missing)",
 		help: `Applies every turnframe migration the file does not have yet, creating the
-file if it does not exist, and prints its schema version before and after.
+file if it does not exist (never its directory: a missing one is refused,
+exit 2), and prints its schema version before and after.
 It is the one operator command that changes a schema or creates a file:
 every other command opens the file as it is and refuses one whose schema is
 older or newer than its own. Each migration is one transaction, and every
@@ -49,6 +50,9 @@ refused with what to do (exit 2); the migrations that had committed stay.`,
 					return migratePG(ctx, e, *path, *busy)
 				}
 				if err := checkFilePath(*path, dbTakes); err != nil {
+					return err
+				}
+				if err := newFileDir(*path); err != nil {
 					return err
 				}
 				// Look before the driver does: it would take a file that is
