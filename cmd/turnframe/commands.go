@@ -132,7 +132,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Run 'turnframe help COMMAND' or 'turnframe COMMAND -h' for a command's flags.\n")
 	fmt.Fprintf(w, "Exit status: 0 done; 1 could not be done now (busy, I/O) or the demo found a discrepancy;\n")
 	fmt.Fprintf(w, "2 cannot succeed as given (bad flag, unknown id, wrong status, not a turnframe database,\n")
-	fmt.Fprintf(w, "  a PostgreSQL database or login the server refuses,\n")
+	fmt.Fprintf(w, "  a PostgreSQL database, login or privilege the server refuses,\n")
 	fmt.Fprintf(w, "  or a schema older or newer than this turnframe's: only 'migrate' changes a schema);\n")
 	fmt.Fprintf(w, "3 done, but its confirmation could not be written (stdout on a full disk): look, do not run it again.\n")
 }

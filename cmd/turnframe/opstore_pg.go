@@ -166,15 +166,19 @@ const (
 
 // describeServer words an error from a PostgreSQL server for the operator,
 // in one line: a server it cannot reach or log in to, a statement past its
-// timeout. A login the server refuses and a database it does not have
-// cannot succeed as given: they wrap turnframe.ErrInvalid and
-// turnframe.ErrNotFound, which exit 2. Other errors are returned as they are (describeBusy words a
-// lock held past --busy-timeout, which pgstore reports as
-// turnframe.ErrBusy).
+// timeout. A login the server refuses, a privilege the role lacks and a
+// database the server does not have cannot succeed as given: they wrap
+// turnframe.ErrInvalid and turnframe.ErrNotFound, which exit 2. An error
+// already worded (an openError) and other errors are returned as they are
+// (describeBusy words a lock held past --busy-timeout, which pgstore
+// reports as turnframe.ErrBusy).
 func describeServer(err error, name string) error {
 	var ce *pgconn.ConnectError
 	var pe *pgconn.PgError
+	var worded *openError
 	switch {
+	case errors.As(err, &worded):
+		return err // worded already, for what the command was doing (migrate's own refusals)
 	case errors.As(err, &pe) && pe.Code == codeQueryCanceled:
 		return fmt.Errorf("the server cancelled a statement that ran past %v (statement_timeout); nothing was changed: %w",
 			pgStatementTimeout, turnframe.ErrBusy)
@@ -183,6 +187,12 @@ func describeServer(err error, name string) error {
 		// without the entry): no retry makes it, exit 2.
 		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), msg: fmt.Sprintf("cannot log in to %s: %s "+
 			"(check the URL's user and password, and the server's pg_hba.conf)", name, pe.Message)}
+	case errors.As(err, &pe) && pe.Code == codeInsufficientPriv:
+		// The role may not read or write turnframe's tables there: no
+		// retry makes it, exit 2. The statement failed, so nothing changed.
+		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), msg: fmt.Sprintf("the role of %s may not "+
+			"do this there (%s); nothing was changed. Run it as a role that may (one granted the application's tables), "+
+			"or have it granted", name, pe.Message)}
 	case errors.As(err, &pe) && pe.Code == codeInvalidCatalogName:
 		// No retry makes it: exit 2, as a --db file that does not exist.
 		return fmt.Errorf("cannot connect to %s: %s (nothing was created): %w", name, pe.Message, turnframe.ErrNotFound)
