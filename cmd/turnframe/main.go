@@ -51,10 +51,10 @@
 // argument, an unknown id, a row in the wrong status for the command, a file
 // that is not a turnframe database, a PostgreSQL database its server does
 // not have, a login it refuses or a privilege the role lacks, or a schema
-// older — run migrate — or newer than this turnframe's); 3 when a command that writes made its change
-// but could not write what it did (stdout on a full disk): the change
-// stands, and the message says how to look at it — running the command
-// again would be refused, or do it twice.
+// older — run migrate — or newer than this turnframe's); 3 when a command
+// that writes made its change but could not write what it did (stdout on
+// a full disk): the change stands, and the message says how to look at it
+// — running the command again would be refused, or do it twice.
 package main
 
 import (
