@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/turnframe/turnframe"
@@ -182,10 +181,9 @@ func (r recoverer) RegenerateResponse(ctx context.Context, t turnframe.TurnPhase
 	if err != nil {
 		return err
 	}
-	msg := message{Text: stored.Text}
+	msg := message{ID: string(stored.MessageID), Text: stored.Text}
 	var results []toolResult
 	for _, e := range entries {
-		msg.ID, _, _ = strings.Cut(string(e.Key), "/")
 		res, err := resultOf(ctx, r.p.store, e, false)
 		if err != nil {
 			return err

@@ -21,7 +21,7 @@ func TestTheFirstDeliveryLeavesATurnRecoveryInterpretedToIt(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	var out bytes.Buffer
-	a := newAgent(t, &out)
+	a := testAgent(t, &out)
 
 	p1, err := a.start(ctx, "process-1", true)
 	is.NoErr(err)

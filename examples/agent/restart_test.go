@@ -11,9 +11,9 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-// newAgent returns the example's agent over a new SQLite file, with its
+// testAgent returns the example's agent over a new SQLite file, with its
 // remotes, writing its transcript to out.
-func newAgent(t *testing.T, out *bytes.Buffer) *agent {
+func testAgent(t *testing.T, out *bytes.Buffer) *agent {
 	t.Helper()
 	r := newRemotes()
 	t.Cleanup(r.Close)
@@ -38,7 +38,7 @@ func TestACrashWhileTheModelThinksIsInterpretedAgain(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	var out bytes.Buffer
-	a := newAgent(t, &out)
+	a := testAgent(t, &out)
 
 	p1, err := a.start(ctx, "process-1", true)
 	is.NoErr(err)
@@ -75,7 +75,7 @@ func TestAnAbandonedTurnIsNotStillWorking(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	var out bytes.Buffer
-	a := newAgent(t, &out)
+	a := testAgent(t, &out)
 	p, err := a.start(ctx, "process-1", true)
 	is.NoErr(err)
 	defer p.close()

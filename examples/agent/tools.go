@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/turnframe/turnframe"
@@ -27,9 +30,29 @@ type toolCall struct {
 
 // commandKey is the idempotency key of call in the turn the user's client
 // named messageID: the same message sent again yields the same keys, so
-// the tool runs once.
+// the tool runs once. The message id enters it as keyPart makes it.
 func commandKey(messageID string, call toolCall) turnframe.IdempotencyKey {
-	return turnframe.IdempotencyKey(messageID + "/" + call.ID)
+	return turnframe.IdempotencyKey(keyPart(messageID) + "/" + call.ID)
+}
+
+// plainID is a message id keyPart keeps as it is: short, and of characters
+// no key or case refuses and no slash.
+var plainID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+
+// keyPart is a message id as the example's keys and cases hold it. A
+// platform's id is any MessageID: it may begin or end with a space, hold
+// the '~' turnframe reserves in keys or the '/' the example's keys are cut
+// at, and run to 255 bytes, longer than a key or a case may be with
+// anything added. Such an id becomes '#' and a digest of it: '#' is never
+// in a plain id, so no two message ids share a part. (Embedded as it was,
+// a refused key failed the Plan of a turn received already, and neither
+// the first delivery nor recovery could ever plan it.)
+func keyPart(messageID string) string {
+	if plainID.MatchString(messageID) {
+		return messageID
+	}
+	sum := sha256.Sum256([]byte(messageID))
+	return "#" + hex.EncodeToString(sum[:16])
 }
 
 // callOf rebuilds the tool call a journal entry was admitted for.
@@ -48,7 +71,7 @@ func command(messageID string, call toolCall) turnframe.Command {
 	c := turnframe.CaseKey("flight/" + args.Flight)
 	switch call.Name {
 	case toolSearch:
-		c = turnframe.CaseKey("search/" + messageID)
+		c = turnframe.CaseKey("search/" + keyPart(messageID))
 	case toolEmail:
 		c = turnframe.CaseKey("mailbox/" + args.To)
 	}
