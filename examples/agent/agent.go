@@ -25,9 +25,22 @@ type agent struct {
 	sender  turnframe.Sender
 	mux     *turnframe.Mux
 	model   scriptedModel
-	conv    turnframe.ConversationID
 	late    chan struct{} // a token per late answer turnframe recorded
 }
+
+// newAgent returns the application as a process starts it: what it is
+// given is the SQLite file's path, the clock, the remotes and the sender
+// to them, and where the transcript goes; nothing else survives a
+// process.
+func newAgent(w io.Writer, path string, c *clock, r *remotes, sender turnframe.Sender) *agent {
+	return &agent{w: w, path: path, clock: c, remotes: r, sender: sender,
+		mux: tools(r), late: make(chan struct{}, 1)}
+}
+
+// restarted is the application as a new process starts it over a's file,
+// clock and remotes, writing to a's transcript: nothing a held in memory
+// is carried over.
+func (a *agent) restarted() *agent { return newAgent(a.w, a.path, a.clock, a.remotes, a.sender) }
 
 func (a *agent) say(format string, args ...any) { fmt.Fprintf(a.w, format+"\n", args...) }
 
@@ -37,8 +50,7 @@ func (a *agent) say(format string, args ...any) { fmt.Fprintf(a.w, format+"\n", 
 // ran and before the answer went out: respond returns errDied.
 func (a *agent) respond(ctx context.Context, p *process, msg message, die bool) error {
 	a.clock.Advance(2 * time.Second)
-	got, err := p.rt.ReceiveMessage(ctx, turnframe.Inbound{Account: account, Conversation: a.conv,
-		MessageID: turnframe.MessageID(msg.ID), Text: msg.Text})
+	got, err := a.receive(ctx, p, msg)
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,7 @@ func TestTheFirstDeliveryLeavesATurnRecoveryInterpretedToIt(t *testing.T) {
 	p1, err := a.start(ctx, "process-1", true)
 	is.NoErr(err)
 	defer p1.close()
-	got, err := p1.rt.ReceiveMessage(ctx, turnframe.Inbound{Account: account, Conversation: a.conv,
-		MessageID: turnframe.MessageID(msgBook.ID), Text: msgBook.Text})
+	got, err := a.receive(ctx, p1, msgBook)
 	is.NoErr(err)
 	// p1's model is thinking; process-2 starts on the same file.
 	p2, err := a.start(ctx, "process-2", false)

@@ -21,8 +21,10 @@
 //     settles it.
 //
 // The first process dies after [m2]'s commands committed, before its answer
-// went out; a second opens the same SQLite file, runs Recover, which
-// answers that turn from the journal, and goes on. The user's client never
+// went out; a second opens the same SQLite file, with nothing of the
+// first's memory (the conversation of the user's chat is read back from
+// the app's table chats), runs Recover, which answers that turn from the
+// journal, and goes on. The user's client never
 // saw that answer and sends [m2] again, under the same message id:
 // Runtime.ReceiveMessage finds the turn its first delivery began, writes
 // nothing, and the answer recovery gave is sent again — no tool runs a
@@ -73,9 +75,7 @@ func run(ctx context.Context, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	c := newClock()
-	a := &agent{w: w, path: filepath.Join(dir, "agent.db"), clock: c, remotes: r, sender: sender,
-		mux: tools(r), conv: turnframe.NewIDGenerator().ConversationID(c.Now()), late: make(chan struct{}, 1)}
+	a := newAgent(w, filepath.Join(dir, "agent.db"), newClock(), r, sender)
 	p, err := a.play(ctx)
 	if err != nil {
 		return err

@@ -34,7 +34,8 @@ type process struct {
 	err   error      // what Run returned
 }
 
-// appSchema is the app's own table, in turnframe's file.
+// appSchema is the app's table of search results, in turnframe's file
+// (chatsSchema is its other).
 const appSchema = `CREATE TABLE searches (
 	command_key TEXT PRIMARY KEY,
 	flights     TEXT NOT NULL
@@ -100,8 +101,10 @@ func createAppSchema(ctx context.Context, store *sqlitestore.Store) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, appSchema); err != nil {
-		return fmt.Errorf("create the app's table: %w", err)
+	for _, table := range []string{appSchema, chatsSchema} {
+		if _, err := tx.ExecContext(ctx, table); err != nil {
+			return fmt.Errorf("create the app's tables: %w", err)
+		}
 	}
 	return tx.Commit()
 }

@@ -21,9 +21,7 @@ func testAgent(t *testing.T, out *bytes.Buffer) *agent {
 	if err != nil {
 		t.Fatalf("sender: %v", err)
 	}
-	c := newClock()
-	return &agent{w: out, path: filepath.Join(t.TempDir(), "agent.db"), clock: c, remotes: r, sender: sender,
-		mux: tools(r), conv: turnframe.NewIDGenerator().ConversationID(c.Now()), late: make(chan struct{}, 1)}
+	return newAgent(out, filepath.Join(t.TempDir(), "agent.db"), newClock(), r, sender)
 }
 
 // The likeliest moment for an agent to die is while its model thinks:
@@ -43,8 +41,7 @@ func TestACrashWhileTheModelThinksIsInterpretedAgain(t *testing.T) {
 	p1, err := a.start(ctx, "process-1", true)
 	is.NoErr(err)
 	// [m2] arrives; the process dies while the model works out its tool calls.
-	got, err := p1.rt.ReceiveMessage(ctx, turnframe.Inbound{Account: account, Conversation: a.conv,
-		MessageID: turnframe.MessageID(msgBook.ID), Text: msgBook.Text})
+	got, err := a.receive(ctx, p1, msgBook)
 	is.NoErr(err)
 	is.True(!got.Redelivered) // the first delivery
 	is.NoErr(p1.close())
@@ -79,8 +76,7 @@ func TestAnAbandonedTurnIsNotStillWorking(t *testing.T) {
 	p, err := a.start(ctx, "process-1", true)
 	is.NoErr(err)
 	defer p.close()
-	got, err := p.rt.ReceiveMessage(ctx, turnframe.Inbound{Account: account, Conversation: a.conv,
-		MessageID: turnframe.MessageID(msgBook.ID), Text: msgBook.Text})
+	got, err := a.receive(ctx, p, msgBook)
 	is.NoErr(err)
 	is.NoErr(p.rt.Abandon(ctx, account, got.Turn, "test.abandon"))
 

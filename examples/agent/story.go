@@ -37,16 +37,18 @@ func (a *agent) play(ctx context.Context) (*process, error) {
 	}
 	a.say("== process-1 dies: [m2]'s commands committed, its answer never went out")
 	// In one OS process, dying is closing the store under the process:
-	// its dispatcher stops (settling a send in flight) and nothing it held
-	// in memory survives; the file is all process-2 gets.
+	// its dispatcher stops (settling a send in flight), and process-2 is a
+	// new agent (restarted), which gets the file and the world outside —
+	// nothing process-1 held in memory.
 	if err := p1.close(); err != nil {
 		return nil, err
 	}
-	p2, err := a.start(ctx, "process-2", false)
+	b := a.restarted()
+	p2, err := b.start(ctx, "process-2", false)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.afterRestart(ctx, p2); err != nil {
+	if err := b.afterRestart(ctx, p2); err != nil {
 		p2.close()
 		return nil, err
 	}
