@@ -37,20 +37,64 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/turnframe/turnframe"
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout, ""); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		os.Exit(1)
+	// An interrupt or a SIGTERM ends the story's context, so run returns
+	// and removes its temporary folder; a second one kills at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	status := cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// usage is what --help prints.
+const usage = `Usage: go run ./examples/agent
+
+Plays an LLM agent on turnframe over a new SQLite file in a temporary
+folder (removed at the end, or on an interrupt): tool calls as commands,
+an approval, a process that dies mid-turn, a resent message, an email
+whose outcome is unknown. It prints the transcript and a table of every
+effect, and exits 0 only if each happened exactly once. It takes no
+arguments.
+`
+
+// cli runs the example as its command line asks, and returns its exit
+// status: 0 when every effect happened exactly once (or for --help), 1
+// when not, 2 for a command line it refuses.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		return 2
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "agent takes no arguments, not %q\n\n%s", fs.Args(), usage)
+		return 2
 	}
+	if err := run(ctx, stdout, ""); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "agent: interrupted:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "agent:", err)
+		return 1
+	}
+	return 0
 }
 
 // settleWait bounds, in real time, the wait for the outbox's sends.
