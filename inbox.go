@@ -13,6 +13,15 @@ import (
 // ReceiveMessage makes every delivery of it one turn. It is 1–255 bytes of
 // UTF-8 without control characters, scoped to an account: two accounts may
 // receive the same id.
+//
+// Ids are compared byte for byte: no case folding, no Unicode
+// normalisation, no trimming. Within an account an id must name one
+// message for good (ids are kept as long as their turns): a platform whose
+// message ids are unique only within a chat needs the chat's id in the
+// MessageID, or two chats' messages meet as ErrConflict. An id may begin
+// or end with a space, hold '~', or run to 255 bytes, which an
+// IdempotencyKey may not: an app that derives its command keys from it
+// encodes it first.
 type MessageID string
 
 // MaxMessageIDLen is the longest MessageID, in bytes.

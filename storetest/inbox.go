@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func inboxTests() []test {
 		{"ARedeliveryWritesNothingElseOfItsWriteAndCallsNoApp", testInboxRedeliveryWritesNothing},
 		{"AnotherMessageUnderAReceivedMessageIDIsConflictAndChangesNothing", testInboxConflict},
 		{"MessageIDsAreScopedToTheirAccount", testInboxTenancy},
+		{"MessageIDsAreComparedByteForByte", testInboxExactIDs},
 		{"ConcurrentDeliveriesOfOneMessageIDBeginExactlyOneTurn", testInboxConcurrent},
 		{"AMessageIDOutlivesPruning", testInboxPrune},
 		{"TurnsWithoutAMessageIDAreNeverRedeliveries", testInboxNoID},
@@ -123,6 +125,42 @@ func testInboxTenancy(t *testing.T, e *env) {
 		is.True(again.Redelivered != nil)                           // a redelivery
 		is.Equal(again.Redelivered.Account, account)                // of the account's own turn
 		is.Equal(again.Redelivered.ID == w.Turn, account == globex) // globex's is the second turn begun
+	}
+}
+
+// testInboxExactIDs delivers ids that differ from one another only in
+// case, Unicode normalisation, white space at an end, an invisible
+// character, or the last byte of the longest id: each is a message of its
+// own, begins a turn of its own and is kept as it came, and each is then
+// redelivered as itself. A store that folded case, normalised or trimmed
+// (a case-insensitive or padded column, a collation that is not
+// deterministic) would take one platform's message for another's, and
+// answer it with the other's turn.
+func testInboxExactIDs(t *testing.T, e *env) {
+	is := is.New(t)
+	conv := e.ids.ConversationID(at(0))
+	longest := strings.Repeat("€", turnframe.MaxMessageIDLen/3)
+	ids := []turnframe.MessageID{
+		"upd-a", "UPD-A", "Upd-a", // case
+		"caf\u00e9", "cafe\u0301", "\ufb01x", "fix", // NFC and NFD, a ligature and its letters
+		"upd-b", "upd-b ", " upd-b", "upd-b\u00a0", "upd\u200b-b", // white space, a zero-width space
+		turnframe.MessageID(longest), turnframe.MessageID(longest[:len(longest)-1] + "\x80"), // the last byte
+	}
+	began := make(map[turnframe.MessageID]turnframe.TurnID)
+	for i, id := range ids {
+		w := e.deliverWrite(acme, conv, id, "hello", at(time.Duration(i)*time.Second))
+		a := e.apply(w)
+		is.Equal(a.Redelivered, nil) // a message of its own
+		got, err := e.s.LoadTurn(e.ctx, acme, w.Turn)
+		is.NoErr(err)               // its own turn
+		is.Equal(got.MessageID, id) // kept as it came
+		began[id] = w.Turn
+	}
+	for _, id := range ids {
+		a := e.apply(e.deliverWrite(acme, conv, id, "hello", at(time.Minute)))
+		is.True(a.Redelivered != nil)         // redelivered
+		is.Equal(a.Redelivered.ID, began[id]) // as itself
+		is.Equal(a.Redelivered.MessageID, id) // under its own id
 	}
 }
 
