@@ -113,6 +113,9 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 		return tx, connLost(ctx, conn, tx.appAborted(err))
 	}
 	tx.askXid = false // read before the COMMIT's batch, or not at all
+	// No id by now, and nothing to send with the COMMIT: the
+	// transaction wrote nothing (xact.go).
+	wroteNothing := tx.none && tx.xid == "" && !tx.appRan && len(tx.queued) == 0
 	// pgx reports a COMMIT sent alone whose answer broke off as "conn
 	// closed", which it calls safe to retry (it reads that error from
 	// the connection it closed): only a connection closed before the
@@ -133,7 +136,7 @@ func (s *Store) runTx(ctx context.Context, app bool, f func(tx *wtx) error) (*wt
 		} else if !errors.As(err, new(*pgconn.PgError)) && (open || !pgconn.SafeToRetry(err)) {
 			// The COMMIT was sent and no answer came: it may have
 			// run on the server (inTxFor asks, commitOutcome).
-			err = commitUnknown{err, tx.xid}
+			err = commitUnknown{err, tx.xid, wroteNothing}
 		}
 		return tx, tx.appAborted(err)
 	}
@@ -169,10 +172,12 @@ func (tx *wtx) appAborted(err error) error {
 // commitUnknown is the error of a COMMIT that was sent but not answered (the
 // connection broke, or the caller's context ended and pgx closed it): the
 // transaction may have committed. xid is its id, if it was read: what
-// commitOutcome asks the server about.
+// commitOutcome asks the server about. wroteNothing says it had none when
+// the COMMIT was sent alone: nothing to ask.
 type commitUnknown struct {
 	error
-	xid string
+	xid          string
+	wroteNothing bool
 }
 
 func (e commitUnknown) Unwrap() error { return e.error }

@@ -43,11 +43,12 @@ const xactStatusSQL = `SELECT pg_xact_status($1::text::xid8)`
 const defaultCommitWait = 5 * time.Second
 
 // xact is what a write transaction knows of its id: whether it asks for
-// it (runTx's transactions, until their COMMIT is sent), and the id, once
-// read.
+// it (runTx's transactions, until their COMMIT is sent), the id, once
+// read, and whether the last read answered that it has none yet.
 type xact struct {
 	askXid bool
 	xid    string
+	none   bool
 }
 
 // wantsXid reports whether the next batch should read the transaction's
@@ -63,9 +64,12 @@ func (x *xact) queueXid(b *pgx.Batch) {
 	if !x.wantsXid() {
 		return
 	}
+	x.none = false // until this read answers so
 	b.Queue(xidSQL).QueryRow(func(row pgx.Row) error {
 		var id *string
-		if row.Scan(&id) == nil && id != nil {
+		err := row.Scan(&id)
+		x.none = err == nil && id == nil
+		if err == nil && id != nil {
 			x.xid = *id
 		}
 		return nil
@@ -84,9 +88,21 @@ func (x *xact) queueXid(b *pgx.Batch) {
 // the caller's context, within that bound: an ended context is what most
 // often leaves a COMMIT unanswered (pgx closes the connection under it),
 // and the write it cut short may have landed all the same.
+//
+// A transaction that never had an id when its COMMIT was sent alone (no
+// statement queued with it, no App) wrote nothing, so there is nothing to
+// ask: committed or rolled back, the database is as it was, and what the
+// transaction read and decided stands (nil). A redelivery is one: it reads
+// the turn its message began and writes nothing.
 func (s *Store) commitOutcome(ctx context.Context, err error) error {
 	var unknown commitUnknown
-	if !errors.As(err, &unknown) || unknown.xid == "" {
+	if !errors.As(err, &unknown) {
+		return err
+	}
+	if unknown.wroteNothing {
+		return nil
+	}
+	if unknown.xid == "" {
 		return err
 	}
 	wait := s.commitWait
