@@ -83,9 +83,13 @@ type Received struct {
 // names one message; an edited message needs an id of its own). Nothing is
 // written on any error.
 //
-// A crash before ReceiveMessage returns leaves either no turn or a received
-// turn the caller does not know the id of; the channel's redelivery then
-// finds that turn, and recovery finds it as a turn to interpret again.
+// A crash before ReceiveMessage returns, or an error other than the ones
+// above and ErrBusy (a COMMIT whose answer was lost and whose fate the
+// store could not learn), leaves either no turn or a received turn the
+// caller does not know the id of; the channel's redelivery then finds that
+// turn (Redelivered, PhaseReceived), and recovery finds it as a turn to
+// interpret again: the app that got the error must leave it to recovery
+// too.
 func (rt *Runtime) ReceiveMessage(ctx context.Context, in Inbound) (Received, error) {
 	if err := in.validate(rt.cfg.limits); err != nil {
 		return Received{}, err
