@@ -52,8 +52,10 @@ import (
 
 func main() {
 	// An interrupt or a SIGTERM ends the story's context, so run returns
-	// and removes its temporary folder; a second one kills at once.
+	// and removes its temporary folder; once it did, the signals are let
+	// go, and a second one kills at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
 	status := cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(status)
@@ -86,15 +88,16 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent takes no arguments, not %q\n\n%s", fs.Args(), usage)
 		return 2
 	}
-	if err := run(ctx, stdout, ""); err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "agent: interrupted:", err)
-			return 1
-		}
+	err := run(ctx, stdout, "")
+	switch {
+	case err == nil:
+		return 0
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "agent: interrupted:", err)
+	default:
 		fmt.Fprintln(stderr, "agent:", err)
-		return 1
 	}
-	return 0
+	return 1
 }
 
 // settleWait bounds, in real time, the wait for the outbox's sends.
