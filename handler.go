@@ -531,16 +531,6 @@ func (x *execution) call(ctx context.Context, cmd Command, attempt AttemptID, at
 	return rev, end, err
 }
 
-// mustNotRerun reports whether e is an attempt that died (Executing, its
-// lease ended) of a command whose declared Remote forbids running it again
-// blindly: one that can be asked (ask first), one that can do neither, or
-// one that deduplicates but no longer remembers the key or has had its
-// resends. Without a declaration, the dead attempt is run again under the
-// same key, as before policies existed.
-func (x *execution) mustNotRerun(e JournalEntry) bool {
-	return x.rt.cfg.rerunForbidden(e, x.rt.cfg.now())
-}
-
 // withholdResend answers a resend taken up after its remote forgot the key
 // (resendLapsed): the earlier attempt's outcome is still unknown, and a
 // send now would be blind. It takes the entry, the one move out of
@@ -548,7 +538,7 @@ func (x *execution) mustNotRerun(e JournalEntry) bool {
 // without calling the handler; the policy (Recovery.Recover) then escalates
 // it. A crash between the two writes leaves an attempt that dies with its
 // lease, and a dead attempt of such a remote past its window is declared
-// unknown (mustNotRerun), never run.
+// unknown (settings.rerunForbidden), never run.
 func (x *execution) withholdResend(ctx context.Context, e JournalEntry) (CommandResult, error) {
 	running, taken, res, err := x.take(ctx, e)
 	if !taken {
@@ -613,7 +603,8 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 // the store's: refusedTake), it is reported ResultInFlight;
 // settled meanwhile, as it is; taken and abandoned by a caller that died, it
 // is taken again (at most takeTries times) — unless its command's Remote
-// forbids running a dead attempt again (mustNotRerun): it is then declared
+// forbids running a dead attempt again (settings.rerunForbidden, judged at
+// the same reading of the clock as the lease): it is then declared
 // unknown, as run declares one it lists. When taken is false, res reports
 // the entry and err says why it was not taken, if that is an error.
 func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEntry, taken bool, res CommandResult, err error) {
@@ -642,8 +633,12 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 		if rerr != nil {
 			return e, false, resultOf(e), fmt.Errorf("take for a new attempt: %w (reading the entry again: %v)", err, rerr)
 		}
+		// One reading judges both the lease and the Remote's rule: two
+		// could disagree (a wall clock stepped back between them) and let
+		// a take go out for an entry of a remote that forbids one.
+		now = rt.cfg.now()
 		switch {
-		case seen.Status == JournalExecuting && seen.LeaseUntil.After(rt.cfg.now()):
+		case seen.Status == JournalExecuting && seen.LeaseUntil.After(now):
 			return seen, false, inFlight(seen), nil
 		case !seen.Status.IsPending():
 			return seen, false, resultOf(seen), nil // settled elsewhere meanwhile
@@ -651,7 +646,7 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 			return x.refusedTake(ctx, seen, err)
 		case seen.Attempt == e.Attempt || try == takeTries:
 			return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w", err)
-		case x.mustNotRerun(seen):
+		case rt.cfg.rerunForbidden(seen, now):
 			// Another caller took it meanwhile and died: its attempt may
 			// have acted, judged as run judges the entry it listed.
 			res, err := x.declareUnknown(ctx, seen)
