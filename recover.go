@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,8 +17,9 @@ type PolicyOutcome uint8
 const (
 	// PolicyLeft: no Remote is declared for it; it waits for Settle.
 	PolicyLeft PolicyOutcome = iota
-	// PolicyWaiting: a settle delay or a backoff between lookups runs; a
-	// later Recover looks again.
+	// PolicyWaiting: a settle delay or a backoff between lookups runs, or
+	// an attempt Recover found dead still holds the entry by the store's
+	// clock (NextAt: its lease's end); a later Recover looks again.
 	PolicyWaiting
 	// PolicyUnsure: a lookup could not tell; recorded as evidence, tried
 	// again after a backoff.
@@ -47,7 +49,7 @@ type PolicyResult struct {
 	Kind      RemoteKind // what its Remote can do (RemoteUndeclared: none declared)
 	Outcome   PolicyOutcome
 	Code      string    // the code written, if any
-	NextAt    time.Time // PolicyWaiting, PolicyUnsure: when a lookup may run again
+	NextAt    time.Time // PolicyWaiting, PolicyUnsure: when a lookup may run again (or the attempt still holding the entry loses it)
 	// Err is a write the store refused (ErrConflict: someone settled it
 	// meanwhile). The outcome is then what was attempted.
 	Err error
@@ -285,11 +287,31 @@ func (r *Recovery) resolveEntry(ctx context.Context, e JournalEntry, phase TurnP
 		} else if ok {
 			// That turn decides it now.
 			err = fmt.Errorf("%w: turn %v adopted the entry while its dead attempt was being declared unknown", ErrConflict, by)
+		} else if seen, live := r.stillHeld(ctx, e, err); live {
+			return PolicyResult{Uncertain: u, Kind: remote.Kind(), Outcome: PolicyWaiting, NextAt: seen.LeaseUntil}
 		}
 		return PolicyResult{Uncertain: u, Kind: remote.Kind(), Outcome: PolicyLeft, Err: err}
 	}
 	r.obs.count(SignalExternalOutcomeUnknown, deadAttemptLabels(e.Name)) // as Execute counts its own declaration
 	return r.applyPolicy(ctx, UncertainEntry(applied.Settled[0]), phase)
+}
+
+// stillHeld tells whether refusal, the store's answer to declaring e's
+// attempt dead, is the entry still held: Executing in e's turn, under
+// that attempt (the store, on its own clock, judged the lease running
+// where Recovery's clock said it ended: pgstore measures leases on the
+// database's) or under one that took it over since. That is an attempt
+// in flight, as Execute reports it, not a failure; seen is the entry read
+// again.
+func (r *Recovery) stillHeld(ctx context.Context, e JournalEntry, refusal error) (seen JournalEntry, held bool) {
+	if !errors.Is(refusal, ErrConflict) {
+		return e, false
+	}
+	seen, err := r.store.ByKey(ctx, e.Account, e.Key)
+	if err != nil {
+		return e, false
+	}
+	return seen, seen.Turn == e.Turn && seen.Status == JournalExecuting
 }
 
 // reported returns p as a report keeps it: without its payload.
