@@ -104,7 +104,9 @@ const (
 // policy's (ActorPolicy), without calling the sender, and the next Recover
 // escalates it. Its history, read only for a row past that window and sent
 // before, tells whether it is such a resend; a history that cannot be read
-// puts the row back unsent (CodeNotSent).
+// puts the row back unsent (CodeNotSent), due after the backoff a retryable
+// answer would earn, never at once: Run would claim it again at once and
+// read the failing store again, in a loop, for as long as it fails.
 //
 // The sender's code is kept as the row's last code in every case
 // (CodeSendTimeout, CodeSenderPanic for the two the dispatcher makes).

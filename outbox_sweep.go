@@ -148,17 +148,18 @@ func (sw *sweep) run() {
 // settlement its outcome calls for.
 func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	d, c := sw.d, sw.claims[idx]
-	notSent := func(why string) queuedSettlement {
+	notSentUntil := func(why string, due time.Time) queuedSettlement {
 		d.obs.logf(sw.ctx, slog.LevelInfo, "turnframe: outbox row not sent: "+why,
 			append(rowAttrs(c), slog.String("code", CodeNotSent))...)
 		return queuedSettlement{
 			idx:        idx,
-			settlement: OutboxSettlement{Claim: c, To: OutboxPending, Code: CodeNotSent, RetryAt: sw.now, Now: sw.now},
+			settlement: OutboxSettlement{Claim: c, To: OutboxPending, Code: CodeNotSent, RetryAt: due, Now: sw.now},
 			fate:       fateRetried,
 			out:        Dispatched{Kind: DispatchRetryable, Code: CodeNotSent},
 			unsent:     true,
 		}
 	}
+	notSent := func(why string) queuedSettlement { return notSentUntil(why, sw.now) }
 	if !d.limits.acquire(sw.stop, c.Destination) {
 		return notSent("the sweep was cancelled")
 	}
@@ -176,7 +177,11 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 		if err != nil {
 			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: could not tell whether an outbox row is a resend its remote forgot",
 				append(rowAttrs(c), slog.String("error", err.Error()))...)
-			return notSent("its history could not be read to tell whether its remote still remembers its key")
+			// Due at once, Run would claim it again at once and read the
+			// failing store again: a hot loop for as long as it fails. It
+			// waits the backoff a retryable answer would have earned.
+			return notSentUntil("its history could not be read to tell whether its remote still remembers its key",
+				retryAt(sw.now, sw.now, d.cfg.BackoffFor(c.Attempts-c.AttemptBase), 0, d.cfg.MaxBackoff))
 		}
 		return sw.withhold(idx)
 	}
