@@ -132,3 +132,93 @@ func TestAnOutboxRowWithinItsWindowIsSentWithoutReadingItsHistory(t *testing.T) 
 		})
 	}
 }
+
+// A withheld resend at the head of its order key holds the key, as any
+// unknown row does, and then as NeedsIntervention once escalated: the row
+// enqueued after it is not sent ahead of it.
+func TestAWithheldResendHoldsItsOrderKey(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		remote := turnframe.Remote{Deduplicates: time.Hour}
+		rows := dispEnqueue(t, store, rtAccount, "k1",
+			turnframe.OutboxMessage{Destination: "payments", Payload: []byte("first"), OrderKey: "acct-9"},
+			turnframe.OutboxMessage{Destination: "payments", Payload: []byte("second"), OrderKey: "acct-9"})
+		head, next := rows[0], rows[1]
+		claims, err := store.ClaimDue(ctx, dispNow, 16, "w1", time.Minute)
+		is.NoErr(err)
+		is.Equal(len(claims), 1) // the head alone
+		is.NoErr(turnframe.MarkClaimUnknown(ctx, store, claims[0], "", dispNow))
+		clock := newPolClock(dispNow.Add(time.Minute))
+		polResend(t, ctx, store, clock, remote)
+		clock.Add(2 * time.Hour)
+
+		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}
+		d := turnframe.NewDispatcher(store, sender, turnframe.DispatchConfig{WorkerID: "w2"},
+			turnframe.WithClock(clock.Now), turnframe.WithDestination("payments", remote))
+		report, err := d.RunOnce(ctx, clock.Now())
+		is.NoErr(err)
+		is.Equal(report.Unknown, []turnframe.OutboxID{head.ID}) // withheld
+		report, err = d.RunOnce(ctx, clock.Now())
+		is.NoErr(err)
+		is.Equal(len(report.Completed), 0) // the row behind it waits
+
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now), turnframe.WithDestination("payments", remote))
+		_, err = rec.Recover(ctx, turnframe.RecoveryScope{}, polNoTurns{t})
+		is.NoErr(err)
+		is.Equal(dispGet(t, store, head.ID).Status, turnframe.OutboxNeedsIntervention)
+		_, err = d.RunOnce(ctx, clock.Now())
+		is.NoErr(err)
+		is.Equal(sender.count(next.ID), 0)                                   // still behind a person's decision
+		is.Equal(dispGet(t, store, next.ID).Status, turnframe.OutboxPending) // waiting
+		is.Equal(sender.count(head.ID), 0)                                   // and the head never sent blindly
+	})
+}
+
+// whPadded serves a row's history behind a first page of MaxLimit evidence
+// records, as a row that gathered that many late answers would have it:
+// the policy's resend is on the second page.
+type whPadded struct {
+	turnframe.Store
+	pages int
+}
+
+func (s *whPadded) History(ctx context.Context, subject turnframe.Subject, after int64, limit int) ([]turnframe.HistoryRecord, error) {
+	s.pages++
+	pad := int64(turnframe.MaxLimit)
+	if after < pad {
+		var page []turnframe.HistoryRecord
+		for seq := after + 1; seq <= pad && len(page) < limit; seq++ {
+			page = append(page, turnframe.HistoryRecord{Seq: seq, Subject: subject, Evidence: true, Actor: turnframe.ActorApp, Note: "late"})
+		}
+		return page, nil
+	}
+	real, err := s.Store.History(ctx, subject, after-pad, limit)
+	for i := range real {
+		real[i].Seq += pad
+	}
+	return real, err
+}
+
+// The history is read to its end: a resend recorded past the first page
+// is withheld all the same.
+func TestALapsedResendIsWithheldWhenItsHistorySpansPages(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		remote := turnframe.Remote{Deduplicates: time.Hour}
+		row := polUnknownRow(t, store, "k1", "payments")
+		clock := newPolClock(dispNow.Add(time.Minute))
+		polResend(t, ctx, store, clock, remote)
+		clock.Add(2 * time.Hour)
+
+		padded := &whPadded{Store: store}
+		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}
+		report, err := turnframe.NewDispatcher(padded, sender, turnframe.DispatchConfig{WorkerID: "w2"},
+			turnframe.WithClock(clock.Now), turnframe.WithDestination("payments", remote)).RunOnce(ctx, clock.Now())
+		is.NoErr(err)
+		is.Equal(sender.count(row.ID), 0) // not sent blindly
+		is.Equal(report.Unknown, []turnframe.OutboxID{row.ID})
+		is.Equal(padded.pages, 2) // the second page read, and no more
+	})
+}
