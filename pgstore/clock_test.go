@@ -299,4 +299,51 @@ func TestSkewedRuntimesTakeAnEntryOnlyOnceItsLeaseEnded(t *testing.T) {
 		is.Equal(e.Status, turnframe.JournalCommitted) // run once more, by the host ahead
 		is.Equal(e.Attempts, 2)                        // the dead attempt and this one
 	})
+
+	// The mirror of NotDeclaredDeadWhileItsLeaseRuns: the holder of a
+	// command whose Remote forbids a blind rerun dies on the host an hour
+	// ahead. The host behind, whose clock says the lease has an hour to
+	// run, must neither take it over (Execute sends no take for such a
+	// command) nor wait that hour: the lease is read in its frame, so it
+	// declares the attempt unknown once the lease ended on the database's
+	// clock, and its Recover escalates it. (On the callers' clocks the
+	// host behind waits the hour: running this subtest with CallerClock
+	// fails on the deadline.)
+	t.Run("ANoRerunAttemptIsDeclaredUnknownOnceItsLeaseEnded", func(t *testing.T) {
+		is := is.New(t)
+		neither := turnframe.WithCommand("book", turnframe.Remote{})
+		dying := runtime(ahead, append(short, neither)...)
+		turn := plan(dying, "k4")
+		cut, cancel := context.WithCancel(ctx)
+		release := make(chan struct{})
+		_, err := dying.Execute(cut, "acme", turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+			cancel() // the host ahead stops, its attempt Executing under its lease
+			<-release
+			return turnframe.Unknown("")
+		}))
+		close(release)
+		is.True(errors.Is(err, context.Canceled)) // the attempt died
+		ranBehind := 0
+		taker := runtime(behind, append(short, neither)...)
+		pollUntil(t, "the host behind declares the attempt unknown", 20*time.Second, func() bool {
+			report, err := taker.Execute(ctx, "acme", turn, turnframe.HandlerFunc(func(context.Context, turnframe.Call) turnframe.Outcome {
+				ranBehind++
+				return turnframe.Commit(nil)
+			}))
+			is.NoErr(err) // execute
+			return report.Results[0].Kind != turnframe.ResultInFlight
+		})
+		is.Equal(ranBehind, 0) // never run again
+		e, err := behind.store.ByKey(ctx, "acme", "k4")
+		is.NoErr(err)                                       // read back
+		is.Equal(e.Status, turnframe.JournalOutcomeUnknown) // for the policy
+		is.Equal(e.Attempts, 1)                             // the dead attempt alone
+
+		_, err = turnframe.NewRecovery(behind.store, turnframe.WithClock(behind.clock), neither).
+			Recover(ctx, turnframe.RecoveryScope{Account: "acme"}, nopRecoveryHandler{})
+		is.NoErr(err) // recover
+		e, err = behind.store.ByKey(ctx, "acme", "k4")
+		is.NoErr(err)                                          // read back
+		is.Equal(e.Status, turnframe.JournalNeedsIntervention) // a person decides
+	})
 }
