@@ -605,7 +605,9 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 // is taken again (at most takeTries times) — unless its command's Remote
 // forbids running a dead attempt again (settings.rerunForbidden, judged at
 // the same reading of the clock as the lease): it is then declared
-// unknown, as run declares one it lists. When taken is false, res reports
+// unknown, as run declares one it lists. A resend the policy made
+// meanwhile whose remote has forgotten the key since (resendLapsed) is not
+// taken: it is reported pending, for the next pass to withhold. When taken is false, res reports
 // the entry and err says why it was not taken, if that is an error.
 func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEntry, taken bool, res CommandResult, err error) {
 	rt := x.rt
@@ -651,6 +653,11 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 			// have acted, judged as run judges the entry it listed.
 			res, err := x.declareUnknown(ctx, seen)
 			return seen, false, res, err
+		case rt.cfg.resendLapsed(seen, now):
+			// The policy resent it meanwhile, and the remote has forgotten
+			// the key since: taken now it would run blind. It stays
+			// Pending, and the next pass withholds it (withholdResend).
+			return seen, false, resultOf(seen), nil
 		}
 		e = seen
 	}

@@ -92,3 +92,65 @@ func TestAResendTakenUpAfterTheRemoteForgotTheKeyIsWithheld(t *testing.T) {
 		})
 	}
 }
+
+// rtOnFirstTake runs meanwhile once, just before the first take it is
+// asked to forward: what another process does between Execute's read of an
+// entry and its take.
+type rtOnFirstTake struct {
+	turnframe.Store
+	meanwhile func()
+}
+
+func (s *rtOnFirstTake) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	if f := s.meanwhile; f != nil && len(w.Settle) == 1 && w.Settle[0].To == turnframe.JournalExecuting {
+		s.meanwhile = nil
+		f()
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// Execute reads a resend still within its window; before its take lands,
+// another process runs it (its outcome unknown again), the policy resends
+// it once more, and the remote forgets the key. The take is refused (the
+// entry moved) and the entry read again is a resend taken up after the
+// window: it must not be taken and run there either. It is left Pending
+// for the next pass, which withholds it.
+func TestAResendThatLapsedWhileATakeWasRefusedIsNotRunByTheRetry(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		clock := newPolClock(dispNow)
+		polUnknownCommand(t, store, clock) // the handler answered Unknown: the remote may have acted
+		clock.Add(time.Minute)
+		opts := []turnframe.Option{turnframe.WithClock(clock.Now),
+			turnframe.WithCommand("charge", turnframe.Remote{Deduplicates: time.Hour})}
+		rec := turnframe.NewRecovery(store, opts...)
+		report, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoResume{})
+		is.NoErr(err)
+		is.Equal(report.Policy[0].Outcome, turnframe.PolicyResent) // within the window
+		turn := rtEntry(t, store, "k-charge").Turn
+
+		racing := &rtOnFirstTake{Store: store, meanwhile: func() {
+			_, err := turnframe.New(store, opts...).Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
+			is.NoErr(err)                                                                   // another process ran the resend…
+			is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // …its outcome unknown again
+			again, err := rec.Recover(ctx, turnframe.RecoveryScope{}, polNoResume{})
+			is.NoErr(err)
+			is.Equal(again.Policy[0].Outcome, turnframe.PolicyResent) // resent once more, within the window
+			clock.Add(2 * time.Hour)                                  // and the remote forgets the key
+		}}
+		h := rtNewHandler(func(_ context.Context, call turnframe.Call, _ int) turnframe.Outcome {
+			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "charged"}})
+		})
+		got, err := turnframe.New(racing, opts...).Execute(ctx, rtAccount, turn, h)
+		is.NoErr(err)
+		is.Equal(h.callsOf("k-charge"), 0)                     // never sent blindly once the remote forgot the key
+		is.Equal(got.Results[0].Kind, turnframe.ResultPending) // left for the next pass
+		is.Equal(rtEntry(t, store, "k-charge").Code, turnframe.CodeResent)
+
+		_, err = turnframe.New(store, opts...).Execute(ctx, rtAccount, turn, h)
+		is.NoErr(err)
+		is.Equal(h.callsOf("k-charge"), 0)                                       // the next pass withholds it
+		is.Equal(rtEntry(t, store, "k-charge").Code, turnframe.CodeKeyForgotten) // unknown, for the policy to escalate
+	})
+}
