@@ -143,10 +143,7 @@ func TestALapsedResendWhoseClaimDiedIsEscalated(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		remote := turnframe.Remote{Deduplicates: time.Hour}
-		row := polUnknownRow(t, store, "k1", "payments")
-		clock := newPolClock(dispNow.Add(time.Minute))
-		polResend(t, ctx, store, clock, remote)
-		clock.Add(2 * time.Hour)
+		row, clock := lapsedResend(t, store, remote)
 		claims, err := store.ClaimDue(ctx, clock.Now(), 16, "w3", time.Minute) // and the process dies
 		is.NoErr(err)
 		is.Equal(len(claims), 1)
@@ -162,4 +159,16 @@ func TestALapsedResendWhoseClaimDiedIsEscalated(t *testing.T) {
 		is.Equal(got.Status, turnframe.OutboxNeedsIntervention)
 		is.Equal(got.LastCode, turnframe.CodeKeyForgotten)
 	})
+}
+
+// lapsedResend makes a row of "payments" unknown, has the policy resend it
+// while remote (a window of an hour) remembers its key, and moves the clock
+// past the window: the resend a Dispatcher must withhold.
+func lapsedResend(t *testing.T, store turnframe.Store, remote turnframe.Remote) (turnframe.OutboxEntry, *polClock) {
+	t.Helper()
+	row := polUnknownRow(t, store, "k1", "payments")
+	clock := newPolClock(dispNow.Add(time.Minute))
+	polResend(t, context.Background(), store, clock, remote)
+	clock.Add(2 * time.Hour)
+	return row, clock
 }

@@ -207,10 +207,7 @@ func TestALapsedResendIsWithheldWhenItsHistorySpansPages(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		remote := turnframe.Remote{Deduplicates: time.Hour}
-		row := polUnknownRow(t, store, "k1", "payments")
-		clock := newPolClock(dispNow.Add(time.Minute))
-		polResend(t, ctx, store, clock, remote)
-		clock.Add(2 * time.Hour)
+		row, clock := lapsedResend(t, store, remote)
 
 		padded := &whPadded{Store: store}
 		sender := &dispAnswer{out: turnframe.Dispatched{Kind: turnframe.DispatchCompleted}}
