@@ -613,10 +613,14 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 	rt := x.rt
 	for try := 1; ; try++ {
 		now := rt.cfg.now()
-		w := Write{
-			Account: x.account, Turn: x.turn, Now: now,
-			Settle: []Settlement{{Key: e.Key, To: JournalExecuting, Attempt: rt.cfg.ids.AttemptID(now), Prior: e.Attempt, Lease: rt.cfg.commandLease()}},
+		take := Settlement{Key: e.Key, To: JournalExecuting, Attempt: rt.cfg.ids.AttemptID(now), Prior: e.Attempt, Lease: rt.cfg.commandLease()}
+		if rt.cfg.takeOverForbidden(e, now) {
+			// The store holds the rule too, in its own transaction and on
+			// its own clock: this take moves the entry from Pending only,
+			// never over an attempt that holds it, live or dead.
+			take.From = JournalPending
 		}
+		w := Write{Account: x.account, Turn: x.turn, Now: now, Settle: []Settlement{take}}
 		if x.phase < PhaseExecuting {
 			w.Advance = PhaseExecuting
 		}

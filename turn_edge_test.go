@@ -661,6 +661,45 @@ func TestATakeOverTheStoreWouldGrantOnItsClockIsNeverAskedForANoRerunRemote(t *t
 	})
 }
 
+// rtTakes records the From of every take (a settlement to Executing
+// under a new attempt) it forwards.
+type rtTakes struct {
+	turnframe.Store
+	from map[turnframe.IdempotencyKey]turnframe.JournalStatus
+}
+
+func (s *rtTakes) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	for _, st := range w.Settle {
+		if st.To == turnframe.JournalExecuting && st.Attempt != st.Prior {
+			s.from[st.Key] = st.From
+		}
+	}
+	return s.Store.Apply(ctx, w)
+}
+
+// The rule of the test above holds in the store's transaction too, not
+// only in the runtime's judgement: a take of a command whose Remote
+// forbids a blind rerun is fenced on Pending (Settlement.From), which the
+// store refuses for an entry another attempt holds, live or dead (storetest
+// ATakeFencedOnPendingNeverTakesOverAnAttempt). A command whose Remote
+// allows a rerun is not fenced: its dead attempt may be taken over.
+func TestATakeOfANoRerunCommandIsFencedOnPendingInTheStore(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		takes := &rtTakes{Store: store, from: map[turnframe.IdempotencyKey]turnframe.JournalStatus{}}
+		rt := turnframe.New(takes, turnframe.WithCommand("book", turnframe.Remote{}),
+			turnframe.WithCommand("mail", turnframe.Remote{Deduplicates: time.Hour, Resends: 1}))
+		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-book", "flight/7", "book"), rtCmd("k-mail", "mail/7", "mail"), rtCmd("k-seat", "seat/7", "seat"))
+		_, err := rt.Execute(context.Background(), rtAccount, turn, rtNewHandler(func(ctx context.Context, call turnframe.Call, _ int) turnframe.Outcome {
+			return turnframe.Commit(nil)
+		}))
+		is.NoErr(err)
+		is.Equal(takes.from["k-book"], turnframe.JournalPending)   // can do neither: fenced
+		is.Equal(takes.from["k-mail"], turnframe.JournalStatus(0)) // deduplicates, resends left: a take-over allowed
+		is.Equal(takes.from["k-seat"], turnframe.JournalStatus(0)) // undeclared: as before policies
+	})
+}
+
 // rtAdoptOnSettle is a store that, when a reconciliation settles key,
 // first lets a new turn's plan adopt the entry from its abandoned turn:
 // the race between an operator's settle and the user's next message.

@@ -25,7 +25,31 @@ func journalTests() []test {
 		{"ACommittedEntryRecordsTheEventsItAppended", testCommittedEventIDs},
 		{"ByKeyOfAKeyNeverUsedIsNotFound", testByKeyMissing},
 		{"ASettlementFencedOnAStatusTheEntryLeftIsConflictAndChangesNothing", testSettleFrom},
+		{"ATakeFencedOnPendingNeverTakesOverAnAttempt", testTakeFromPending},
 	}
+}
+
+// testTakeFromPending: a take fenced on Pending (Settlement.From) is how
+// the runtime asks for a command whose Remote forbids a blind rerun: it
+// never takes over an attempt, even one whose lease ended on the store's
+// clock and that names it as Prior; the same take unfenced does.
+func testTakeFromPending(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, held := e.entryIn(acme, turnframe.JournalExecuting, at(0))
+	after := at(lease + time.Second) // the holder's lease ended
+	fenced := take(key, e.ids.AttemptID(after), held)
+	fenced.From = turnframe.JournalPending
+	e.refused(turnframe.Write{Account: acme, Turn: turn, Now: after, Settle: []turnframe.Settlement{fenced}}, turnframe.ErrConflict, "take over from pending")
+	is.Equal(e.entry(acme, key).Attempt, held) // still the holder's
+
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: after, Settle: []turnframe.Settlement{take(key, e.ids.AttemptID(after), held)}})
+	is.True(e.entry(acme, key).Attempt != held) // unfenced, the take-over lands
+
+	turn, key, _ = e.entryIn(acme, turnframe.JournalPending, at(0))
+	fenced = take(key, e.ids.AttemptID(after), turnframe.AttemptID{})
+	fenced.From = turnframe.JournalPending
+	e.apply(turnframe.Write{Account: acme, Turn: turn, Now: after, Settle: []turnframe.Settlement{fenced}})
+	is.Equal(e.entry(acme, key).Status, turnframe.JournalExecuting) // from Pending, it takes
 }
 
 // testSettleFrom: Settlement.From is a compare-and-set on the entry's
