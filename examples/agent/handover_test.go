@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -20,12 +19,7 @@ import (
 func TestTheFirstDeliveryLeavesATurnRecoveryInterpretedToIt(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	var out bytes.Buffer
-	a := testAgent(t, &out)
-
-	p1, err := a.start(ctx, "process-1", true)
-	is.NoErr(err)
-	defer p1.close()
+	a, p1, out := startedAgent(ctx, t)
 	got, err := a.receive(ctx, p1, msgBook)
 	is.NoErr(err)
 	// p1's model is thinking; process-2 starts on the same file.

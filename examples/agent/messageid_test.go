@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -30,11 +29,7 @@ func TestAnyMessageIDMakesValidKeys(t *testing.T) {
 			t.Run(tt.name+"/"+tool, func(t *testing.T) {
 				is := is.New(t)
 				ctx := context.Background()
-				var out bytes.Buffer
-				a := testAgent(t, &out)
-				p, err := a.start(ctx, "process-1", true)
-				is.NoErr(err)
-				defer p.close()
+				a, p, out := startedAgent(ctx, t)
 				msg := message{ID: tt.id, Text: text}
 				is.NoErr(a.respond(ctx, p, msg, false)) // the first delivery is interpreted and answered
 				is.NoErr(a.respond(ctx, p, msg, false)) // and a resend answered from its turn

@@ -24,6 +24,21 @@ func testAgent(t *testing.T, out *bytes.Buffer) *agent {
 	return newAgent(out, filepath.Join(t.TempDir(), "agent.db"), newClock(), r, sender)
 }
 
+// startedAgent returns a testAgent and its first process, process-1, on
+// the new file, and the transcript they write. The process is closed when
+// the test ends.
+func startedAgent(ctx context.Context, t *testing.T) (*agent, *process, *bytes.Buffer) {
+	t.Helper()
+	var out bytes.Buffer
+	a := testAgent(t, &out)
+	p, err := a.start(ctx, "process-1", true)
+	if err != nil {
+		t.Fatalf("start process-1: %v", err)
+	}
+	t.Cleanup(func() { _ = p.close() })
+	return a, p, &out
+}
+
 // The likeliest moment for an agent to die is while its model thinks:
 // after ReceiveMessage committed the turn, before Plan admitted the tool
 // calls. Recovery then decides RestartInterpretation, and the example
@@ -71,11 +86,7 @@ func TestACrashWhileTheModelThinksIsInterpretedAgain(t *testing.T) {
 func TestAnAbandonedTurnIsNotStillWorking(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	var out bytes.Buffer
-	a := testAgent(t, &out)
-	p, err := a.start(ctx, "process-1", true)
-	is.NoErr(err)
-	defer p.close()
+	a, p, out := startedAgent(ctx, t)
 	got, err := a.receive(ctx, p, msgBook)
 	is.NoErr(err)
 	is.NoErr(p.rt.Abandon(ctx, account, got.Turn, "test.abandon"))
