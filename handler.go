@@ -794,15 +794,33 @@ func (x *execution) renewFor(ctx context.Context, running JournalEntry, lease ti
 
 // unrecorded logs an outcome the store refused. A commit that did not land
 // did nothing (its events and rows are part of it); an unknown outcome that
-// did not land may have acted, and an operator must know.
+// did not land may have acted, and an operator must know, unless the entry
+// is read uncertain or settled now: then its record already says what the
+// policy or a person needs (a lease that ended was declared unknown, or
+// someone settled it), and a warning does.
 func (x *execution) unrecorded(ctx context.Context, e JournalEntry, end handlerEnd, err error) {
 	level := slog.LevelWarn
+	attrs := []slog.Attr{slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()),
+		slog.String("outcome", end.out.kind.String()), slog.String("cause", end.cause), slog.String("error", err.Error())}
 	if end.out.kind == OutcomeUnknown {
 		level = slog.LevelError
+		if now, ok := x.recordedElsewhere(ctx, e.Key); ok {
+			level = slog.LevelWarn
+			attrs = append(attrs, slog.String("status_now", now.String()))
+		}
 	}
-	x.rt.obs.logf(ctx, level, "turnframe: command outcome could not be recorded",
-		slog.String("key", string(e.Key)), slog.String("attempt", e.Attempt.String()),
-		slog.String("outcome", end.out.kind.String()), slog.String("cause", end.cause), slog.String("error", err.Error()))
+	x.rt.obs.logf(ctx, level, "turnframe: command outcome could not be recorded", attrs...)
+}
+
+// recordedElsewhere reports the status of the entry under key if, read
+// now, it is uncertain or settled: an unknown outcome dropped on it is
+// already on record. A read that fails says nothing.
+func (x *execution) recordedElsewhere(ctx context.Context, key IdempotencyKey) (JournalStatus, bool) {
+	now, err := x.rt.store.ByKey(context.WithoutCancel(ctx), x.account, key)
+	if err != nil {
+		return 0, false
+	}
+	return now.Status, now.Status.IsUncertain() || now.Status.IsSettled()
 }
 
 // settlement builds the one Write that settles entry e with out, moving it
