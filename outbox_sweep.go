@@ -266,6 +266,13 @@ func (sw *sweep) record(batch []queuedSettlement, results []error, err error) {
 		if rowErr == nil {
 			rowErr = results[i]
 		}
+		if rowErr != nil && q.unsent && errors.Is(rowErr, ErrClaimLost) {
+			// Nothing left under this claim, and the row is another
+			// claim's now (or settled): there is nothing to settle by hand.
+			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: outbox row not settled: its claim was lost, and nothing was sent under it",
+				append(attrs, slog.String("settle_to", q.settlement.To.String()), slog.String("error", rowErr.Error()))...)
+			continue
+		}
 		if rowErr != nil {
 			// The row stays as the store has it. If it is still ours and
 			// Dispatching, a release once its lease ended puts it back in
@@ -274,7 +281,7 @@ func (sw *sweep) record(batch []queuedSettlement, results []error, err error) {
 			// so an operator can settle it.
 			d.obs.logf(sw.ctx, slog.LevelError, "turnframe: outbox row could not be settled; settle it by hand",
 				append(attrs, slog.String("settle_to", q.settlement.To.String()), slog.String("error", rowErr.Error()))...)
-			if errors.Is(rowErr, ErrClaimLost) && !q.unsent { // a row not sent gave no answer
+			if errors.Is(rowErr, ErrClaimLost) {
 				d.recordLate(sw.ctx, c, q.out.RemoteRef, fmt.Sprintf("the send answered after its claim was lost: %v %s", q.out.Kind, q.out.Code))
 			}
 			continue

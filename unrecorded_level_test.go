@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 	"github.com/turnframe/turnframe"
 )
 
-// levelLog keeps the level of each record logged under one message.
+// levelLog keeps the level of each record logged under msg; with msg
+// empty, of every record.
 type levelLog struct {
 	msg    string
 	mu     sync.Mutex
@@ -22,7 +24,7 @@ func (l *levelLog) Enabled(context.Context, slog.Level) bool { return true }
 func (l *levelLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *levelLog) WithGroup(string) slog.Handler            { return l }
 func (l *levelLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == l.msg {
+	if l.msg == "" || r.Message == l.msg {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.levels = append(l.levels, r.Level)
@@ -90,5 +92,71 @@ func TestAnUnknownOutcomeOnRecordNowhereIsAnError(t *testing.T) {
 		is.True(err != nil)                                                      // refused
 		is.Equal(rtEntry(t, store, "k-book").Status, turnframe.JournalExecuting) // nothing recorded it
 		is.Equal(logs.seen(), []slog.Level{slog.LevelError})                     // an error
+	})
+}
+
+// lostPutBacks answers every put-back of an unsent row ErrClaimLost, as
+// the store does once recovery expired the claim and another took it.
+// claimed runs after each claim.
+type lostPutBacks struct {
+	turnframe.Store
+	claimed func()
+}
+
+func (s lostPutBacks) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
+	cs, err := s.Store.ClaimDue(ctx, now, limit, worker, lease)
+	s.claimed()
+	return cs, err
+}
+
+func (s lostPutBacks) Settle(ctx context.Context, ss []turnframe.OutboxSettlement) ([]error, error) {
+	results := make([]error, len(ss))
+	var rest []turnframe.OutboxSettlement
+	var at []int
+	for i, st := range ss {
+		if st.Code == turnframe.CodeNotSent {
+			results[i] = turnframe.ErrClaimLost
+			continue
+		}
+		rest, at = append(rest, st), append(at, i)
+	}
+	if len(rest) > 0 {
+		got, err := s.Store.Settle(ctx, rest)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			results[i] = got[j]
+		}
+	}
+	return results, nil
+}
+
+// A claimed row whose lease ran out before its send started is put back
+// unsent; when that put-back is refused because the claim was lost,
+// nothing was sent under the claim and the row is another's. It was
+// logged as an error, "settle it by hand", for a row nobody needs to
+// touch. It is a warning.
+func TestAnUnsentRowWhoseClaimWasLostIsNotForAnOperator(t *testing.T) {
+	eachStore(t, func(t *testing.T, inner turnframe.Store) {
+		is := is.New(t)
+		enqueueFour(t, inner)
+		logs := &levelLog{}
+		cfg := turnframe.DefaultDispatchConfig("w1")
+		clock := newStepClock(dispNow)
+		late := func() { clock.set(dispNow.Add(cfg.Lease() + time.Second)) } // every send finds its lease ended
+		var sends atomic.Int32
+		sender := turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+			sends.Add(1)
+			return turnframe.Dispatched{Kind: turnframe.DispatchCompleted}
+		})
+		d := turnframe.NewDispatcher(lostPutBacks{inner, late}, sender, cfg, turnframe.WithClock(clock.read), turnframe.WithLogger(slog.New(logs)))
+		report, err := d.RunOnce(context.Background(), dispNow)
+		is.NoErr(err)
+		is.Equal(sends.Load(), int32(0))   // no send started
+		is.Equal(len(report.Unsettled), 4) // every put-back refused
+		for _, l := range logs.seen() {
+			is.True(l < slog.LevelError) // nothing for an operator
+		}
 	})
 }
