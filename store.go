@@ -126,7 +126,12 @@ type Settlement struct {
 	// entry's status: it must still be in From, the status the caller
 	// read, else ErrConflict and nothing of the Write is written. With it
 	// the caller knows which move it made (Recovery.Settle counts a dead
-	// attempt settled straight from Executing as an unknown outcome).
+	// attempt settled straight from Executing as an unknown outcome). A
+	// take (To Executing) fenced on Pending is never a take-over: the store
+	// refuses it for an entry any attempt holds, its lease running or
+	// ended. The runtime fences so every take of a command whose Remote
+	// forbids a blind rerun, because a store judges a lease's end on its
+	// own clock, not the caller's (DESIGN.md §7, "Runtime").
 	From JournalStatus
 }
 
