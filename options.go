@@ -125,7 +125,10 @@ func WithIDGenerator(g *IDGenerator) Option {
 }
 
 // WithCommandTimeout bounds each handler call of Runtime.Execute (default
-// 30 s). A handler that has not returned by then is outcome unknown. A
+// 30 s). A handler that has not returned by then is outcome unknown. It is
+// also the margin a rerun of a command at a remote that deduplicates must
+// leave before the remote forgets its key (see Remote): give NewRecovery
+// the same, so that it judges a dead attempt as Execute does. A
 // non-positive d keeps the default.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(s *settings) {

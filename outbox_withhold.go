@@ -11,15 +11,18 @@ import (
 // withheld (sweep.withhold).
 const withheldNote = "a resend the policy allowed while the remote remembered the key was claimed after it forgot it: withheld, the sender not called"
 
-// rowKeyForgotten reports whether a row of destination dest created at
-// created is past its remote's window at now: the destination is declared
-// a remote that deduplicates (and cannot be asked), and Deduplicates has
-// passed since the row was created, so the remote no longer remembers the
-// row's key. The policy refuses a resend then (nextStep); the Dispatcher
-// refuses to carry out one it allowed before (Dispatcher.resendLapsed).
-func (s settings) rowKeyForgotten(dest string, created, now time.Time) bool {
+// rowKeyForgotten reports whether a send of a row of destination dest
+// created at created, started at now and bound to answer within bound,
+// could reach its remote past the remote's window: the destination is
+// declared a remote that deduplicates (and cannot be asked), and now +
+// bound is not before created + Deduplicates (Remote.reachesInWindow), so
+// the remote may no longer remember the row's key when the send arrives.
+// The policy refuses a resend once the window closed (nextStep); the
+// Dispatcher refuses to carry out one it allowed before that would arrive
+// after it (Dispatcher.resendLapsed, bound its SendTimeout).
+func (s settings) rowKeyForgotten(dest string, created, now time.Time, bound time.Duration) bool {
 	remote, declared := s.remoteFor(SubjectOutbox, dest)
-	return declared && remote.Kind() == RemoteDeduplicates && !now.Before(created.Add(remote.Deduplicates))
+	return declared && remote.Kind() == RemoteDeduplicates && !remote.reachesInWindow(created, now, bound)
 }
 
 // resendUnsettled reports whether a row's history, oldest first, ends in a
@@ -48,16 +51,19 @@ func resendUnsettled(history []HistoryRecord) bool {
 
 // resendLapsed reports whether claimed row c, about to be sent at now, is
 // the policy's resend to a remote that deduplicates (resendUnsettled) and
-// the remote no longer remembers its key (rowKeyForgotten): the policy
-// allowed the resend within the window, but the row was claimed only after
-// it — the dispatcher was down, the destination's limits, backoff or
-// ordered delivery held it, or its retry came late — and sent now it would
-// be the blind resend the policy refuses. The row's history is read only
-// for a row past its window that was sent before. A store that keeps no
+// the remote may no longer remember its key when the send reaches it: now
+// plus SendTimeout, the longest the send may take, is not before the end
+// of the window (rowKeyForgotten). The policy allowed the resend within the
+// window, but the row was claimed only after it, or too near its end — the
+// dispatcher was down, the destination's limits, backoff or ordered
+// delivery held it, or its retry came late — and sent now it could be the
+// blind resend the policy refuses. The row's history is read only for a
+// row within SendTimeout of its window's end or past it that was sent
+// before. A store that keeps no
 // history cannot tell, and its rows are sent (every Store keeps it); an
 // error reading the history is returned, and the row must not be sent.
 func (d *Dispatcher) resendLapsed(ctx context.Context, c Claim, now time.Time) (bool, error) {
-	if c.Attempts < 2 || !d.clock.rowKeyForgotten(c.Destination, c.CreatedAt, now) {
+	if c.Attempts < 2 || !d.clock.rowKeyForgotten(c.Destination, c.CreatedAt, now, d.cfg.SendTimeout) {
 		return false, nil
 	}
 	hs, ok := d.store.(HistoryStore)

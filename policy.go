@@ -134,8 +134,14 @@ func nextStep(r Remote, declared bool, u Uncertain, t trail, now time.Time) step
 		switch {
 		case resendsOf(u, t) >= r.Resends:
 			return step{kind: stepEscalate, code: CodeResendsExhausted, note: "the remote deduplicates, but the resends allowed are spent"}
-		case !now.Before(u.Created.Add(r.Deduplicates)):
+		case !r.reachesInWindow(u.Created, now, 0):
 			return step{kind: stepEscalate, code: CodeKeyForgotten, note: "the remote deduplicates, but no longer remembers the key"}
+		case u.Code == CodeKeyForgotten:
+			// A resend of the policy's that its send point withheld: it
+			// would have reached the remote after the window closed. A
+			// resend now would reach it later still.
+			return step{kind: stepEscalate, code: CodeKeyForgotten,
+				note: "the remote deduplicates, but a resend could no longer reach it before it forgets the key"}
 		}
 		return step{kind: stepResend, code: CodeResent, note: "the remote deduplicates and still remembers the key: sent again under it"}
 	}

@@ -26,14 +26,29 @@ import (
 //  2. Deduplicates set: resend under the same key while the remote still
 //     remembers it — the effect was created (enqueued or admitted) less
 //     than Deduplicates ago — at most Resends times; then escalate. The
-//     window holds where the resend runs too: one taken up only after it
-//     (by Execute, or claimed by a Dispatcher) is withheld, unknown again
-//     with CodeKeyForgotten, and escalated.
+//     window holds where the resend runs too, and there it is judged by
+//     when the resend may arrive, not when it starts: a resend runs only
+//     if now + its bound is before created + Deduplicates, its bound being
+//     the longest its call may take — the command timeout
+//     (WithCommandTimeout) for Execute's take-up of a resend, and for its
+//     take-over of an attempt that died, and SendTimeout for a Dispatcher's
+//     send of a claimed resend. One that fails this (taken up or claimed
+//     late, or near the window's end) is withheld, unknown again with
+//     CodeKeyForgotten, and escalated by the next Recover, though the
+//     window may still run; a dead attempt that fails it is declared
+//     unknown instead of taken over. The policy itself, which knows no
+//     call's bound, judges the window at the moment it resends.
 //  3. Neither: escalate at once.
 type Remote struct {
 	// Deduplicates is how long the remote remembers an idempotency key:
 	// a request repeated under a key it remembers is answered as the first
-	// was, and not done again. Zero: it does not deduplicate.
+	// was, and not done again. Zero: it does not deduplicate. It is
+	// counted from the effect's creation (admission or enqueue), never
+	// later than the remote's first receipt, and a resend must reach the
+	// remote within it: one is sent only if it starts at least its call's
+	// bound (the command timeout, or SendTimeout) before Deduplicates has
+	// passed (see item 2 above). A window shorter than that bound allows
+	// no resend at all.
 	Deduplicates time.Duration
 	// Resends bounds the automatic resends of one effect: to a remote that
 	// deduplicates, and to one that can be asked once a lookup found the
@@ -205,8 +220,9 @@ func WithCommand(name string, r Remote) Option {
 // rerunForbidden reports whether e is an attempt that died (Executing, its
 // lease ended at now) of a command whose declared Remote forbids running it
 // again blindly: one that can be asked (ask first), one that can do
-// neither, or one that deduplicates but no longer remembers the key or has
-// had its resends. Undeclared commands are run again, as before policies.
+// neither, or one that deduplicates but has had its resends or would no
+// longer remember the key when a rerun started now reaches it (within the
+// command timeout; Remote.reachesInWindow). Undeclared commands are run again, as before policies.
 func (s settings) rerunForbidden(e JournalEntry, now time.Time) bool {
 	return e.Status == JournalExecuting && !e.LeaseUntil.After(now) && s.takeOverForbidden(e, now)
 }
@@ -214,7 +230,9 @@ func (s settings) rerunForbidden(e JournalEntry, now time.Time) bool {
 // takeOverForbidden reports whether e, Executing under an attempt, may
 // never be taken over by a new one, whether or not its lease has ended:
 // its declared Remote forbids running a dead attempt again blindly (see
-// rerunForbidden). Execute then never asks the store for a take of e at
+// rerunForbidden). At a remote that deduplicates, a rerun started at now
+// may call the handler for the command timeout, and is forbidden unless
+// it reaches the remote within the window (Remote.reachesInWindow). Execute then never asks the store for a take of e at
 // all (execution.run): the store judges the lease on its own clock (the
 // database's, for pgstore), so a take sent while this runtime's clock said
 // the lease ran could land after the store's said it ended, and run a
@@ -227,22 +245,45 @@ func (s settings) takeOverForbidden(e JournalEntry, now time.Time) bool {
 	case remote.Kind() != RemoteDeduplicates:
 		return true
 	}
-	return e.Attempts > remote.Resends || !now.Before(e.AdmittedAt.Add(remote.Deduplicates))
+	return e.Attempts > remote.Resends || !remote.reachesInWindow(e.AdmittedAt, now, s.commandTimeout)
 }
 
 // resendLapsed reports whether e is a resend the policy allowed to a
-// remote that deduplicates (Pending again, CodeResent) that is taken up
-// only after the remote stopped remembering its key: the turn was
-// abandoned and a new turn adopted the command later, or the turn's
-// resumption failed and a later pass runs it. Run then, it would be the
-// blind resend the policy itself refuses past the window (nextStep:
+// remote that deduplicates (Pending again, CodeResent) that is taken up at
+// now too late: its handler, called for up to the command timeout, may
+// reach the remote only after it stopped remembering the key
+// (Remote.reachesInWindow) — the turn was abandoned and a new turn adopted
+// the command later, or the turn's resumption failed and a later pass runs
+// it, or it is simply taken up near the window's end. Run then, it could
+// be the blind resend the policy itself refuses past the window (nextStep:
 // CodeKeyForgotten), so Execute withholds it (execution.withholdResend).
 func (s settings) resendLapsed(e JournalEntry, now time.Time) bool {
 	if e.Status != JournalPending || e.Code != CodeResent {
 		return false
 	}
 	remote, declared := s.remoteFor(SubjectJournal, e.Name)
-	return declared && remote.Kind() == RemoteDeduplicates && !now.Before(e.AdmittedAt.Add(remote.Deduplicates))
+	return declared && remote.Kind() == RemoteDeduplicates && !remote.reachesInWindow(e.AdmittedAt, now, s.commandTimeout)
+}
+
+// reachesInWindow reports whether a request under the key of an effect
+// created at created, started at now and bound to reach the remote within
+// bound, reaches it while the remote still remembers the key: now + bound
+// is before created + Deduplicates. It is the one rule of the window,
+// judged wherever a resend to a remote that deduplicates is decided or
+// carried out. The bound is the longest the request's call may run: for a
+// command, the command timeout (WithCommandTimeout), under which its
+// handler is called; for an outbox row, the Dispatcher's SendTimeout. The
+// policy (nextStep) knows no call's bound and judges the window at its
+// start (bound zero); the send points — Execute's take-up of a resend and
+// its take-over of a dead attempt, the Dispatcher's send of a claimed
+// resend — judge it with theirs, and withhold what would arrive too late.
+// A request that outruns its bound (a handler or Sender that ignores its
+// context) is not covered: the bound is the contract. A bound of
+// math.MaxInt64, no timeout, never reaches a finite window.
+func (r Remote) reachesInWindow(created, now time.Time, bound time.Duration) bool {
+	// Sub saturates where Add of a huge bound could pass a window end far
+	// away; both sides stay comparable whatever the durations.
+	return created.Add(r.Deduplicates).Sub(now) > max(bound, 0)
 }
 
 // remoteFor returns the Remote declared for subject kind k and name, and
