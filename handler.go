@@ -392,7 +392,13 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 	}
 	rt := x.rt
 	ran := false // the handler was called, on this pass or an earlier one
+	since := keySince(e, running)
 	for reruns := 0; ; reruns++ {
+		if now := rt.cfg.now(); since.IsZero() {
+			since = now // the remote can have the key from this call on
+		} else if !rt.cfg.callInWindow(running.Name, since, now) {
+			return x.withhold(ctx, running, ran, withheldCallNote)
+		}
 		if running.LeaseUntil.Before(rt.cfg.now().Add(rt.cfg.commandTimeout)) {
 			// The call would outlive the lease (the process was slow
 			// since the take): hold the entry for the whole call first.
@@ -544,22 +550,49 @@ func (x *execution) withholdResend(ctx context.Context, e JournalEntry) (Command
 	if !taken {
 		return res, err
 	}
+	return x.withhold(ctx, running, false, "a resend allowed while the remote remembered the key was taken up too late to reach it before it forgets it: withheld, the handler not called")
+}
+
+// withheldCallNote is what the audit trail says of a handler call run
+// withheld after its attempt took the entry (callInWindow).
+const withheldCallNote = "a call repeating a request the remote may have had would reach it only after it forgets the key: withheld, the handler not called"
+
+// keySince returns since when the remote of running's command may hold its
+// key from a request whose outcome is in doubt, as this attempt starts:
+// the command's admission when the attempt took over a dead one (e was
+// Executing), took up the policy's resend (e was Pending, CodeResent), or
+// took an entry another attempt moved after e was read (running is more
+// than one attempt past e). Otherwise zero: the remote cannot have had the
+// key before this attempt's first call (or a person chose to resend it).
+func keySince(e, running JournalEntry) time.Time {
+	if e.Status == JournalExecuting || e.Code == CodeResent || running.Attempts > e.Attempts+1 {
+		return running.AdmittedAt
+	}
+	return time.Time{}
+}
+
+// withhold settles running, the attempt this Execute took, unknown with
+// CodeKeyForgotten as the policy's move with note, without calling the
+// handler (again): its call could reach a remote that deduplicates after it
+// forgot the key. ran says whether the handler was called on an earlier
+// pass. The policy (Recovery.Recover) then escalates it.
+func (x *execution) withhold(ctx context.Context, running JournalEntry, ran bool, note string) (CommandResult, error) {
 	w, err := x.settlement(ctx, running, Settlement{Key: running.Key, Attempt: running.Attempt, Code: CodeKeyForgotten}, 0, Unknown(""))
 	if err != nil {
-		return resultOf(running), err
+		return ranResult(running, ran), err
 	}
-	w.Actor, w.Note = ActorPolicy, "a resend allowed while the remote remembered the key was taken up after it forgot it: withheld, the handler not called"
+	w.Actor, w.Note = ActorPolicy, note
 	applied, err := x.rt.store.Apply(ctx, w)
 	if err != nil {
-		if adopted := x.adoptedAway(ctx, e.Key, err); adopted != nil {
+		if adopted := x.adoptedAway(ctx, running.Key, err); adopted != nil {
 			err = adopted
 		}
-		return resultOf(running), fmt.Errorf("withhold a lapsed resend: %w", err)
+		return ranResult(running, ran), fmt.Errorf("withhold a lapsed resend: %w", err)
 	}
 	x.phase = applied.Phase
 	x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a resend to a remote that no longer remembers its key was withheld; its outcome stays unknown for the policy",
-		slog.String("key", string(e.Key)), slog.String("attempt", running.Attempt.String()))
-	return resultOf(applied.Settled[0]), nil
+		slog.String("key", string(running.Key)), slog.String("attempt", running.Attempt.String()))
+	return ranResult(applied.Settled[0], ran), nil
 }
 
 // declareUnknown records that e's dead attempt may have acted: the entry

@@ -265,6 +265,20 @@ func (s settings) resendLapsed(e JournalEntry, now time.Time) bool {
 	return declared && remote.Kind() == RemoteDeduplicates && !remote.reachesInWindow(e.AdmittedAt, now, s.commandTimeout)
 }
 
+// callInWindow reports whether a handler call of command name, started at
+// now and repeating a request its remote may have held the key of since
+// since, reaches the remote while it remembers the key: true unless the
+// command is declared a remote that deduplicates (Remote.reachesInWindow,
+// bound the command timeout). Execute asks it before every call of an
+// attempt that took up a resend or took over a dead attempt (since: the
+// admission), and before every re-run after a commit conflict (since, for
+// a first send: the attempt's first call), so that store latency after the
+// take-up, or a re-run, does not carry a call past the window.
+func (s settings) callInWindow(name string, since, now time.Time) bool {
+	remote, declared := s.remoteFor(SubjectJournal, name)
+	return !declared || remote.Kind() != RemoteDeduplicates || remote.reachesInWindow(since, now, s.commandTimeout)
+}
+
 // reachesInWindow reports whether a request under the key of an effect
 // created at created, started at now and bound to reach the remote within
 // bound, reaches it while the remote still remembers the key: now + bound
