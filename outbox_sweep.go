@@ -172,18 +172,9 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 		d.limits.release(c.Destination)
 		return notSent("its claim ended (lease run out or lost) before its send started")
 	}
-	if lapsed, err := d.resendLapsed(sw.ctx, c, sw.clock()); err != nil || lapsed {
-		d.limits.release(c.Destination)
-		if err != nil {
-			d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: could not tell whether an outbox row is a resend its remote forgot",
-				append(rowAttrs(c), slog.String("error", err.Error()))...)
-			// Due at once, Run would claim it again at once and read the
-			// failing store again: a hot loop for as long as it fails. It
-			// waits the backoff a retryable answer would have earned.
-			return notSentUntil("its history could not be read to tell whether its remote still remembers its key",
-				retryAt(sw.now, sw.now, d.cfg.BackoffFor(c.Attempts-c.AttemptBase), 0, d.cfg.MaxBackoff))
-		}
-		return sw.withhold(idx)
+	judged := sw.clock()
+	if q, held := sw.holdLapsed(idx, judged, notSentUntil); held {
+		return q
 	}
 	if !sw.covered(idx) {
 		// It waited while the keeper could not extend its lease, and what
@@ -191,6 +182,13 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 		// expire the row and hand it on while this send still runs.
 		d.limits.release(c.Destination)
 		return notSent("its lease could not be renewed to cover its send")
+	}
+	if !d.clock.rowKeyForgotten(c.Destination, c.CreatedAt, judged, d.cfg.SendTimeout) {
+		// Judged in time before a renewal the store may have been slow to
+		// grant: the send starts now, and must still arrive in time.
+		if q, held := sw.holdLapsed(idx, sw.clock(), notSentUntil); held {
+			return q
+		}
 	}
 	if !sw.startSend(idx) {
 		d.limits.release(c.Destination)
@@ -203,6 +201,31 @@ func (sw *sweep) dispatchRow(idx int) queuedSettlement {
 	}
 	s, fate := d.settlementFor(sw.ctx, c, out, sw.now, sw.clock())
 	return queuedSettlement{idx: idx, settlement: s, fate: fate, out: out}
+}
+
+// holdLapsed judges claimed row idx, about to be sent at now, by
+// Dispatcher.resendLapsed: a lapsed resend is withheld, and a row whose
+// history could not be read goes back unsent (notSentUntil) after the
+// backoff a retryable answer would have earned. held says the row is not
+// to be sent, q its settlement; the row's destination place is then given
+// back.
+func (sw *sweep) holdLapsed(idx int, now time.Time, notSentUntil func(why string, due time.Time) queuedSettlement) (q queuedSettlement, held bool) {
+	d, c := sw.d, sw.claims[idx]
+	lapsed, err := d.resendLapsed(sw.ctx, c, now)
+	if err == nil && !lapsed {
+		return queuedSettlement{}, false
+	}
+	d.limits.release(c.Destination)
+	if err != nil {
+		d.obs.logf(sw.ctx, slog.LevelWarn, "turnframe: could not tell whether an outbox row is a resend its remote forgot",
+			append(rowAttrs(c), slog.String("error", err.Error()))...)
+		// Due at once, Run would claim it again at once and read the
+		// failing store again: a hot loop for as long as it fails. It
+		// waits the backoff a retryable answer would have earned.
+		return notSentUntil("its history could not be read to tell whether its remote still remembers its key",
+			retryAt(sw.now, sw.now, d.cfg.BackoffFor(c.Attempts-c.AttemptBase), 0, d.cfg.MaxBackoff)), true
+	}
+	return sw.withhold(idx), true
 }
 
 // settleQueued is the settler: it takes every settlement that is ready (at
