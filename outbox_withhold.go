@@ -59,9 +59,9 @@ func resendUnsettled(history []HistoryRecord) bool {
 // delivery held it, or its retry came late — and sent now it could be the
 // blind resend the policy refuses. The row's history is read only for a
 // row within SendTimeout of its window's end or past it that was sent
-// before. A store that keeps no
-// history cannot tell, and its rows are sent (every Store keeps it); an
-// error reading the history is returned, and the row must not be sent.
+// before. A store that keeps no history cannot tell, and its rows are sent
+// (every Store keeps it); an error reading the history is returned, and
+// the row must not be sent.
 func (d *Dispatcher) resendLapsed(ctx context.Context, c Claim, now time.Time) (bool, error) {
 	if c.Attempts < 2 || !d.clock.rowKeyForgotten(c.Destination, c.CreatedAt, now, d.cfg.SendTimeout) {
 		return false, nil

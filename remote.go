@@ -222,7 +222,8 @@ func WithCommand(name string, r Remote) Option {
 // again blindly: one that can be asked (ask first), one that can do
 // neither, or one that deduplicates but has had its resends or would no
 // longer remember the key when a rerun started now reaches it (within the
-// command timeout; Remote.reachesInWindow). Undeclared commands are run again, as before policies.
+// command timeout; Remote.reachesInWindow). Undeclared commands are run
+// again, as before policies.
 func (s settings) rerunForbidden(e JournalEntry, now time.Time) bool {
 	return e.Status == JournalExecuting && !e.LeaseUntil.After(now) && s.takeOverForbidden(e, now)
 }
@@ -232,8 +233,9 @@ func (s settings) rerunForbidden(e JournalEntry, now time.Time) bool {
 // its declared Remote forbids running a dead attempt again blindly (see
 // rerunForbidden). At a remote that deduplicates, a rerun started at now
 // may call the handler for the command timeout, and is forbidden unless
-// it reaches the remote within the window (Remote.reachesInWindow). Execute then never asks the store for a take of e at
-// all (execution.run): the store judges the lease on its own clock (the
+// it reaches the remote within the window (Remote.reachesInWindow).
+// Execute then never asks the store for a take of e at all
+// (execution.run): the store judges the lease on its own clock (the
 // database's, for pgstore), so a take sent while this runtime's clock said
 // the lease ran could land after the store's said it ended, and run a
 // dead attempt again at a remote that cannot tell.
