@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -83,6 +84,15 @@ type Received struct {
 // names one message; an edited message needs an id of its own). Nothing is
 // written on any error.
 //
+// A text over Limits.Text but within MaxTextLen, under a message id, is
+// first judged by the store as a delivery: the same message received
+// before, when the limit was higher, is the redelivery it is (the channel
+// gets its turn and answer rather than an error it would retry for ever),
+// and another message under that id is ErrConflict; only a message the
+// account never received is refused ErrInvalid. The store refuses it in
+// the transaction that would have begun its turn (a Write.App that returns
+// the error), so it writes nothing and leaves the id unreceived.
+//
 // A crash before ReceiveMessage returns, or an error other than the ones
 // above and ErrBusy (a COMMIT whose answer was lost and whose fate the
 // store could not learn), leaves either no turn or a received turn the
@@ -91,12 +101,16 @@ type Received struct {
 // interpret again: the app that got the error must leave it to recovery
 // too.
 func (rt *Runtime) ReceiveMessage(ctx context.Context, in Inbound) (Received, error) {
-	if err := in.validate(rt.cfg.limits); err != nil {
+	over, err := in.validate(rt.cfg.limits)
+	if err != nil {
 		return Received{}, err
+	}
+	if over != nil && in.MessageID == "" {
+		return Received{}, over
 	}
 	now := rt.cfg.now()
 	id := rt.cfg.ids.TurnID(now)
-	applied, err := rt.store.Apply(ctx, Write{
+	w := Write{
 		Account: in.Account,
 		Turn:    id,
 		Begin: &StoredTurn{
@@ -104,7 +118,15 @@ func (rt *Runtime) ReceiveMessage(ctx context.Context, in Inbound) (Received, er
 			Phase: PhaseReceived, ReceivedAt: now, UpdatedAt: now,
 		},
 		Now: now,
-	})
+	}
+	refused := false
+	if over != nil {
+		w.App = func(context.Context, Tx) error { refused = true; return over }
+	}
+	applied, err := rt.store.Apply(ctx, w)
+	if refused && errors.Is(err, ErrAppWrite) {
+		return Received{}, over
+	}
 	if err != nil {
 		return Received{}, fmt.Errorf("receive: %w", err)
 	}
@@ -129,17 +151,24 @@ func (rt *Runtime) redelivered(ctx context.Context, t StoredTurn) (Received, err
 	return r, nil
 }
 
-func (in Inbound) validate(l Limits) error {
+// validate returns err for an input that is invalid whatever the store
+// holds, and over, the ErrInvalid of a text valid but over l.Text, which a
+// redelivery of a message received under a higher limit may carry.
+func (in Inbound) validate(l Limits) (over, err error) {
 	if err := in.Account.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := CheckID("conversation", in.Conversation); err != nil {
-		return err
+		return nil, err
 	}
 	if in.MessageID != "" {
 		if err := in.MessageID.Validate(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return l.checkText("text", in.Text)
+	over = l.checkText("text", in.Text)
+	if over != nil && checkString("text", in.Text, 0, MaxTextLen) != nil {
+		return nil, over // no store holds it: no redelivery either
+	}
+	return over, nil
 }

@@ -26,7 +26,9 @@ type Limits struct {
 	// Text bounds, in bytes, a turn's text (Receive, ReceiveMessage) and
 	// the answer Deliver records. Default 64 KiB; ceiling MaxTextLen,
 	// also 64 KiB: a turn is a message and an answer, and a document
-	// belongs in a payload or the application's own rows.
+	// belongs in a payload or the application's own rows. Lowering it
+	// refuses no redelivery of a message received before under a higher
+	// one: ReceiveMessage judges a message id first.
 	Text int
 	// Payload bounds, in bytes, a command's payload (Plan) and an outbox
 	// message's (a handler's Commit). Default 1 MiB; ceiling

@@ -22,6 +22,7 @@ func inboxTests() []test {
 		{"ARedeliveredMessageWritesNothingAndReportsTheTurnItBeganAsStoredNow", testInboxRedelivery},
 		{"ARedeliveryWritesNothingElseOfItsWriteAndCallsNoApp", testInboxRedeliveryWritesNothing},
 		{"AnotherMessageUnderAReceivedMessageIDIsConflictAndChangesNothing", testInboxConflict},
+		{"ABeginItsAppRefusedLeavesItsMessageIDUnreceived", testInboxAppRefused},
 		{"MessageIDsAreScopedToTheirAccount", testInboxTenancy},
 		{"MessageIDsAreComparedByteForByte", testInboxExactIDs},
 		{"ConcurrentDeliveriesOfOneMessageIDBeginExactlyOneTurn", testInboxConcurrent},
@@ -107,6 +108,30 @@ func testInboxConflict(t *testing.T, e *env) {
 			e.refused(e.deliverWrite(acme, c.conv, "upd-1", c.text, at(time.Minute)), turnframe.ErrConflict, c.name)
 		})
 	}
+}
+
+// testInboxAppRefused delivers a message whose Write's App returns an
+// error: nothing is written, and the message id stays free, so the next
+// delivery of it is a first delivery and begins a turn. ReceiveMessage
+// refuses a new message over Limits.Text this way, once the store has
+// judged it no redelivery.
+func testInboxAppRefused(t *testing.T, e *env) {
+	is := is.New(t)
+	conv := e.ids.ConversationID(at(0))
+	refusal := errors.New("over the app's limit")
+	w := e.deliverWrite(acme, conv, "upd-1", "hello", at(0))
+	app, calls := e.putRows(refusal, "refused")
+	w.App = app
+	e.refused(w, refusal, "a delivery its App refused")
+	is.Equal(*calls, 1) // a first delivery calls the App
+	_, err := e.s.LoadTurn(e.ctx, acme, w.Turn)
+	is.True(errors.Is(err, turnframe.ErrNotFound)) // its turn was never written
+	next := e.deliverWrite(acme, conv, "upd-1", "hello", at(time.Second))
+	a := e.apply(next)
+	is.Equal(a.Redelivered, nil) // the id was never received: a first delivery
+	got, err := e.s.LoadTurn(e.ctx, acme, next.Turn)
+	is.NoErr(err)                                         // its own turn
+	is.Equal(got.MessageID, turnframe.MessageID("upd-1")) // under the id
 }
 
 func testInboxTenancy(t *testing.T, e *env) {
