@@ -86,8 +86,9 @@ func (s *Store) dbApply(ctx context.Context, w turnframe.Write, callerNow time.T
 const (
 	// insertTurnSQL begins a turn. Its arbiter is turns_message alone: a
 	// message id received already inserts nothing (and, while the turn it
-	// began is not committed, waits for it), while a turn id that exists
-	// fails on the primary key (ErrConflict).
+	// began is not committed, or a move of that turn is open, waits for
+	// that transaction's end), while a turn id that exists fails on the
+	// primary key (ErrConflict).
 	insertTurnSQL = `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (account, message_id) WHERE message_id IS NOT NULL DO NOTHING`
 	// messageTurnSQL finds the turn a message id began, by turns_message.
@@ -278,8 +279,9 @@ func beginOrLockTurn(ctx context.Context, tx *wtx, w turnframe.Write) (turn turn
 	if tag.RowsAffected() == 1 {
 		return t, nil, nil
 	}
-	// The message id began a turn already: read the winner, committed
-	// (the INSERT waited for it), and judge the delivery.
+	// The message id began a turn already: read the winner as last
+	// committed (the INSERT waited for any open write of its row), without
+	// a lock, since a redelivery writes nothing, and judge the delivery.
 	found, err := scanTurn(tx.QueryRow(ctx, messageTurnSQL, string(w.Account), string(t.MessageID)))
 	if err != nil {
 		return t, nil, fmt.Errorf("message %q: %w", t.MessageID, err)
