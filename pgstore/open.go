@@ -32,8 +32,9 @@ const DefaultLockTimeout = 5 * time.Second
 // ever). Open starts no goroutine
 // of its own (pgxpool keeps its health check running until Close).
 //
-// Errors: ErrInvalid for an empty or unparsable url; otherwise the error of
-// the connection or of a migration, translated (a context error stays one).
+// Errors: ErrInvalid for an empty or unparsable url, or a database New
+// refuses by its encoding; otherwise the error of the connection or of a
+// migration, translated (a context error stays one).
 // A server that refuses the connection for good (a database or role it does
 // not know, a failed authentication) is its own error, naming the server's
 // words, never ErrBusy. Once open, a connection that cannot be opened is
@@ -95,13 +96,18 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // and commits durably (synchronous_commit at least on), whatever a plain
 // SET of the application's left on the session (settings.go).
 //
-// Errors: ErrInvalid for a nil pool; otherwise the error of a migration, or
-// with WithExisting a *SchemaError for a schema that is not this build's.
+// Errors: ErrInvalid for a nil pool, or for a database whose encoding
+// converts text (neither UTF8 nor SQL_ASCII: its strings would not read
+// back as written); otherwise the error of a migration, or with
+// WithExisting a *SchemaError for a schema that is not this build's.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, &turnframe.InvalidError{Field: "pool", Reason: "nil"}
 	}
 	cfg := newConfig(opts)
+	if err := checkServerEncoding(ctx, pool); err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
 	migrate := migrate
 	if cfg.existing {
 		migrate = checkExisting
