@@ -151,6 +151,10 @@ func fileKind(m fs.FileMode) string {
 type openError struct {
 	msg string
 	err error
+	// denied: the PostgreSQL server refused the command's login or its
+	// role's privilege (describeServer). The request was fine; whoever
+	// runs the command must run it as another role.
+	denied bool
 }
 
 func (e *openError) Error() string { return e.msg }

@@ -168,7 +168,8 @@ const (
 // in one line: a server it cannot reach or log in to, a statement past its
 // timeout. A login the server refuses, a privilege the role lacks and a
 // database the server does not have cannot succeed as given: they wrap
-// turnframe.ErrInvalid and turnframe.ErrNotFound, which exit 2. An error
+// turnframe.ErrInvalid and turnframe.ErrNotFound, which exit 2 (the first two
+// are a denied *openError, which the page answers 403). An error
 // already worded (an openError) and other errors are returned as they are
 // (describeBusy words a lock held past --busy-timeout, which pgstore
 // reports as turnframe.ErrBusy).
@@ -185,12 +186,12 @@ func describeServer(err error, name string) error {
 	case errors.As(err, &pe) && (pe.Code == codeInvalidPassword || pe.Code == codeInvalidAuth):
 		// A role, password or host the server refuses (a typo, a pg_hba.conf
 		// without the entry): no retry makes it, exit 2.
-		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), msg: fmt.Sprintf("cannot log in to %s: %s "+
+		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), denied: true, msg: fmt.Sprintf("cannot log in to %s: %s "+
 			"(check the URL's user and password, and the server's pg_hba.conf)", name, pe.Message)}
 	case errors.As(err, &pe) && pe.Code == codeInsufficientPriv:
 		// The role may not read or write turnframe's tables there: no
 		// retry makes it, exit 2. The statement failed, so nothing changed.
-		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), msg: fmt.Sprintf("the role of %s may not "+
+		return &openError{err: fmt.Errorf("%w: %w", turnframe.ErrInvalid, err), denied: true, msg: fmt.Sprintf("the role of %s may not "+
 			"do this there (%s); nothing was changed. Run it as a role that may (one granted the application's tables), "+
 			"or have it granted", name, pe.Message)}
 	case errors.As(err, &pe) && pe.Code == codeInvalidCatalogName:

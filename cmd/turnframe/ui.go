@@ -45,9 +45,11 @@ entry sent again since the page was drawn, or a row no longer failed, is
 refused (409), so a re-posted form or a late double click never acts on an
 outcome nobody looked at. Both checks are part of the write, so of two
 operators acting on one row at once, one is refused. A bad id or form (400),
-an id of nothing (404), a form the database moved past (409), or a file that
-stayed locked past --busy-timeout (503) is answered with a message; nothing
-is changed. Before every page and every write the page reads
+an id of nothing (404), a form the database moved past (409), a file that
+stayed locked past --busy-timeout (503), or a PostgreSQL role the server
+refuses the login or the privilege (403: restart the page as a role that
+may; it is also printed on the command's output) is answered with a
+message; nothing is changed. Before every page and every write the page reads
 the database's schema version: once the application, upgraded, has migrated
 it past this turnframe's (as the one-shot commands refuse such a database),
 every request is refused (503) with what to do — restart the page with a

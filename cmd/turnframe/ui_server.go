@@ -151,7 +151,9 @@ func (s *uiServer) render(w http.ResponseWriter, code int, name string, p uiPage
 func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	err = s.e.explain(err) // a server's errors worded, its password never shown
 	code := uiStatus(err)
-	if code == http.StatusInternalServerError {
+	if code == http.StatusInternalServerError || deniedByServer(err) {
+		// Logged for whoever started the page: a 500 is a fault to look
+		// into, and a role the server refuses is one only they can change.
 		// The path is the requester's (any page the browser shows may send
 		// one), decoded: quoted when it holds what a terminal would act on.
 		fmt.Fprintf(s.e.stderr, "turnframe ui: %s %s: %v\n", r.Method, cell(r.URL.Path), err)
@@ -163,13 +165,15 @@ func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 // for one that names nothing, 409 for a move the store's rule refused (the
 // row or entry moved since the page was drawn), 503 for a database that
 // stayed locked or whose schema is no longer this build's, 403 for a
-// refused write; 500 for the rest.
+// refused write and for a login or privilege the PostgreSQL server refuses
+// the page's role (the request was fine, and sending it again cannot
+// succeed: the page must run as another role); 500 for the rest.
 func uiStatus(err error) int {
 	var u *usageError
 	var refused *uiRefusal
 	var moved *schemaMovedError
 	switch {
-	case errors.As(err, &refused):
+	case errors.As(err, &refused), deniedByServer(err):
 		return http.StatusForbidden
 	case errors.As(err, &moved):
 		return http.StatusServiceUnavailable
@@ -183,6 +187,13 @@ func uiStatus(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// deniedByServer reports whether err is the PostgreSQL server refusing the
+// login or a privilege of the role the page runs as (describeServer).
+func deniedByServer(err error) bool {
+	var oe *openError
+	return errors.As(err, &oe) && oe.denied
 }
 
 // uiMessage words an error for the status line; a write's says that
@@ -201,6 +212,9 @@ func uiMessage(code int, err error, write bool) string {
 	case http.StatusServiceUnavailable:
 		return nothing + "the database is busy. Try again in a moment. (" + err.Error() + ")"
 	case http.StatusForbidden:
+		if deniedByServer(err) {
+			return nothing + err.Error()
+		}
 		return "Refused, nothing changed: " + err.Error()
 	case http.StatusInternalServerError:
 		return "Could not be done: " + err.Error()
