@@ -53,7 +53,11 @@ message; nothing is changed. Before every page and every write the page reads
 the database's schema version: once the application, upgraded, has migrated
 it past this turnframe's (as the one-shot commands refuse such a database),
 every request is refused (503) with what to do — restart the page with a
-turnframe at least as new as the application's.`,
+turnframe at least as new as the application's. It also looks at the file
+at --db: once that is no longer the file the page opened (a backup restored
+over it, the file removed), every request is refused (503), since the page
+would read a file no application reads and write into a -wal file the next
+database opened there takes up; restart the page on the application's file.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := addDBFlags(fs)
 			addr := fs.String("addr", "127.0.0.1:0", "the `host:port` to listen on (port 0: any free port)")

@@ -112,7 +112,7 @@ func (h hostRule) allows(hostport string) bool {
 }
 
 // write serves a POST: it checks the request's origin and token (checkWrite)
-// and the database's schema (checkSchema) before fn sees the form, then fn
+// and the database's file and schema (checkDB) before fn sees the form, then fn
 // makes the move and returns the status line to show, or an error the page
 // explains.
 func (s *uiServer) write(fn func(*http.Request) (string, error)) http.HandlerFunc {
@@ -122,7 +122,7 @@ func (s *uiServer) write(fn func(*http.Request) (string, error)) http.HandlerFun
 			s.fail(w, r, err)
 			return
 		}
-		if err := s.checkSchema(r.Context()); err != nil {
+		if err := s.checkDB(r.Context()); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -187,6 +187,16 @@ func (e *schemaMovedError) Error() string {
 	return fmt.Sprintf("the database's schema is now version %d, older than this turnframe's %d (was it restored from a "+
 		"backup?): this page no longer reads or writes it. Stop it, and run 'turnframe migrate' or start the application",
 		e.found, e.want)
+}
+
+// checkDB refuses to serve a request on a database file that is no longer
+// the one the page opened (checkFile) or a schema that is no longer this
+// build's (checkSchema).
+func (s *uiServer) checkDB(ctx context.Context) error {
+	if err := s.checkFile(); err != nil {
+		return err
+	}
+	return s.checkSchema(ctx)
 }
 
 // checkSchema refuses to serve a request, with a *schemaMovedError, when

@@ -36,6 +36,7 @@ type uiOptions struct {
 type uiServer struct {
 	store opStore
 	db    *dbFlags
+	file  fs.FileInfo // the SQLite file at --db when the page started; nil on PostgreSQL
 	e     *env
 	opts  uiOptions
 	token string
@@ -48,7 +49,11 @@ func newUIServer(store opStore, db *dbFlags, e *env, opts uiOptions) (*uiServer,
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("draw the write token: %w", err)
 	}
-	s := &uiServer{store: store, db: db, e: e, opts: opts, token: hex.EncodeToString(b)}
+	file, err := servedFile(db.path)
+	if err != nil {
+		return nil, err
+	}
+	s := &uiServer{store: store, db: db, e: e, opts: opts, token: hex.EncodeToString(b), file: file}
 	pages, err := template.New("").Funcs(template.FuncMap{
 		"stamp":    stamp,
 		"token":    func() string { return s.token },
@@ -104,12 +109,12 @@ type uiFlash struct {
 	Message string
 }
 
-// read serves a GET: once the database's schema is checked (checkSchema),
-// fn returns the template to draw and its data, or an error the page
-// explains.
+// read serves a GET: once the database's file and schema are checked
+// (checkFile, checkSchema), fn returns the template to draw and its data,
+// or an error the page explains.
 func (s *uiServer) read(fn func(*http.Request) (string, any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := s.checkSchema(r.Context()); err != nil {
+		if err := s.checkDB(r.Context()); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -164,7 +169,8 @@ func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 // uiStatus is the HTTP status of an error: 400 for a bad id or value, 404
 // for one that names nothing, 409 for a move the store's rule refused (the
 // row or entry moved since the page was drawn), 503 for a database that
-// stayed locked or whose schema is no longer this build's, 403 for a
+// stayed locked, whose schema is no longer this build's or whose file is
+// no longer the one the page opened, 403 for a
 // refused write and for a login or privilege the PostgreSQL server refuses
 // the page's role (the request was fine, and sending it again cannot
 // succeed: the page must run as another role); 500 for the rest.
@@ -172,10 +178,11 @@ func uiStatus(err error) int {
 	var u *usageError
 	var refused *uiRefusal
 	var moved *schemaMovedError
+	var gone *fileMovedError
 	switch {
 	case errors.As(err, &refused), deniedByServer(err):
 		return http.StatusForbidden
-	case errors.As(err, &moved):
+	case errors.As(err, &moved), errors.As(err, &gone):
 		return http.StatusServiceUnavailable
 	case errors.As(err, &u), errors.Is(err, turnframe.ErrInvalid):
 		return http.StatusBadRequest
@@ -205,6 +212,9 @@ func uiMessage(code int, err error, write bool) string {
 	}
 	if moved := (*schemaMovedError)(nil); errors.As(err, &moved) {
 		return nothing + moved.Error() + "."
+	}
+	if gone := (*fileMovedError)(nil); errors.As(err, &gone) {
+		return nothing + gone.Error() + "."
 	}
 	switch code {
 	case http.StatusConflict:
