@@ -38,10 +38,11 @@ type observed struct {
 
 // NewObserver returns an Observer recording on a meter of meterProvider
 // named ScopeName. It returns a *turnframe.InvalidError (errors.Is
-// turnframe.ErrInvalid) when meterProvider is nil or an option is invalid,
+// turnframe.ErrInvalid) when meterProvider is nil (or holds a nil pointer,
+// like a nil *sdkmetric.MeterProvider) or an option is invalid,
 // and the meter's error, wrapped, when it refuses an instrument.
 func NewObserver(meterProvider metric.MeterProvider, opts ...Option) (*Observer, error) {
-	if meterProvider == nil {
+	if isNil(meterProvider) {
 		return nil, &turnframe.InvalidError{Field: "meterProvider", Reason: "nil"}
 	}
 	c, err := newConfig(opts)

@@ -16,7 +16,9 @@ const AttemptKey = attribute.Key("turnframe.attempt")
 
 // WrapSender returns a turnframe.Sender that sends each row through next
 // inside a span of a tracer of tp named ScopeName, and passes next's answer
-// on unchanged. It panics if next or tp is nil: a programming error.
+// on unchanged. It panics if next or tp is nil, or holds a nil pointer or
+// func (a nil *turnframe.HTTPSender: the turnframe.Dispatcher's own check
+// sees the wrapper, not next): a programming error, found at start-up.
 //
 // The span follows the messaging semantic conventions for a send: it is
 // named "send " and the destination, of kind Client, and carries
@@ -58,10 +60,10 @@ const AttemptKey = attribute.Key("turnframe.attempt")
 // the dispatcher decides, says what the answer asked for. A completed send
 // is then made an unknown one, and its span does not say so.
 func WrapSender(next turnframe.Sender, tp trace.TracerProvider) turnframe.Sender {
-	if next == nil {
+	if isNil(next) {
 		panic("otelturnframe: WrapSender with a nil sender")
 	}
-	if tp == nil {
+	if isNil(tp) {
 		panic("otelturnframe: WrapSender with a nil TracerProvider")
 	}
 	return tracedSender{next: next, tracer: tp.Tracer(ScopeName)}
