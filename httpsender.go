@@ -40,7 +40,7 @@ import (
 //	  a broken connection)                          → Unknown "http.timeout" | "http.no_response"
 //	2xx                                             → Completed "http.200" | …
 //	407 (a proxy refused to forward it)             → Retryable "http.proxy_auth"
-//	408, 429, 503                                   → Retryable "http.408" | "http.429" | "http.503"
+//	408, 421, 425, 429, 503                         → Retryable "http.408" | "http.421" | … | "http.503"
 //	                                                  (429, 503: RetryAfter from Retry-After)
 //	409                                             → Unknown "http.409"
 //	500, 502, 504                                   → Unknown "http.500" | …
@@ -69,12 +69,16 @@ import (
 //
 // The verdicts: a 3xx is not followed (following a 301 or 302 would turn the
 // POST into a GET elsewhere) and counts as Unknown: the remote answered, but
-// not with a verdict on the effect. Two 4xx are not refusals: 408 says the
-// server gave up before it had the whole request (nothing was processed:
-// safe to send again), and 409 is what a remote that honours Idempotency-Key
-// answers while a request under the same key is still in progress (the
-// first may yet land: unknown, never a failure). The remote's reference
-// (Completed and Unknown) is the response header named by
+// not with a verdict on the effect. Four 4xx are not refusals. 408 says the
+// server gave up before it had the whole request; 421, that the server
+// reached does not serve the URL (an HTTP/2 connection a client shared
+// between two hosts); 425, that it would not risk processing a request sent
+// in TLS early data. In these three nothing was processed, and the protocol
+// lets even a non-idempotent request be sent again (RFC 9110 15.5.9 and
+// 15.5.20, RFC 8470 5.2): Retryable. 409 is what a remote that honours
+// Idempotency-Key answers while a request under the same key is still in
+// progress (the first may yet land: unknown, never a failure). The remote's
+// reference (Completed and Unknown) is the response header named by
 // WithRemoteRefHeader, "X-Request-Id" by default.
 //
 // Retry-After is read on a 429 or a 503, and on no other answer: its delay
@@ -95,7 +99,7 @@ import (
 // proxy forwarded nothing (Retryable), and a refused CONNECT tunnel is no
 // connection (Retryable). A proxy's other answers cannot be told from the
 // remote's and are classified as the remote's: a proxy that may have
-// forwarded a request must not answer it 408, 429 or 503.
+// forwarded a request must not answer it 408, 421, 425, 429 or 503.
 //
 // The request is never sent twice by net/http on its own. net/http replays a
 // request that failed on a reused connection when it can rewind the body
@@ -287,7 +291,8 @@ func classifyHTTPStatus(status int, ref string) Dispatched {
 	case status == http.StatusProxyAuthRequired:
 		// A proxy's own answer: it forwarded nothing.
 		return Dispatched{Kind: DispatchRetryable, Code: "http.proxy_auth"}
-	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable ||
+		status == http.StatusMisdirectedRequest || status == http.StatusTooEarly:
 		return Dispatched{Kind: DispatchRetryable, Code: code}
 	case status == http.StatusConflict || status == http.StatusInternalServerError ||
 		status == http.StatusBadGateway || status == http.StatusGatewayTimeout:

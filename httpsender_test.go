@@ -122,6 +122,8 @@ func TestHTTPSenderClassifies(t *testing.T) {
 		{"404 is permanent", status(404), turnframe.DispatchPermanent, "http.404", ""},
 		{"408 is retryable: nothing was processed", status(408), turnframe.DispatchRetryable, "http.408", ""},
 		{"409 is unknown: the same key may be in progress", status(409), turnframe.DispatchUnknown, "http.409", "req-1"},
+		{"421 is retryable: a server that does not serve the URL processed nothing", status(421), turnframe.DispatchRetryable, "http.421", ""},
+		{"425 is retryable: the server would not risk processing it", status(425), turnframe.DispatchRetryable, "http.425", ""},
 		{"422 is permanent", status(422), turnframe.DispatchPermanent, "http.422", ""},
 		{"407 is retryable: a proxy refused to forward it", status(407), turnframe.DispatchRetryable, "http.proxy_auth", ""},
 		{"a redirect is not followed and is unknown", redirects, turnframe.DispatchUnknown, "http.302", ""},
