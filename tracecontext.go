@@ -2,6 +2,7 @@ package turnframe
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 )
@@ -22,9 +23,10 @@ func CheckTraceContext(tc string) error {
 // itself never parses the value.
 //
 // f is called once per commit that enqueues a row, on Execute's goroutine,
-// and must be quick and safe for concurrent use. A value CheckTraceContext
-// refuses is dropped with a warning, so that a tracing fault never costs a
-// commit. A nil f keeps the default: no trace context is captured.
+// after the handler answered, and must be quick and safe for concurrent
+// use. A value CheckTraceContext refuses is dropped with a warning, and so
+// is the value of an f that panics (the panic is logged, not passed on), so
+// that a tracing fault never costs a commit. A nil f keeps the default: no trace context is captured.
 // Only New uses it. An application writing a Write itself (Store.Apply)
 // sets OutboxMessage.TraceContext directly.
 func WithTraceContext(f func(ctx context.Context) string) Option {
@@ -55,7 +57,7 @@ func (rt *Runtime) withTraceContext(ctx context.Context, msgs []OutboxMessage) [
 	if f == nil || !slices.ContainsFunc(msgs, func(m OutboxMessage) bool { return m.TraceContext == "" }) {
 		return msgs
 	}
-	tc := f(ctx)
+	tc := rt.callTraceContext(ctx, f)
 	if tc == "" {
 		return msgs
 	}
@@ -70,4 +72,19 @@ func (rt *Runtime) withTraceContext(ctx context.Context, msgs []OutboxMessage) [
 		}
 	}
 	return out
+}
+
+// callTraceContext returns f(ctx), or "" with a warning when f panics: the
+// handler has answered, and a panic out of Execute now would lose its
+// outcome, leaving the entry to run again (or be escalated) for a fault of
+// tracing.
+func (rt *Runtime) callTraceContext(ctx context.Context, f func(context.Context) string) (tc string) {
+	defer func() {
+		if p := recover(); p != nil {
+			rt.obs.logf(ctx, slog.LevelWarn, "turnframe: trace context dropped: the function panicked",
+				slog.String("panic", fmt.Sprint(p)))
+			tc = ""
+		}
+	}()
+	return f(ctx)
 }
