@@ -2,8 +2,10 @@ package otelturnframe
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/turnframe/turnframe"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -48,7 +50,11 @@ const AttemptKey = attribute.Key("turnframe.attempt")
 // or the settlement when there is none; its status is Error, described by
 // that code, for failed and unknown. A next that panics ends the span
 // unknown with error.type turnframe.CodeSenderPanic, and the panic goes on
-// up to the dispatcher.
+// up to the dispatcher. A span that cannot start or end (a sampler, span
+// processor or synchronous exporter that panics) is a fault of tracing:
+// it is reported to otel.Handle, and the send is made (untraced, when the
+// span could not start) and settled by its answer, never taken for the
+// sender's panic.
 //
 // The span ends inside the send, before Send returns, so its span
 // processors run within the send's deadline
@@ -86,16 +92,34 @@ func (s tracedSender) Send(ctx context.Context, entry turnframe.OutboxEntry) (d 
 	if sc, ok := spanContextOf(entry.TraceContext); ok {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	ctx, span := s.tracer.Start(ctx, "send "+entry.Destination, opts...)
+	spanCtx, span, ok := s.start(ctx, "send "+entry.Destination, opts)
+	if !ok {
+		return s.next.Send(ctx, entry) // sent untraced: the span could not start
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			endSpan(span, sentUnknown, turnframe.CodeSenderPanic)
 			panic(p)
 		}
-		outcome, errorType := settlementOf(ctx, d)
+		outcome, errorType := settlementOf(spanCtx, d)
 		endSpan(span, outcome, errorType)
 	}()
-	return s.next.Send(ctx, entry)
+	return s.next.Send(spanCtx, entry)
+}
+
+// start starts the send's span; ok is false when the tracer panicked (a
+// sampler's or span processor's bug), which is reported to otel.Handle.
+// A tracing fault must not reach the dispatcher, which would take it for
+// the sender's panic and settle a row never sent an unknown outcome.
+func (s tracedSender) start(ctx context.Context, name string, opts []trace.SpanStartOption) (_ context.Context, _ trace.Span, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			otel.Handle(fmt.Errorf("otelturnframe: starting the span %q panicked: %v", name, p))
+			ok = false
+		}
+	}()
+	ctx, span := s.tracer.Start(ctx, name, opts...)
+	return ctx, span, true
 }
 
 // settlementOf returns the settlement the dispatcher makes of d, answered
@@ -121,8 +145,16 @@ func settlementOf(ctx context.Context, d turnframe.Dispatched) (outcome, errorTy
 	return outcome, turnframe.SenderCode(d.Code)
 }
 
-// endSpan records the outcome on span and ends it.
+// endSpan records the outcome on span and ends it. A panic while it does
+// (a span processor's or exporter's bug) is reported to otel.Handle, not
+// passed on: the send has been answered, and the dispatcher would take the
+// panic for the sender's and settle the row an unknown outcome.
 func endSpan(span trace.Span, outcome, errorType string) {
+	defer func() {
+		if p := recover(); p != nil {
+			otel.Handle(fmt.Errorf("otelturnframe: ending a send's span panicked: %v", p))
+		}
+	}()
 	span.SetAttributes(OutcomeKey.String(outcome))
 	if errorType != "" {
 		span.SetAttributes(semconv.ErrorTypeKey.String(errorType))
