@@ -170,10 +170,10 @@ func (s *uiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 // for one that names nothing, 409 for a move the store's rule refused (the
 // row or entry moved since the page was drawn), 503 for a database that
 // stayed locked, whose schema is no longer this build's or whose file is
-// no longer the one the page opened, 403 for a
-// refused write and for a login or privilege the PostgreSQL server refuses
-// the page's role (the request was fine, and sending it again cannot
-// succeed: the page must run as another role); 500 for the rest.
+// no longer the one the page opened, 403 for a refused write and for a
+// login or privilege the PostgreSQL server refuses the page's role (the
+// request was fine, and sending it again cannot succeed: the page must run
+// as another role); 500 for the rest.
 func uiStatus(err error) int {
 	var u *usageError
 	var refused *uiRefusal
