@@ -63,7 +63,7 @@ database opened there takes up; restart the page on the application's file.`,
 			addr := fs.String("addr", "127.0.0.1:0", "the `host:port` to listen on (port 0: any free port)")
 			remote := fs.Bool("allow-remote", false, "allow a non-loopback --addr (the page has no login)")
 			readOnly := fs.Bool("read-only", false, "serve no write: no buttons, and every POST is refused")
-			refresh := fs.Duration("refresh", 15*time.Second, "how often the page reloads itself (0: never)")
+			refresh := fs.Duration("refresh", 15*time.Second, "how often the page reloads itself (0: never; at least 1s, at most 596h, the longest a browser's timer holds)")
 			actor := fs.String("actor", string(turnframe.ActorOperator), "who decides, as the audit trail records the page's writes (like operator:alice)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {

@@ -123,8 +123,29 @@ func (s *uiServer) read(fn func(*http.Request) (string, any, error)) http.Handle
 			s.fail(w, r, err)
 			return
 		}
-		s.render(w, http.StatusOK, name, uiPage{Refresh: int(s.opts.refresh / time.Second), Data: data})
+		s.render(w, http.StatusOK, name, uiPage{Refresh: refreshSeconds(s.opts.refresh), Data: data})
 	}
+}
+
+// maxRefreshSeconds is the longest reload delay the page asks for: browsers
+// keep a timer's delay as a 32-bit count of milliseconds, and one past it
+// (about 24.8 days) wraps and fires at once, so the page would reload
+// without end.
+const maxRefreshSeconds = (1<<31 - 1) / 1000
+
+// refreshSeconds is the delay, in whole seconds, a page drawn under
+// --refresh d reloads after: 0 (never) for 0, else d rounded up to a
+// second (a delay under one is not taken for never) and at most
+// maxRefreshSeconds.
+func refreshSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	secs := d / time.Second
+	if d%time.Second != 0 {
+		secs++
+	}
+	return int(min(secs, maxRefreshSeconds))
 }
 
 // uiResult is a write's page: what it did, and where to go back to.
