@@ -111,7 +111,8 @@ type Plan struct {
 // may read it differently, and one message must not book two seats. The Write expects the phase the turn is
 // in (Write.ExpectPhase: PhaseReceived, unless the store refuses that and
 // a read says otherwise), so of two Plans of an unplanned turn the first
-// lands and the other is judged as a repeat of it.
+// lands and the other is judged as a repeat of it; should that read fail,
+// Plan returns its error (ErrBusy: try again), never ErrConflict.
 func (rt *Runtime) Plan(ctx context.Context, account AccountID, turn TurnID, p Plan) (PlanReport, error) {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return PlanReport{}, err
@@ -151,7 +152,10 @@ func (rt *Runtime) planOnce(ctx context.Context, account AccountID, turn TurnID,
 // ErrConflict and the turn's phase, read then, has moved, it calls write
 // again under that phase. A phase never goes back, so write runs at most
 // once per phase; a refusal under a phase that did not move is the
-// caller's error, returned as it is.
+// caller's error, returned as it is. When that read fails, the refusal
+// may be the phase having moved, which says nothing against the call: the
+// read's error is returned (ErrBusy: the call, tried again, is judged
+// under the phase it finds), never the refusal's ErrConflict.
 func (rt *Runtime) underPhase(ctx context.Context, account AccountID, turn TurnID, phase TurnPhase, write func(TurnPhase) (Applied, error)) (Applied, error) {
 	for tries := 1; ; tries++ {
 		applied, err := write(phase)
@@ -159,7 +163,10 @@ func (rt *Runtime) underPhase(ctx context.Context, account AccountID, turn TurnI
 			return applied, err
 		}
 		marker, rerr := rt.store.TurnPhase(ctx, account, turn)
-		if rerr != nil || marker.Phase == phase {
+		if rerr != nil {
+			return applied, fmt.Errorf("%w (reading the turn's phase again, after the store refused the write expecting %v: %v)", rerr, phase, err)
+		}
+		if marker.Phase == phase {
 			return applied, err
 		}
 		phase = marker.Phase
@@ -346,7 +353,9 @@ func (rt *Runtime) Execute(ctx context.Context, account AccountID, turn TurnID, 
 // The replay record is read, then written whole, under the phase it was
 // read in (Write.ExpectPhase): a Plan of the same turn that lands in between
 // makes Deliver read it again, so what the Plan stored is kept — and if the
-// Plan admitted commands, Deliver is the ErrConflict above.
+// Plan admitted commands, Deliver is the ErrConflict above. A failed read
+// then is that read's error (ErrBusy: try again), never ErrConflict; so
+// for Abandon.
 func (rt *Runtime) Deliver(ctx context.Context, account AccountID, turn TurnID, response string) error {
 	if err := CheckTurnRef(account, turn); err != nil {
 		return err
