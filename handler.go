@@ -386,6 +386,17 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 	if e.Status == JournalPending && x.rt.cfg.local[e.Name] {
 		return x.runLocal(ctx, e)
 	}
+	// The revision the first call is given is read before the take: a
+	// read failing after it would leave the entry held by an attempt that
+	// never called its handler — in flight to every Execute until its
+	// lease ended, and then, for a command whose Remote forbids a blind
+	// rerun, declared unknown though it never ran. A case moving between
+	// this read and the commit is a conflict, as one moving during the
+	// call is.
+	rev, err := x.revision(ctx, e.Case)
+	if err != nil {
+		return resultOf(e), err
+	}
 	running, taken, res, err := x.take(ctx, e)
 	if !taken {
 		return res, err
@@ -406,8 +417,13 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 				return ranResult(running, ran), err
 			}
 		}
+		if reruns > 0 { // the case moved under the last call: its revision now
+			if rev, err = x.revision(ctx, running.Case); err != nil {
+				return ranResult(running, ran), err
+			}
+		}
 		keeper := x.keepAttempt(ctx, running)
-		rev, end, err := x.call(ctx, running.Command, running.Attempt, running.Attempts, false)
+		end, err := x.callAt(ctx, running.Command, running.Attempt, running.Attempts, rev, false)
 		var leaseEnd time.Time // on the real clock
 		running, leaseEnd = keeper.end()
 		ran = ran || end.ran
@@ -527,14 +543,30 @@ func (x *execution) follow(ctx context.Context, running JournalEntry, end time.T
 // says it is a local command's call (callHandler). The error is the read's,
 // or the caller's context's.
 func (x *execution) call(ctx context.Context, cmd Command, attempt AttemptID, attempts int, local bool) (CaseRevision, handlerEnd, error) {
-	rev, err := x.rt.store.CaseRevision(ctx, x.account, cmd.Case)
+	rev, err := x.revision(ctx, cmd.Case)
 	if err != nil {
-		return 0, handlerEnd{}, fmt.Errorf("read revision of case %q: %w", cmd.Case, err)
+		return 0, handlerEnd{}, err
 	}
-	end, err := x.rt.callHandler(ctx, x.h, Call{
+	end, err := x.callAt(ctx, cmd, attempt, attempts, rev, local)
+	return rev, end, err
+}
+
+// revision reads the revision of case c.
+func (x *execution) revision(ctx context.Context, c CaseKey) (CaseRevision, error) {
+	rev, err := x.rt.store.CaseRevision(ctx, x.account, c)
+	if err != nil {
+		return 0, fmt.Errorf("read revision of case %q: %w", c, err)
+	}
+	return rev, nil
+}
+
+// callAt calls the handler for cmd under attempt, the attempts-th of the
+// command, against rev, the revision of its case read before; local as
+// for call. The error is the caller's context's.
+func (x *execution) callAt(ctx context.Context, cmd Command, attempt AttemptID, attempts int, rev CaseRevision, local bool) (handlerEnd, error) {
+	return x.rt.callHandler(ctx, x.h, Call{
 		Account: x.account, Turn: x.turn, Command: cmd, Attempt: attempt, Attempts: attempts, Revision: rev,
 	}, local)
-	return rev, end, err
 }
 
 // withholdResend answers a resend taken up after its remote forgot the key

@@ -215,8 +215,10 @@ func (p Plan) validate(l Limits) error {
 //     takes it for a new attempt — a
 //     compare-and-set on the attempt Execute read, leased for the command
 //     timeout plus WithLeaseMargin — and moves the turn to PhaseExecuting
-//     on its first attempt; h is called with the case's current revision
-//     under the command timeout (while it runs, a wall clock stepped
+//     on its first attempt; h is called with the case's revision, read
+//     just before the take (a read that fails stops Execute with the entry
+//     still Pending, never held by an attempt that did not run), under the
+//     command timeout (while it runs, a wall clock stepped
 //     forward near the lease's end has the lease renewed within a second:
 //     WithLeaseMargin); one more Apply writes the outcome. A
 //     Commit writes the events (checked against that revision), the outbox
