@@ -702,7 +702,10 @@ func (x *execution) take(ctx context.Context, e JournalEntry) (running JournalEn
 		}
 		seen, rerr := rt.store.ByKey(ctx, x.account, e.Key)
 		if rerr != nil {
-			return e, false, resultOf(e), fmt.Errorf("take for a new attempt: %w (reading the entry again: %v)", err, rerr)
+			// A take refused is another caller having moved the entry,
+			// which is no error: only the read says what became of it,
+			// and the read failed (ErrBusy: try again).
+			return e, false, resultOf(e), fmt.Errorf("take for a new attempt: %w (reading the entry again, after the store refused the take: %v)", rerr, err)
 		}
 		// One reading judges both the lease and the Remote's rule: two
 		// could disagree (a wall clock stepped back between them) and let

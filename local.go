@@ -124,7 +124,10 @@ func (x *execution) localRefused(ctx context.Context, e JournalEntry, rev CaseRe
 		// would say the turn does not. What is known is the failed read.
 		return resultOf(e), false, fmt.Errorf("settle %v: %w (reading the entry again, after the store found it no longer in turn %v: %v)", kind, err, x.turn, refusal)
 	case err != nil:
-		return resultOf(e), false, fmt.Errorf("settle %v: %w (reading the entry again: %v)", kind, refusal, err)
+		// A refusal is most often another attempt having settled the
+		// entry first, which is no error: only the read would say, and
+		// it failed (ErrBusy: try again), so ErrConflict would not.
+		return resultOf(e), false, fmt.Errorf("settle %v: %w (reading the entry again, after the store refused the settlement: %v)", kind, err, refusal)
 	}
 	switch {
 	case seen.Turn != x.turn:

@@ -267,7 +267,10 @@ func (p Plan) validate(l Limits) error {
 // anything is read; ErrNotFound for a turn that does not exist for account;
 // ErrConflict for an abandoned turn (nothing runs), for a case that kept
 // moving, for an attempt superseded while h ran, or for a command a new
-// turn's plan adopted (this turn abandoned) since Execute read the turn;
+// turn's plan adopted (this turn abandoned) since Execute read the turn —
+// never for a take or a local settlement the store refused whose entry
+// could not be read again to say why: that is the read's error (ErrBusy:
+// try again);
 // ErrAppWrite, wrapping the app's own error, when a Commit's writes
 // (Outcome.With) failed
 // (nothing of the outcome is written, and the entry stays Executing under
