@@ -29,7 +29,9 @@ func (s *rtMovedFirst) Apply(ctx context.Context, w turnframe.Write) (turnframe.
 	if !s.moved && len(w.Settle) == 1 && w.Settle[0].Key == s.key {
 		s.moved = true
 		move := s.move
-		move.Attempt = turnframe.NewIDGenerator().AttemptID(w.Now)
+		if move.To != turnframe.JournalOutcomeUnknown { // a reconciliation names no attempt
+			move.Attempt = turnframe.NewIDGenerator().AttemptID(w.Now)
+		}
 		if _, err := s.Store.Apply(ctx, turnframe.Write{Account: w.Account, Turn: w.Turn, Now: w.Now, Settle: []turnframe.Settlement{move}}); err != nil {
 			s.t.Fatal(err)
 		}
@@ -83,4 +85,29 @@ func TestARefusedTakeOrLocalSettlementWhoseRereadFailsIsNeverAConflict(t *testin
 			})
 		})
 	}
+}
+
+// The same for the declaration of a dead attempt of a command whose Remote
+// forbids a blind rerun: another caller (a Recover, another Execute)
+// declaring it first is no error, and a failed read after the refusal is
+// that read's error, not ErrConflict.
+func TestADeclarationBeatenByAnotherWhoseRereadFailsIsNeverAConflict(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		f := newChargeFixture(t, store)
+		f.takeAndDie(t, store, turnframe.AttemptID{})
+		f.clock.set(f.clock.read().Add(time.Hour)) // its lease ended
+		moving := &rtMovedFirst{Store: store, t: t, key: "k-charge",
+			move: turnframe.Settlement{Key: "k-charge", To: turnframe.JournalOutcomeUnknown, Code: turnframe.CodeLeaseEnded}}
+		h := rtNewHandler(rtScript)
+		_, err := turnframe.New(moving, f.opts...).Execute(f.ctx, rtAccount, f.turn, h)
+		is.True(err != nil)                             // the read failed
+		is.True(!errors.Is(err, turnframe.ErrConflict)) // another's declaration is no error of Execute
+		is.True(errors.Is(err, turnframe.ErrBusy))      // the failure that stopped it, to try again
+
+		report, err := f.rt.Execute(f.ctx, rtAccount, f.turn, h)
+		is.NoErr(err)                                             // tried again
+		is.Equal(report.Results[0].Kind, turnframe.ResultUnknown) // declared, by the other
+		is.Equal(h.callsOf("k-charge"), 0)                        // never run again
+	})
 }

@@ -645,9 +645,14 @@ func (x *execution) declareUnknown(ctx context.Context, e JournalEntry) (Command
 		if adopted := x.adoptedAway(ctx, e.Key, err); adopted != nil {
 			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w", adopted)
 		}
-		seen, rerr := rt.store.ByKey(ctx, x.account, e.Key)
-		if rerr != nil || !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, ErrConflict) {
 			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w", err)
+		}
+		seen, rerr := rt.store.ByKey(ctx, x.account, e.Key)
+		if rerr != nil {
+			// Another caller moving the entry first is no error; only the
+			// read would tell, and it failed (ErrBusy: try again).
+			return resultOf(e), fmt.Errorf("declare a dead attempt unknown: %w (reading the entry again, after the store refused the declaration: %v)", rerr, err)
 		}
 		if seen.Status == JournalExecuting {
 			return inFlight(seen), nil
