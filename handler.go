@@ -405,10 +405,9 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 	ran := false // the handler was called, on this pass or an earlier one
 	since := keySince(e, running)
 	for reruns := 0; ; reruns++ {
-		if now := rt.cfg.now(); since.IsZero() {
-			since = now // the remote can have the key from this call on
-		} else if !rt.cfg.callInWindow(running.Name, since, now) {
-			return x.withhold(ctx, running, ran, withheldCallNote)
+		judged := since // zero: the remote cannot have the key before this call
+		if since.IsZero() {
+			since = rt.cfg.now() // the remote can have the key from this call on
 		}
 		if running.LeaseUntil.Before(rt.cfg.now().Add(rt.cfg.commandTimeout)) {
 			// The call would outlive the lease (the process was slow
@@ -423,10 +422,13 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 			}
 		}
 		keeper := x.keepAttempt(ctx, running)
-		end, err := x.callAt(ctx, running.Command, running.Attempt, running.Attempts, rev, false)
+		end, err := x.callInWindow(ctx, running, rev, judged)
 		var leaseEnd time.Time // on the real clock
 		running, leaseEnd = keeper.end()
 		ran = ran || end.ran
+		if errors.Is(err, errLateCall) {
+			return x.withhold(ctx, running, ran, withheldCallNote)
+		}
 		if err != nil {
 			return ranResult(running, ran), err
 		}
@@ -567,6 +569,24 @@ func (x *execution) callAt(ctx context.Context, cmd Command, attempt AttemptID, 
 	return x.rt.callHandler(ctx, x.h, Call{
 		Account: x.account, Turn: x.turn, Command: cmd, Attempt: attempt, Attempts: attempts, Revision: rev,
 	}, local)
+}
+
+// errLateCall is callInWindow's refusal of a call that could reach its
+// remote only after it forgets the key.
+var errLateCall = errors.New("the call would reach its remote after it forgets the key")
+
+// callInWindow calls the handler for running's attempt against rev, the
+// revision of its case read before, whose remote may hold the key since
+// since (zero: it cannot hold it yet, and nothing is judged), with the
+// window judged (settings.callInWindow) just before the call: every store
+// call before it (the revision's read, a renewal) may have been slow.
+// errLateCall, the handler not called, when the call could arrive too
+// late.
+func (x *execution) callInWindow(ctx context.Context, running JournalEntry, rev CaseRevision, since time.Time) (handlerEnd, error) {
+	if !since.IsZero() && !x.rt.cfg.callInWindow(running.Name, since, x.rt.cfg.now()) {
+		return handlerEnd{}, errLateCall
+	}
+	return x.callAt(ctx, running.Command, running.Attempt, running.Attempts, rev, false)
 }
 
 // withholdResend answers a resend taken up after its remote forgot the key
