@@ -907,9 +907,14 @@ func (x *execution) unrecorded(ctx context.Context, e JournalEntry, end handlerE
 
 // recordedElsewhere reports the status of the entry under key if, read
 // now, it is uncertain or settled: an unknown outcome dropped on it is
-// already on record. A read that fails says nothing.
+// already on record. A read that fails says nothing. It is made past the
+// caller, as the write was, but for settleRetryMax at most: a store that
+// hangs (a pool with no free connection) must not keep Execute from
+// returning to a caller that gave up, for the sake of a log's level.
 func (x *execution) recordedElsewhere(ctx context.Context, key IdempotencyKey) (JournalStatus, bool) {
-	now, err := x.rt.store.ByKey(context.WithoutCancel(ctx), x.account, key)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleRetryMax)
+	defer cancel()
+	now, err := x.rt.store.ByKey(rctx, x.account, key)
 	if err != nil {
 		return 0, false
 	}
