@@ -151,31 +151,7 @@ func existingMode(params url.Values, cfg config) url.Values {
 // openWriter opens the writer pool, switches the file to WAL, migrates it
 // (unless WithExisting) and checks its schema version.
 func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
-	sync := "FULL" // an outbox exists not to lose things: a commit survives a power loss
-	if cfg.syncNormal {
-		sync = "NORMAL"
-	}
-	params := url.Values{
-		// Every BeginTx sends BEGIN IMMEDIATE: a transaction that read first
-		// and then wrote would get SQLITE_BUSY at once, whatever the busy
-		// timeout, when another connection wrote meanwhile.
-		"_txlock": {"immediate"},
-		"_pragma": {
-			busyPragma(cfg),                // wait for another writer instead of failing at once
-			"foreign_keys(1)",              // journal, events and outbox rows need their turn
-			"synchronous(" + sync + ")",    // durability of a commit, see WithSynchronousNormal
-			"journal_size_limit(67108864)", // truncate the WAL to 64 MiB after a checkpoint
-			// No changed page reaches the WAL before the COMMIT, and no
-			// savepoint or statement journal, sort or RETURNING buffer goes
-			// to a temporary file: a full disk then fails the COMMIT, never
-			// a statement halfway through a transaction, which SQLite
-			// answers by rolling back the whole transaction — an ApplyTx
-			// caller's own rows with it.
-			"cache_spill(0)",
-			"temp_store(2)",
-		},
-	}
-	db, err := sql.Open("sqlite", dsn(path, existingMode(params, cfg)))
+	db, err := sql.Open("sqlite", dsn(path, existingMode(writerParams(cfg, true), cfg)))
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +166,7 @@ func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 		return nil, err
 	}
 	if !cfg.existing {
-		if err := migrate(ctx, db); err != nil {
+		if err := migrateFile(ctx, path, cfg); err != nil {
 			db.Close()
 			return nil, err
 		}
@@ -203,6 +179,58 @@ func openWriter(ctx context.Context, path string, cfg config) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// writerParams are the writer's connection parameters. store is false for
+// the migrations' connection (migrateFile), which lets SQLite spill its
+// page cache to the WAL and sort in temporary files, as it does by default.
+func writerParams(cfg config, store bool) url.Values {
+	sync := "FULL" // an outbox exists not to lose things: a commit survives a power loss
+	if cfg.syncNormal {
+		sync = "NORMAL"
+	}
+	params := url.Values{
+		// Every BeginTx sends BEGIN IMMEDIATE: a transaction that read first
+		// and then wrote would get SQLITE_BUSY at once, whatever the busy
+		// timeout, when another connection wrote meanwhile.
+		"_txlock": {"immediate"},
+		"_pragma": {
+			busyPragma(cfg),                // wait for another writer instead of failing at once
+			"foreign_keys(1)",              // journal, events and outbox rows need their turn
+			"synchronous(" + sync + ")",    // durability of a commit, see WithSynchronousNormal
+			"journal_size_limit(67108864)", // truncate the WAL to 64 MiB after a checkpoint
+		},
+	}
+	if store {
+		// No changed page reaches the WAL before the COMMIT, and no
+		// savepoint or statement journal, sort or RETURNING buffer goes
+		// to a temporary file: a full disk then fails the COMMIT, never
+		// a statement halfway through a transaction, which SQLite
+		// answers by rolling back the whole transaction — an ApplyTx
+		// caller's own rows with it.
+		params["_pragma"] = append(params["_pragma"], "cache_spill(0)", "temp_store(2)")
+	}
+	return params
+}
+
+// migrateFile applies the migrations the file at path lacks (migrate) on
+// a connection of its own, closed when they are done. A migration is one
+// transaction that may copy a whole table (00004 rebuilds the journal) and
+// sort it into indexes: kept in memory until its COMMIT, as the writer
+// keeps a transaction, it needed memory growing with the file, twice its
+// journal, and a process with less was killed at every start. This
+// connection spills its cache to the WAL and sorts on disk, so a migration
+// needs the cache's memory whatever the file's size. A full disk or a
+// failed statement rolls the migration back whole, as any failure does:
+// no caller's rows share its transaction.
+func migrateFile(ctx context.Context, path string, cfg config) error {
+	db, err := sql.Open("sqlite", dsn(path, writerParams(cfg, false)))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	return migrate(ctx, db)
 }
 
 // setWAL switches the file to WAL (readers never wait for the writer, and a
