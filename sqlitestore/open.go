@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pressly/goose/v3"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 
@@ -49,8 +51,10 @@ const migrateAttempts = int(schema.Version) + 1
 // that is not a turnframe store or whose schema is older than this build's
 // (run `turnframe migrate`); ErrBusy, never with ErrInvalid, when another
 // connection keeps the file locked past the busy timeout (the same Open may
-// succeed later); otherwise the error of the file system, the driver or a
-// migration. A file this process may not write (a read-only file or file
+// succeed later), or the file system refuses a write, before any migration
+// committed; otherwise the error of the file system, the driver or a
+// migration: a migration that fails after this Open committed earlier ones
+// names those, wrapping no ErrBusy (the next Open goes on from there). A file this process may not write (a read-only file or file
 // system) opens, as SQLite opens it, read-only: reads work, and every write
 // fails, saying the file is read-only, wrapping no sentinel. Two processes may open one new file at the same
 // time: both succeed, and the schema is applied once.
@@ -280,23 +284,42 @@ func trySetWAL(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// migrate applies the migrations db's file lacks, trying again after a
+// failure (migrateAttempts). A failure once a try of this call's committed
+// a migration is not ErrBusy, whose "nothing was written" it would belie:
+// it names the versions this call applied, wrapping the last try's error.
 func migrate(ctx context.Context, db *sql.DB) error {
 	var err error
+	var applied []int64 // the migrations this call's failed tries committed
 	for range migrateAttempts {
 		if err = schema.Up(ctx, db); err == nil || ctx.Err() != nil {
 			break
 		}
+		var pe *goose.PartialError
+		if errors.As(err, &pe) {
+			for _, r := range pe.Applied {
+				applied = append(applied, r.Source.Version)
+			}
+		}
+	}
+	if err == nil {
+		return nil
 	}
 	var se *sqlite.Error
-	if err != nil && ctx.Err() == nil && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
+	if ctx.Err() == nil && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
 		// Refused by what the file holds, every time: no retry mends it.
 		return fmt.Errorf("migrate: %w: the file refused turnframe's schema (does another application keep tables of the same names in it?): %w",
 			turnframe.ErrInvalid, err)
 	}
-	if err != nil {
-		return fmt.Errorf("migrate: %w", translate(ctx, err))
+	if len(applied) > 0 {
+		moved := fmt.Sprintf("migrate: migrations %d to %d were applied, and the next one failed (Open again to go on from there)",
+			slices.Min(applied), slices.Max(applied))
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("%s: %w: %w", moved, cerr, err)
+		}
+		return fmt.Errorf("%s: %w", moved, err)
 	}
-	return nil
+	return fmt.Errorf("migrate: %w", translate(ctx, err))
 }
 
 func openReader(ctx context.Context, path string, cfg config) (*sql.DB, error) {
