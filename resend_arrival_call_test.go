@@ -71,12 +71,7 @@ func TestACommandResendWhoseCallStartsTooLateIsWithheld(t *testing.T) {
 		slow := &rtOnFirstTake{Store: store, meanwhile: func() { clock.Add(2 * time.Second) }}
 		_, err := turnframe.New(slow, opts...).Execute(ctx, rtAccount, turn, h)
 		is.NoErr(err)
-		is.Equal(remote.applied("k-charge"), 1) // never done twice
-		is.Equal(h.callsOf("k-charge"), 1)      // withheld: the handler not called again
-		e := rtEntry(t, store, "k-charge")
-		is.Equal(e.Status, turnframe.JournalOutcomeUnknown) // still unknown, for the policy
-		is.Equal(e.Code, turnframe.CodeKeyForgotten)
-		arrEscalated(t, store, rec)
+		arrWithheld(t, store, rec, remote, h, 1) // withheld: the handler not called again
 	})
 }
 
@@ -116,12 +111,7 @@ func TestACommitConflictReRunOfAResendThatWouldArriveTooLateIsWithheld(t *testin
 
 		_, err := rt.Execute(ctx, rtAccount, turn, h)
 		is.NoErr(err)
-		is.Equal(remote.applied("k-charge"), 1) // never done twice
-		is.Equal(h.callsOf("k-charge"), 2)      // the resend ran; its re-run was withheld
-		e := rtEntry(t, store, "k-charge")
-		is.Equal(e.Status, turnframe.JournalOutcomeUnknown) // its commit unwritten: for the policy, then a person
-		is.Equal(e.Code, turnframe.CodeKeyForgotten)
-		arrEscalated(t, store, rec)
+		arrWithheld(t, store, rec, remote, h, 2) // the resend ran; its re-run was withheld
 	})
 }
 
@@ -133,10 +123,7 @@ func TestACommitConflictReRunOfAFirstSendIsJudgedFromItsFirstCall(t *testing.T) 
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		ctx := context.Background()
-		clock := newPolClock(dispNow)
-		remote := newArrRemote(clock)
-		opts := []turnframe.Option{turnframe.WithClock(clock.Now), turnframe.WithCommandTimeout(arrBound),
-			turnframe.WithCommand("charge", turnframe.Remote{Deduplicates: arrWindow})}
+		clock, remote, opts := arrCharge()
 		rt := turnframe.New(store, opts...)
 		other := turnframe.New(store, turnframe.WithClock(clock.Now))
 		turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))

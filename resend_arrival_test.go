@@ -77,10 +77,7 @@ func TestACommandResendThatWouldReachTheRemoteAfterItsWindowIsWithheld(t *testin
 			eachStore(t, func(t *testing.T, store turnframe.Store) {
 				is := is.New(t)
 				ctx := context.Background()
-				clock := newPolClock(dispNow)
-				remote := newArrRemote(clock)
-				opts := []turnframe.Option{turnframe.WithClock(clock.Now), turnframe.WithCommandTimeout(arrBound),
-					turnframe.WithCommand("charge", turnframe.Remote{Deduplicates: arrWindow})}
+				clock, remote, opts := arrCharge()
 				rt := turnframe.New(store, opts...)
 				rec := turnframe.NewRecovery(store, opts...)
 				h := rtNewHandler(func(_ context.Context, call turnframe.Call, n int) turnframe.Outcome {
@@ -137,10 +134,7 @@ func TestATakeOverThatWouldReachTheRemoteAfterItsWindowIsDeclaredUnknown(t *test
 			eachStore(t, func(t *testing.T, store turnframe.Store) {
 				is := is.New(t)
 				ctx := context.Background()
-				clock := newPolClock(dispNow)
-				remote := newArrRemote(clock)
-				opts := []turnframe.Option{turnframe.WithClock(clock.Now), turnframe.WithCommandTimeout(arrBound),
-					turnframe.WithCommand("charge", turnframe.Remote{Deduplicates: arrWindow})}
+				clock, remote, opts := arrCharge()
 				rt := turnframe.New(store, opts...)
 				turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
 				// An attempt takes the entry, its request reaches the
@@ -257,4 +251,27 @@ func TestAnOutboxResendThatWouldReachTheRemoteAfterItsWindowIsWithheld(t *testin
 			})
 		})
 	}
+}
+
+// arrCharge returns a clock at dispNow, a remote remembering keys on it for
+// arrWindow, and the options of a Runtime or Recovery on that clock whose
+// command "charge" is declared such a remote, called for up to arrBound.
+func arrCharge() (*polClock, *arrRemote, []turnframe.Option) {
+	clock := newPolClock(dispNow)
+	return clock, newArrRemote(clock), []turnframe.Option{turnframe.WithClock(clock.Now), turnframe.WithCommandTimeout(arrBound),
+		turnframe.WithCommand("charge", turnframe.Remote{Deduplicates: arrWindow})}
+}
+
+// arrWithheld checks that k-charge's effect was done once, its handler
+// called calls times, and its entry left unknown, CodeKeyForgotten, for the
+// policy, which escalates it (arrEscalated).
+func arrWithheld(t *testing.T, store turnframe.Store, rec *turnframe.Recovery, remote *arrRemote, h *rtHandler, calls int) {
+	t.Helper()
+	is := is.New(t)
+	is.Equal(remote.applied("k-charge"), 1) // never done twice
+	is.Equal(h.callsOf("k-charge"), calls)  // the handler not called for the withheld request
+	e := rtEntry(t, store, "k-charge")
+	is.Equal(e.Status, turnframe.JournalOutcomeUnknown) // still unknown, for the policy
+	is.Equal(e.Code, turnframe.CodeKeyForgotten)
+	arrEscalated(t, store, rec)
 }
