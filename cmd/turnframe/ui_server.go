@@ -56,6 +56,7 @@ func newUIServer(store opStore, db *dbFlags, e *env, opts uiOptions) (*uiServer,
 	s := &uiServer{store: store, db: db, e: e, opts: opts, token: hex.EncodeToString(b), file: file}
 	pages, err := template.New("").Funcs(template.FuncMap{
 		"stamp":    stamp,
+		"text":     shown,
 		"token":    func() string { return s.token },
 		"readonly": func() bool { return s.opts.readOnly },
 		"statuses": func() []turnframe.OutboxStatus { return outboxStatuses() },
@@ -65,6 +66,21 @@ func newUIServer(store opStore, db *dbFlags, e *env, opts uiOptions) (*uiServer,
 	}
 	s.pages = pages
 	return s, nil
+}
+
+// shown is text an application, a remote or a file supplied as the page
+// draws it: as it is when every rune is printable, else escaped as the
+// CLI's tables escape it (cell), so a control or format character — a
+// terminal's escape, a bidi override that reverses what follows, a
+// zero-width space that disguises one actor as another — is shown as its
+// escape and never reaches the browser to act. html/template then escapes
+// it for HTML. "" stays empty. A form's hidden field keeps the exact text
+// it posts back, which the browser never shows.
+func shown(s string) string {
+	if s == "" {
+		return ""
+	}
+	return cell(s)
 }
 
 // handler routes the page's requests. Read-only, the write routes do not
