@@ -1,17 +1,22 @@
 package turnframe
 
 import (
+	"strconv"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // Actor names who made a transition, as the audit trail records it. The
 // forms turnframe writes are a worker ("worker:" and its WorkerID),
 // ActorRecovery, ActorPolicy, ActorOperator (the CLI), and ActorApp, the
 // default for a Write that names no actor. An application may name its own
-// ("app:billing-ui", "operator:alice"): 1–200 bytes of UTF-8 without control
-// characters.
+// ("app:billing-ui", "operator:alice"): 1–200 bytes of UTF-8, each rune
+// printable as it is, and no space at either end (Validate). An actor is
+// who the writer says it is: the trail does not authenticate it, but no
+// actor can look like another where it is shown unescaped — a zero-width
+// space, a bidi override or a trailing space would make "recovery\u200b",
+// "operator:\u202eecila" or "recovery " print as turnframe's own recovery or
+// as another person.
 type Actor string
 
 // The actors turnframe writes on its own.
@@ -31,14 +36,23 @@ const (
 // WorkerActor returns the actor of a dispatcher claiming under workerID.
 func WorkerActor(workerID string) Actor { return Actor("worker:" + workerID) }
 
-// Validate returns ErrInvalid unless a is 1–200 bytes of UTF-8 without a
-// control character.
+// Validate returns ErrInvalid unless a is 1–200 bytes of UTF-8 whose every
+// rune is printable (strconv.IsPrint: a letter, mark, number, punctuation,
+// symbol or the ASCII space — no control or format character such as a
+// zero-width space or a bidi override, no other space, no private-use or
+// unassigned code point) and that neither begins nor ends with a space.
+// Records an earlier release kept with other actors still read as they
+// are; only new writes are checked.
 func (a Actor) Validate() error {
 	if err := checkString("actor", string(a), 1, MaxNameLen); err != nil {
 		return err
 	}
-	if strings.IndexFunc(string(a), unicode.IsControl) >= 0 {
-		return invalid("actor", "%q holds a control character", string(a))
+	s := string(a)
+	if i := strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }); i >= 0 {
+		return invalid("actor", "%q holds a character that does not print as itself at byte %d", s, i)
+	}
+	if strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
+		return invalid("actor", "%q begins or ends with a space", s)
 	}
 	return nil
 }

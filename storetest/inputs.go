@@ -21,12 +21,17 @@ func inputTests() []test {
 	}
 }
 
-// badActors are actors every call refuses: a control character, too long.
+// badActors are actors every call refuses: a control character, too long,
+// and one that would print as another (a zero-width space, a bidi
+// override, a trailing space).
 var badActors = []struct {
 	name  string
 	actor turnframe.Actor
 }{
 	{"ControlCharacter", "app\nx"},
+	{"ZeroWidthSpace", "recovery\u200b"},
+	{"BidiOverride", "operator:\u202eecila"},
+	{"TrailingSpace", "policy "},
 	{"Oversize", turnframe.Actor(strings.Repeat("a", turnframe.MaxNameLen+1))},
 	{"NotUTF8", "app\xff"},
 }

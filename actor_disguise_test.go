@@ -1,0 +1,71 @@
+package turnframe_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
+)
+
+// disguisedActors are actors that look like turnframe's own, or like
+// another person, wherever they are shown without escaping: a log, a
+// dashboard, a page, a terminal. Each hides a rune that prints as nothing
+// or changes how the rest prints.
+var disguisedActors = []turnframe.Actor{
+	"recovery\u200b",       // a zero-width space
+	"\u2060policy",         // a word joiner
+	"operator\ufeff",       // a byte-order mark
+	"operator:\u202eecila", // a right-to-left override: drawn "operator:alice"
+	"app\u00ad",            // a soft hyphen
+	"operator\u00a0",       // a no-break space
+	"recovery ",            // a trailing space
+	" operator",            // a leading space
+	"worker:w1\u2028",      // a line separator
+	"app:\U000f0000",       // a private-use character
+}
+
+func TestAnActorIsPrintableAsItIs(t *testing.T) {
+	for _, a := range disguisedActors {
+		t.Run(string(a), func(t *testing.T) {
+			is := is.New(t)
+			is.True(errors.Is(a.Validate(), turnframe.ErrInvalid)) // refused: it would pass for another
+		})
+	}
+	for _, a := range []turnframe.Actor{"operator:Zoë", "app:billing-ui", "operator:李", "operator:alice smith", turnframe.ActorOperator, turnframe.WorkerActor("host-1")} {
+		t.Run(string(a), func(t *testing.T) {
+			is := is.New(t)
+			is.NoErr(a.Validate()) // letters of any script, inner spaces: as they print
+		})
+	}
+}
+
+// TestADisguisedActorIsRefusedAtEveryDoor proves that an application cannot
+// put a disguised actor on the audit trail: Approve, Deny, Settle and a
+// direct Store.Apply refuse it before anything is written.
+func TestADisguisedActorIsRefusedAtEveryDoor(t *testing.T) {
+	const disguised turnframe.Actor = "recovery\u200b"
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		clock := newPolClock(dispNow)
+		turn := polUnknownCommand(t, store, clock)
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now))
+		err := rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"), turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: disguised})
+		is.True(errors.Is(err, turnframe.ErrInvalid))                                   // Settle refuses it
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // unmoved
+		_, err = store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: clock.Now(), Actor: disguised,
+			Settle: []turnframe.Settlement{{Key: "k-charge", From: turnframe.JournalOutcomeUnknown, To: turnframe.JournalCommitted}}})
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // so does the store
+
+		rt := turnframe.New(store, turnframe.WithClock(clock.Now))
+		rtPlanned(t, rt, rtAccount, apPay("k-pay"), apPay("k-pay-2"))
+		_, err = rt.Approve(ctx, rtAccount, "k-pay", disguised, "")
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // Approve refuses it
+		_, err = rt.Deny(ctx, rtAccount, "k-pay-2", "operator\u200b", "")
+		is.True(errors.Is(err, turnframe.ErrInvalid)) // and Deny
+		is.Equal(rtEntry(t, store, "k-pay").Status, turnframe.JournalAwaitingApproval)
+		is.Equal(rtEntry(t, store, "k-pay-2").Status, turnframe.JournalAwaitingApproval)
+	})
+}
