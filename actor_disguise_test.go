@@ -69,3 +69,39 @@ func TestADisguisedActorIsRefusedAtEveryDoor(t *testing.T) {
 		is.Equal(rtEntry(t, store, "k-pay-2").Status, turnframe.JournalAwaitingApproval)
 	})
 }
+
+// TestSettleRefusesTurnframesOwnActors proves that an application cannot
+// settle an unknown outcome in the name of turnframe's own recovery,
+// policy or dispatch workers: the trail would say the policy resolved what
+// the application did, and the policy counts its own resends by that name.
+func TestSettleRefusesTurnframesOwnActors(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		clock := newPolClock(dispNow)
+		polUnknownCommand(t, store, clock)
+		row := polUnknownRow(t, store, "k-row", "payments")
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now))
+		entry, rowSubject := turnframe.JournalSubject(rtAccount, "k-charge"), turnframe.OutboxSubject(rtAccount, row.ID)
+		before := func(s turnframe.Subject) int {
+			h, err := store.History(ctx, s, 0, 100)
+			is.NoErr(err)
+			return len(h)
+		}
+		entryRecords, rowRecords := before(entry), before(rowSubject)
+		for _, actor := range []turnframe.Actor{turnframe.ActorPolicy, turnframe.ActorRecovery, turnframe.WorkerActor("w1")} {
+			for _, s := range []turnframe.Subject{entry, rowSubject} {
+				for _, v := range []turnframe.Verdict{turnframe.VerdictCompleted, turnframe.VerdictResend, turnframe.VerdictEscalate} {
+					err := rec.Settle(ctx, s, turnframe.Decision{Verdict: v, Actor: actor})
+					is.True(errors.Is(err, turnframe.ErrInvalid)) // not the application's name to use
+				}
+			}
+		}
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // unmoved
+		is.Equal(dispGet(t, store, row.ID).Status, turnframe.OutboxOutcomeUnknown)
+		is.Equal(before(entry), entryRecords) // nothing recorded
+		is.Equal(before(rowSubject), rowRecords)
+		is.NoErr(rec.Settle(ctx, entry, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: turnframe.ActorOperator}))
+		is.NoErr(rec.Settle(ctx, rowSubject, turnframe.Decision{Verdict: turnframe.VerdictCompleted})) // the app, or a person, may
+	})
+}

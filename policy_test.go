@@ -329,7 +329,9 @@ func TestNeedsInterventionIsSettledOnlyByTheAppOrAPerson(t *testing.T) {
 		is.Equal(dispGet(t, store, row.ID).Status, turnframe.OutboxNeedsIntervention)
 		for _, actor := range []turnframe.Actor{turnframe.ActorPolicy, turnframe.ActorRecovery, turnframe.WorkerActor("w1")} {
 			err := rec.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: actor})
-			is.True(errors.Is(err, turnframe.ErrConflict)) // not turnframe's own to settle
+			is.True(errors.Is(err, turnframe.ErrInvalid)) // not turnframe's own to settle: Settle takes none of them
+			err = store.Resolve(ctx, turnframe.Resolution{ID: row.ID, Verdict: turnframe.VerdictCompleted, Actor: actor, Now: dispNow.Add(time.Minute)})
+			is.True(errors.Is(err, turnframe.ErrConflict)) // nor does the store move it for them
 		}
 		err = rec.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorOperator})
 		is.True(errors.Is(err, turnframe.ErrConflict)) // already escalated

@@ -11,7 +11,10 @@ import (
 // Decision is how a person, the application or the policy settles an
 // uncertain outcome: Verdict, a Code kept on the entry or row (a
 // rejection's reason), the remote's reference if it gave one, who decided
-// (Actor; "" is ActorApp) and why (Note, for the audit trail).
+// (Actor; "" is ActorApp) and why (Note, for the audit trail). Settle
+// takes the Actor of the application or a person only (MayIntervene): the
+// names of turnframe's own recovery, policy and dispatch workers are the
+// library's, which the policy's own settlements carry.
 type Decision struct {
 	Verdict   Verdict
 	Code      string
@@ -53,15 +56,20 @@ type Decision struct {
 // audit trail with d's actor, code and note.
 //
 // For the other verdicts — errors: ErrInvalid for a bad subject, verdict,
-// code (CodeApproved and CodeDenied are Runtime.Approve's and Deny's), actor,
-// note or attempt;
+// code (CodeApproved and CodeDenied are Runtime.Approve's and Deny's), actor
+// (one Actor.Validate refuses, or turnframe's own — ActorRecovery,
+// ActorPolicy, a WorkerActor — whatever the subject's status: the trail
+// would show the library deciding what the caller did, and the policy
+// counts its resends by its name), note or attempt;
 // ErrNotFound for a subject that does not exist for its account;
 // ErrConflict for one whose outcome is not unknown (a concurrent settle won,
 // or it never was), for one at another attempt than d.Attempt, for a
-// resend of a command of an abandoned turn (it would never run), and for a
-// NeedsIntervention one and an actor that may not intervene. Nothing is
-// written on any error.
+// resend of a command of an abandoned turn (it would never run), and for
+// escalating a NeedsIntervention one again. Nothing is written on any error.
 func (r *Recovery) Settle(ctx context.Context, subject Subject, d Decision) error {
+	if d.Actor != "" && !d.Actor.MayIntervene() {
+		return invalid("actor", "%q is turnframe's own recovery, policy or dispatch worker: the application or a person settles under its own name", d.Actor)
+	}
 	f, err := fenceFrom(subject, d.Attempt)
 	if err != nil {
 		return err

@@ -273,10 +273,15 @@ func TestSettleSettlesAnUnknownCommand(t *testing.T) {
 			turn := rtPlanned(t, rt, rtAccount, rtCmd("k-charge", "card/1", "charge"))
 			_, err := rt.Execute(ctx, rtAccount, turn, rtNewHandler(rtScript))
 			is.NoErr(err)
-			is.NoErr(r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy})) // the policy escalates
+			_, err = store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: time.Now(), Actor: turnframe.ActorPolicy,
+				Settle: []turnframe.Settlement{{Key: "k-charge", From: turnframe.JournalOutcomeUnknown, To: turnframe.JournalNeedsIntervention}}})
+			is.NoErr(err) // the policy escalates
 			for _, actor := range []turnframe.Actor{turnframe.ActorPolicy, turnframe.ActorRecovery, turnframe.WorkerActor("w1")} {
 				err = r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: actor})
-				is.True(errors.Is(err, turnframe.ErrConflict)) // turnframe's own actors may not
+				is.True(errors.Is(err, turnframe.ErrInvalid)) // turnframe's own actors may not: Settle takes none of them
+				_, err = store.Apply(ctx, turnframe.Write{Account: rtAccount, Turn: turn, Now: time.Now(), Actor: actor,
+					Settle: []turnframe.Settlement{{Key: "k-charge", From: turnframe.JournalNeedsIntervention, To: turnframe.JournalCommitted}}})
+				is.True(errors.Is(err, turnframe.ErrConflict)) // nor does the store move it for them
 			}
 			err = r.Settle(ctx, subject, turnframe.Decision{Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorOperator})
 			is.True(errors.Is(err, turnframe.ErrConflict))                                     // nor is it escalated twice

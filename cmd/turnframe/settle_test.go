@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
@@ -29,22 +30,22 @@ func lastRecord(t *testing.T, store turnframe.HistoryStore, subject turnframe.Su
 }
 
 // escalate moves the fixture's unknown row and unknown entry to
-// needs_intervention as the policy does: Recovery.Settle with
-// VerdictEscalate, as ActorPolicy.
+// needs_intervention as the policy does: through the store, as
+// ActorPolicy (Recovery.Settle takes no actor of turnframe's own).
 func escalate(t *testing.T, f fixture) *sqlitestore.Store {
 	t.Helper()
 	store := openFixture(t, f)
-	rec := turnframe.NewRecovery(store)
 	ctx := context.Background()
-	for _, s := range []turnframe.Subject{
-		turnframe.OutboxSubject(fixtureAccount, f.unknown),
-		turnframe.JournalSubject(fixtureAccount, "key-ask-remote"),
-	} {
-		err := rec.Settle(ctx, s, turnframe.Decision{Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy,
-			Code: turnframe.CodeNoSafeResolution, Note: "the remote can do neither"})
-		if err != nil {
-			t.Fatalf("escalate %v: %v", s, err)
-		}
+	const why = "the remote can do neither"
+	now := time.Now().UTC()
+	if err := store.Resolve(ctx, turnframe.Resolution{ID: f.unknown, Verdict: turnframe.VerdictEscalate, Actor: turnframe.ActorPolicy,
+		Code: turnframe.CodeNoSafeResolution, Note: why, Now: now}); err != nil {
+		t.Fatalf("escalate the row: %v", err)
+	}
+	_, err := store.Apply(ctx, turnframe.Write{Account: fixtureAccount, Turn: f.unknownDelivered, Now: now, Actor: turnframe.ActorPolicy, Note: why,
+		Settle: []turnframe.Settlement{{Key: "key-ask-remote", From: turnframe.JournalOutcomeUnknown, To: turnframe.JournalNeedsIntervention, Code: turnframe.CodeNoSafeResolution}}})
+	if err != nil {
+		t.Fatalf("escalate the entry: %v", err)
 	}
 	return store
 }
