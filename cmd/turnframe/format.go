@@ -232,3 +232,29 @@ func payloadText(b []byte) (text, b64 string) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// payloadShown is the most bytes of a payload (its text, or "base64:" and
+// its base64 form) the text output and the page show: a payload may be
+// MaxPayloadLen (16 MiB), which would bury the rest of 'show' and hang a
+// terminal or a browser; --json prints it whole.
+const payloadShown = 4096
+
+// payloadPreview returns a payload as the text output and the page show
+// it: its text or "base64:" and its base64 form (payloadText), cut to at
+// most payloadShown bytes on a rune boundary; and, when it was cut, a note
+// giving the payload's size in bytes and where to read it whole. An uncut
+// payload has no note.
+func payloadPreview(text, b64 string, size int) (shown, note string) {
+	shown = text
+	if b64 != "" {
+		shown = "base64:" + b64
+	}
+	if len(shown) <= payloadShown {
+		return shown, ""
+	}
+	cut := payloadShown
+	for cut > 0 && !utf8.RuneStart(shown[cut]) {
+		cut--
+	}
+	return shown[:cut], fmt.Sprintf("%d bytes; shown cut to %d, --json prints it whole", size, cut)
+}

@@ -27,7 +27,9 @@ would: a command whose Remote forbids re-running a dead attempt shows
 resume_commands where the application's recovery declares it unknown. Either ends
 with its history, oldest first, as
 'turnframe history' prints it. An id that is neither is an error (exit 2).
-A value holding a control character prints as a quoted Go string.
+A value holding a control character prints as a quoted Go string. A payload
+longer than 4096 bytes prints cut there, followed by its size; --json prints
+it whole.
 
 A turn's outbox rows are listed in enqueue order, read 100 at a time and
 printed as they are read. --limit (at most 10000) bounds them; when rows
@@ -147,10 +149,7 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 	if !r.LeaseUntil.IsZero() {
 		lease = fmt.Sprintf("%s (%s)", stamp(r.LeaseUntil), leaseState(now, r.LeaseUntil))
 	}
-	payload := v.Payload
-	if v.PayloadBase64 != "" {
-		payload = "base64:" + v.PayloadBase64
-	}
+	payload, size := payloadPreview(v.Payload, v.PayloadBase64, len(r.Payload))
 	return writeFields(e.stdout, [][2]string{
 		{"outbox row", v.ID},
 		{"status", v.Status},
@@ -172,6 +171,7 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 		{"updated", stamp(r.UpdatedAt)},
 		{"finished", stamp(r.FinishedAt)},
 		{"payload", payload},
+		{"payload size", size},
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/turnframe/turnframe"
@@ -57,6 +59,7 @@ func newUIServer(store opStore, db *dbFlags, e *env, opts uiOptions) (*uiServer,
 	pages, err := template.New("").Funcs(template.FuncMap{
 		"stamp":    stamp,
 		"text":     shown,
+		"payload":  pagePayload,
 		"token":    func() string { return s.token },
 		"readonly": func() bool { return s.opts.readOnly },
 		"statuses": func() []turnframe.OutboxStatus { return outboxStatuses() },
@@ -81,6 +84,21 @@ func shown(s string) string {
 		return ""
 	}
 	return cell(s)
+}
+
+// uiPayload is a payload as the page shows it: its beginning, and what says
+// it was cut (payloadPreview).
+type uiPayload struct{ Shown, Note string }
+
+// pagePayload is the page's payloadPreview of a view's payload, given as
+// its text or its base64 form.
+func pagePayload(text, b64 string) uiPayload {
+	size := len(text)
+	if b64 != "" {
+		size = base64.StdEncoding.DecodedLen(len(b64)) - strings.Count(b64[max(0, len(b64)-2):], "=")
+	}
+	shown, note := payloadPreview(text, b64, size)
+	return uiPayload{shown, note}
 }
 
 // handler routes the page's requests. Read-only, the write routes do not
