@@ -7,12 +7,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 )
 
-// writeTable writes a header and rows as columns aligned with spaces. Every
+// writeTable writes a header and rows as columns aligned with spaces, as a
+// terminal draws them (writeAligned). Every
 // cell goes through cell, so no stored value can add a row or split a
 // column; an empty cell prints as "-", so every column stays readable by awk.
 func writeTable(w io.Writer, header []string, rows [][]string) error {
@@ -22,9 +22,9 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 // writeRows is writeTable without a header line when header is nil: the
 // rows of a table printed a page at a time.
 func writeRows(w io.Writer, header []string, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	lines := make([][]string, 0, len(rows)+1)
 	if header != nil {
-		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		lines = append(lines, header)
 	}
 	for _, row := range rows {
 		cells := make([]string, len(row))
@@ -36,9 +36,9 @@ func writeRows(w io.Writer, header []string, rows [][]string) error {
 			}
 			cells[i] = c
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		lines = append(lines, cells)
 	}
-	return tw.Flush()
+	return writeAligned(w, lines)
 }
 
 // writeJSON writes v as indented JSON followed by a newline.
@@ -135,14 +135,14 @@ func writeJSONWithArrays(w io.Writer, v any, streams []jsonStream) error {
 // writeFields writes name/value pairs as two aligned columns, skipping empty
 // values: the form of "show". Every value goes through cell.
 func writeFields(w io.Writer, pairs [][2]string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var lines [][]string
 	for _, p := range pairs {
 		if p[1] == "" {
 			continue
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", p[0], cell(p[1]))
+		lines = append(lines, []string{p[0] + ":", cell(p[1])})
 	}
-	return tw.Flush()
+	return writeAligned(w, lines)
 }
 
 // cell returns s as a table cell or a field value prints it: as it is, or,

@@ -7,6 +7,7 @@ require (
 	github.com/matryer/is v1.4.1
 	github.com/turnframe/turnframe v0.0.0-00010101000000-000000000000
 	github.com/turnframe/turnframe/pgstore v0.0.0-00010101000000-000000000000
+	golang.org/x/text v0.44.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -26,7 +27,6 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
 	modernc.org/libc v1.80.2 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
