@@ -18,7 +18,7 @@ outcome_unknown, needs_intervention); --account keeps one tenant. ATTEMPTS
 counts every attempt, BASE the ones outside its budget: made before the
 row's last requeue, or claims put back unsent (the dispatcher allows a full
 budget beyond it); DUE is shown for pending rows,
-LEASE UNTIL for dispatching ones. A cell holding a control character prints as a quoted Go
+LEASE UNTIL for dispatching ones. A cell holding a control or format character prints as a quoted Go
 string, so no stored value can forge a row.
 
 --after goes on after the row with that id; when that row no longer exists
