@@ -3,10 +3,12 @@ package turnframe_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
 	"github.com/turnframe/turnframe"
+	"github.com/turnframe/turnframe/memstore"
 )
 
 // disguisedActors are actors that look like turnframe's own, or like
@@ -104,4 +106,33 @@ func TestSettleRefusesTurnframesOwnActors(t *testing.T) {
 		is.NoErr(rec.Settle(ctx, entry, turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: turnframe.ActorOperator}))
 		is.NoErr(rec.Settle(ctx, rowSubject, turnframe.Decision{Verdict: turnframe.VerdictCompleted})) // the app, or a person, may
 	})
+}
+
+// TestAWorkerIDIsOneItsActorCanName proves that every worker id a store
+// or a Dispatcher accepts makes an actor the audit trail accepts: the
+// records a claim, a settlement or a late answer writes under
+// WorkerActor(id) are never refused for the id, and so never lost.
+func TestAWorkerIDIsOneItsActorCanName(t *testing.T) {
+	long := strings.Repeat("w", turnframe.MaxNameLen-len("worker:"))
+	for _, id := range []string{"w1\u200b", "w\u202e1", "w1 ", " w1", "w1\t", "w1\n", long + "w"} {
+		t.Run(id, func(t *testing.T) {
+			is := is.New(t)
+			is.True(errors.Is(turnframe.CheckWorker(id), turnframe.ErrInvalid)) // refused: its actor would be
+			panicked := func() (p bool) {
+				defer func() { p = recover() != nil }()
+				turnframe.NewDispatcher(memstore.New(), turnframe.SenderFunc(func(context.Context, turnframe.OutboxEntry) turnframe.Dispatched {
+					return turnframe.Dispatched{}
+				}), turnframe.DispatchConfig{WorkerID: id})
+				return false
+			}()
+			is.True(panicked) // a Dispatcher refuses it at construction, not at its first late answer
+		})
+	}
+	for _, id := range []string{"w1", "host-1/pid 42", "工人", long} {
+		t.Run(id, func(t *testing.T) {
+			is := is.New(t)
+			is.NoErr(turnframe.CheckWorker(id))            // accepted
+			is.NoErr(turnframe.WorkerActor(id).Validate()) // and so is its actor
+		})
+	}
 }

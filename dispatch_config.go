@@ -30,7 +30,8 @@ const DefaultLeaseMargin = 30 * time.Second
 // A nil DestinationLimits limits no destination.
 // DefaultDispatchConfig returns the defaults spelled out.
 type DispatchConfig struct {
-	// WorkerID is the name rows are claimed under: 1–200 bytes of UTF-8,
+	// WorkerID is the name rows are claimed under (CheckWorker: 1–193
+	// printable bytes of UTF-8, no space at either end),
 	// distinct per dispatcher (per process, or per dispatcher when one
 	// process runs several). A settlement presents it as part of its claim.
 	WorkerID string

@@ -34,7 +34,10 @@ const (
 )
 
 // WorkerActor returns the actor of a dispatcher claiming under workerID.
-func WorkerActor(workerID string) Actor { return Actor("worker:" + workerID) }
+func WorkerActor(workerID string) Actor { return Actor(workerPrefix + workerID) }
+
+// workerPrefix begins the actor of every dispatch worker.
+const workerPrefix = "worker:"
 
 // Validate returns ErrInvalid unless a is 1–200 bytes of UTF-8 whose every
 // rune is printable (strconv.IsPrint: a letter, mark, number, punctuation,
@@ -64,7 +67,7 @@ func (a Actor) MayIntervene() bool {
 	switch {
 	case a == ActorRecovery || a == ActorPolicy:
 		return false
-	case strings.HasPrefix(string(a), "worker:"):
+	case strings.HasPrefix(string(a), workerPrefix):
 		return false
 	}
 	return true

@@ -42,8 +42,9 @@ type Dispatcher struct {
 // destination to the Dispatcher as to Recovery), and ignores the other
 // options.
 //
-// It panics on programmer errors: a nil store or sender, an empty or
-// over-long cfg.WorkerID, or a BatchSize over MaxLimit.
+// It panics on programmer errors: a nil store or sender, a cfg.WorkerID
+// CheckWorker refuses (empty, over 193 bytes, or not printable as itself),
+// or a BatchSize over MaxLimit.
 func NewDispatcher(store OutboxStore, sender Sender, cfg DispatchConfig, opts ...Option) *Dispatcher {
 	if isNil(store) { // a nil pointer behind it too: Open failed
 		panic("turnframe: NewDispatcher with a nil store")

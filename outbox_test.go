@@ -798,7 +798,7 @@ func TestNewDispatcherPanicsOnProgrammerErrors(t *testing.T) {
 		{"a nil store", nil, sender, turnframe.DefaultDispatchConfig("w")},
 		{"a nil sender", dispNoStore{}, nil, turnframe.DefaultDispatchConfig("w")},
 		{"an empty worker id", dispNoStore{}, sender, turnframe.DispatchConfig{}},
-		{"a worker id over 200 bytes", dispNoStore{}, sender, turnframe.DefaultDispatchConfig(strings.Repeat("w", 201))},
+		{"a worker id over 193 bytes", dispNoStore{}, sender, turnframe.DefaultDispatchConfig(strings.Repeat("w", 194))},
 		{"a batch over MaxLimit", dispNoStore{}, sender, turnframe.DispatchConfig{WorkerID: "w", BatchSize: turnframe.MaxLimit + 1}},
 	}
 	for _, tt := range tests {

@@ -95,9 +95,21 @@ func CheckLimit(field string, n int) error {
 	return nil
 }
 
-// CheckWorker returns ErrInvalid unless worker is 1–200 bytes of UTF-8
-// without a NUL byte.
-func CheckWorker(worker string) error { return checkString("worker", worker, 1, MaxNameLen) }
+// CheckWorker returns ErrInvalid unless worker is a name the audit trail
+// can record its claims under: 1–193 bytes of UTF-8 that Actor.Validate
+// would accept as an actor (every rune printable, no space at either end),
+// so that WorkerActor(worker), 7 bytes longer, is one. A worker id any store or Dispatcher accepts thus
+// never has the record of one of its claims, settlements or late answers
+// refused.
+func CheckWorker(worker string) error {
+	if err := checkString("worker", worker, 1, MaxNameLen-len(workerPrefix)); err != nil {
+		return err
+	}
+	if err := Actor(worker).Validate(); err != nil {
+		return invalid("worker", "%q: the actor it names would be refused: %v", worker, err)
+	}
+	return nil
+}
 
 // CheckCode returns ErrInvalid naming field unless code is at most 200 bytes
 // of UTF-8 without a NUL byte (it may be empty).
