@@ -26,14 +26,19 @@ import (
 // readPoolSize bounds the read pool's connections.
 const readPoolSize = 4
 
-// migrateAttempts bounds how often Open runs the migrations. goose takes no
-// lock on SQLite: when two processes open one file at once, both may list a
-// migration as pending, and the loser runs it once the winner has committed
-// it. Every migration fails when run a second time ("table already exists",
-// "duplicate column name": 00004 has a guard for it), so the loser's
-// fails, rolls back whole, and Open runs Up again, which finds it applied.
-// One retry per migration another opener may be applying is enough.
-const migrateAttempts = int(schema.Version) + 1
+// busyRetries bounds how often in a row Open tries the migrations again
+// after a try that waited out the busy timeout while the file's version did
+// not move. goose takes no lock on SQLite: when several processes open one
+// old file at once, each lists the migrations it lacks and queues for the
+// write lock, and a migration of a big file (00004 copies the journal) may
+// keep the others waiting longer than their busy timeout. A try that
+// failed while the file's version rose — another opener committed a
+// migration, or this one did — is always tried again: the failure was a
+// stale run of a migration another opener applied first (every migration
+// fails when run a second time: 00004 has a guard for it), or a wait that
+// another opener's progress prolonged. Only a streak of tries in which
+// nothing moved ends Open, as ErrBusy.
+const busyRetries = int(schema.Version) + 1
 
 // Open opens the store in the SQLite file at path and returns it ready:
 // WAL mode verified, schema at schema.Version. Without WithExisting it
@@ -54,7 +59,10 @@ const migrateAttempts = int(schema.Version) + 1
 // succeed later), or the file system refuses a write, before any migration
 // committed; otherwise the error of the file system, the driver or a
 // migration: a migration that fails after this Open committed earlier ones
-// names those, wrapping no ErrBusy (the next Open goes on from there). A file this process may not write (a read-only file or file
+// names those, wrapping no ErrBusy (the next Open goes on from there).
+// While another process migrates the file, Open waits for it as long as
+// the file's version keeps moving: it gives up, ErrBusy, only once
+// schema.Version + 1 busy timeouts in a row passed with the version unchanged. A file this process may not write (a read-only file or file
 // system) opens, as SQLite opens it, read-only: reads work, and every write
 // fails, saying the file is read-only, wrapping no sentinel. Two processes may open one new file at the same
 // time: both succeed, and the schema is applied once.
@@ -285,13 +293,19 @@ func trySetWAL(ctx context.Context, db *sql.DB) error {
 }
 
 // migrate applies the migrations db's file lacks, trying again after a
-// failure (migrateAttempts). A failure once a try of this call's committed
-// a migration is not ErrBusy, whose "nothing was written" it would belie:
-// it names the versions this call applied, wrapping the last try's error.
+// failed try while the file's version moves, and after up to busyRetries
+// tries in a row that waited out the busy timeout with nothing moved. A
+// failure once a try of this call's committed a migration is not ErrBusy,
+// whose "nothing was written" it would belie: it names the versions this
+// call applied, wrapping the last try's error. A failure that is not the
+// wait for the lock, in a try during which the file's version stayed, is
+// the file's own refusal of the schema: ErrInvalid.
 func migrate(ctx context.Context, db *sql.DB) error {
 	var err error
 	var applied []int64 // the migrations this call's failed tries committed
-	for range migrateAttempts {
+	var moved bool      // the file's version rose during the last try
+	for still := 0; still < busyRetries; {
+		before, verr := schema.FileVersion(ctx, db)
 		if err = schema.Up(ctx, db); err == nil || ctx.Err() != nil {
 			break
 		}
@@ -301,12 +315,21 @@ func migrate(ctx context.Context, db *sql.DB) error {
 				applied = append(applied, r.Source.Version)
 			}
 		}
+		after, aerr := schema.FileVersion(ctx, db)
+		if moved = verr == nil && aerr == nil && after > before; moved {
+			still = 0 // another opener, or this one, went on: wait again
+			continue
+		}
+		if !errors.Is(translate(ctx, err), ErrBusy) {
+			break // nothing moved, and waiting was not what failed
+		}
+		still++
 	}
 	if err == nil {
 		return nil
 	}
 	var se *sqlite.Error
-	if ctx.Err() == nil && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
+	if ctx.Err() == nil && !moved && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
 		// Refused by what the file holds, every time: no retry mends it.
 		return fmt.Errorf("migrate: %w: the file refused turnframe's schema (does another application keep tables of the same names in it?): %w",
 			turnframe.ErrInvalid, err)
@@ -318,6 +341,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("%s: %w: %w", moved, cerr, err)
 		}
 		return fmt.Errorf("%s: %w", moved, err)
+	}
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+		v, _ := schema.FileVersion(ctx, db)
+		return fmt.Errorf("migrate: the file stayed at schema version %d while another connection held its write lock "+
+			"through %d busy timeouts in a row (another process migrating it, or a long write); "+
+			"Open again once it is done, or give Open a longer WithBusyTimeout: %w", v, busyRetries, translate(ctx, err))
 	}
 	return fmt.Errorf("migrate: %w", translate(ctx, err))
 }
