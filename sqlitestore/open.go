@@ -295,15 +295,12 @@ func trySetWAL(ctx context.Context, db *sql.DB) error {
 // migrate applies the migrations db's file lacks, trying again after a
 // failed try while the file's version moves, and after up to busyRetries
 // tries in a row that waited out the busy timeout with nothing moved. A
-// failure once a try of this call's committed a migration is not ErrBusy,
-// whose "nothing was written" it would belie: it names the versions this
-// call applied, wrapping the last try's error. A failure that is not the
-// wait for the lock, in a try during which the file's version stayed, is
-// the file's own refusal of the schema: ErrInvalid.
+// stale run of a migration another opener committed first fails, and the
+// version rose meanwhile: it is tried again, never taken for the file's
+// own refusal.
 func migrate(ctx context.Context, db *sql.DB) error {
 	var err error
 	var applied []int64 // the migrations this call's failed tries committed
-	var moved bool      // the file's version rose during the last try
 	for still := 0; still < busyRetries; {
 		before, verr := schema.FileVersion(ctx, db)
 		if err = schema.Up(ctx, db); err == nil || ctx.Err() != nil {
@@ -315,8 +312,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 				applied = append(applied, r.Source.Version)
 			}
 		}
-		after, aerr := schema.FileVersion(ctx, db)
-		if moved = verr == nil && aerr == nil && after > before; moved {
+		if after, aerr := schema.FileVersion(ctx, db); verr == nil && aerr == nil && after > before {
 			still = 0 // another opener, or this one, went on: wait again
 			continue
 		}
@@ -328,8 +324,19 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err == nil {
 		return nil
 	}
+	return migrateError(ctx, db, err, applied)
+}
+
+// migrateError is the error of migrate's last try, err, which nothing
+// moved. A failure once a try of this call's committed a migration
+// (applied) is not ErrBusy, whose "nothing was written" it would belie: it
+// names the versions this call applied. A statement that failed is the
+// file's own refusal of the schema: ErrInvalid. A wait for the write lock
+// that outlasted the busy timeout every time is ErrBusy, saying at which
+// version the file stayed.
+func migrateError(ctx context.Context, db *sql.DB, err error, applied []int64) error {
 	var se *sqlite.Error
-	if ctx.Err() == nil && !moved && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
+	if ctx.Err() == nil && errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
 		// Refused by what the file holds, every time: no retry mends it.
 		return fmt.Errorf("migrate: %w: the file refused turnframe's schema (does another application keep tables of the same names in it?): %w",
 			turnframe.ErrInvalid, err)
@@ -342,7 +349,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 		return fmt.Errorf("%s: %w", moved, err)
 	}
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+	if ctx.Err() == nil && errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
 		v, _ := schema.FileVersion(ctx, db)
 		return fmt.Errorf("migrate: the file stayed at schema version %d while another connection held its write lock "+
 			"through %d busy timeouts in a row (another process migrating it, or a long write); "+
