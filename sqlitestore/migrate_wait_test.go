@@ -3,12 +3,15 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/schema"
 	"github.com/turnframe/turnframe/sqlitestore"
 )
@@ -104,4 +107,27 @@ func TestAnOpenWaitsForAnotherProcessThatKeepsMigratingTheFile(t *testing.T) {
 		want = append(want, fmt.Sprintf("%d x1", v))
 	}
 	is.Equal(got, want) // each migration applied once
+}
+
+// An Open whose wait for the write lock outlasts its busy timeout again and
+// again while the file's version stays where it was gives up, ErrBusy, and
+// says so: at which version the file stayed, and that another process may be
+// migrating it. It used to say only that another connection held the lock.
+func TestAnOpenBehindALockThatNeverMovesIsBusyAndSaysWhy(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "v3.db")
+	db := createAtVersion(t, path, 3)
+	newV3Fixture().write(t, db)
+	is.NoErr(db.Close())
+	holdWriteLock(t, path) // another process's migration that never ends
+
+	s, err := sqlitestore.Open(context.Background(), path, sqlitestore.WithBusyTimeout(time.Millisecond))
+	if err == nil {
+		s.Close()
+	}
+	t.Log(err)
+	is.True(errors.Is(err, turnframe.ErrBusy))                             // the same Open may succeed later
+	is.True(!errors.Is(err, turnframe.ErrInvalid))                         // nothing is wrong with the file
+	is.True(strings.Contains(err.Error(), "stayed at schema version 3"))   // where the file is
+	is.True(strings.Contains(err.Error(), "another process migrating it")) // what may hold it
 }
