@@ -40,7 +40,7 @@ var migrationFiles = map[int64]string{
 // it?". It now waits as long as the file's version moves.
 //
 // The first instance is played by hand on a connection of the test's own:
-// it holds the write lock for four of the second's busy timeouts per
+// it holds the write lock for three of the second's busy timeouts per
 // migration (the time its migration takes on a big file, not a wait for
 // anything), then applies the migration as goose does and commits, until
 // the file is current; it reads the version under the lock, so a migration
@@ -80,7 +80,7 @@ func TestAnOpenWaitsForAnotherProcessThatKeepsMigratingTheFile(t *testing.T) {
 			is.NoErr(tx.Rollback())
 			break
 		}
-		<-time.After(4 * busy) // the migration's own time on a big file
+		<-time.After(3 * busy) // the migration's own time on a big file
 		_, err = tx.ExecContext(ctx, upSQL(t, migrationFiles[v+1]))
 		is.NoErr(err)
 		_, err = tx.ExecContext(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, 1)`, v+1)
