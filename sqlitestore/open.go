@@ -43,9 +43,9 @@ const busyRetries = int(schema.Version) + 1
 // Open opens the store in the SQLite file at path and returns it ready:
 // WAL mode verified, schema at schema.Version. Without WithExisting it
 // creates the file if needed, owner-only (DefaultFileMode, 0600, or
-// WithFileMode; an existing file keeps its mode), and applies the migrations the file lacks
-// (each in its own transaction: a crash leaves the file at the last one that
-// committed, and the next Open goes on). With WithExisting it opens the file
+// WithFileMode; an existing file keeps its mode), and applies the
+// migrations the file lacks (each in its own transaction: a crash leaves
+// the file at the last one that committed, and the next Open goes on). With WithExisting it opens the file
 // as it is: it never creates it and never migrates it (see WithExisting).
 //
 // Errors: ErrInvalid for an empty path, for a file whose schema is newer
@@ -62,10 +62,13 @@ const busyRetries = int(schema.Version) + 1
 // names those, wrapping no ErrBusy (the next Open goes on from there).
 // While another process migrates the file, Open waits for it as long as
 // the file's version keeps moving: it gives up, ErrBusy, only once
-// schema.Version + 1 busy timeouts in a row passed with the version unchanged. A file this process may not write (a read-only file or file
-// system) opens, as SQLite opens it, read-only: reads work, and every write
-// fails, saying the file is read-only, wrapping no sentinel. Two processes may open one new file at the same
-// time: both succeed, and the schema is applied once.
+// schema.Version + 1 busy timeouts in a row passed with the version
+// unchanged. Two processes may open one new file at the same time: both
+// succeed, and the schema is applied once.
+//
+// A file this process may not write (a read-only file or file system)
+// opens, as SQLite opens it, read-only: reads work, and every write fails,
+// saying the file is read-only, wrapping no sentinel.
 //
 // The writer pool is one connection with busy_timeout, foreign_keys,
 // synchronous=FULL (NORMAL with WithSynchronousNormal) and BEGIN IMMEDIATE
