@@ -50,10 +50,11 @@ func (e *SchemaError) Unwrap() error {
 // connects to (the first schema of its search_path, current_schema(),
 // where Migrate creates the tables), reading only: 0 when it holds no
 // turnframe schema — also when a later schema of the search_path holds
-// one, which Open would not use.
+// one, which Open would not use. A connection that cannot be opened, or
+// that the server ends under the read, is turnframe.ErrBusy.
 func DatabaseVersion(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	var schema string
-	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
+	if err := (readPool{pool}).QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
 	return schemaVersion(ctx, pool, schema)
@@ -63,7 +64,7 @@ func DatabaseVersion(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 // holds no turnframe schema (or is "").
 func schemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string) (int64, error) {
 	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident($1) || '.' || quote_ident($2)) IS NOT NULL`, schema, VersionTable).Scan(&exists); err != nil {
+	if err := (readPool{pool}).QueryRow(ctx, `SELECT to_regclass(quote_ident($1) || '.' || quote_ident($2)) IS NOT NULL`, schema, VersionTable).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
 	if !exists {
@@ -73,7 +74,7 @@ func schemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string) (int6
 	// session's search_path shows, and the next statement may run on
 	// another pooled session.
 	var v int64
-	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+pgx.Identifier{schema, VersionTable}.Sanitize()).Scan(&v); err != nil {
+	if err := (readPool{pool}).QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+pgx.Identifier{schema, VersionTable}.Sanitize()).Scan(&v); err != nil {
 		return 0, fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
 	return v, nil
@@ -83,7 +84,7 @@ func schemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string) (int6
 // refuses it when its version is not SchemaVersion.
 func checkExisting(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	var schema string
-	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
+	if err := (readPool{pool}).QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 		return "", fmt.Errorf("pgstore: schema version: %w", translate(ctx, err))
 	}
 	v, err := schemaVersion(ctx, pool, schema)

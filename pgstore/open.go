@@ -130,6 +130,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	closing, endAll := context.WithCancel(context.Background())
 	s := &Store{pool: pool, ids: cfg.ids, retries: cfg.retries, clock: cfg.clock, host: cfg.host, channel: channel, schema: schema, database: database,
 		lockTimeout: lockTimeout, qualify: qualifier(schema), closing: closing, endAll: endAll}
-	s.db = s.on(pool)
+	s.db = s.on(readPool{pool})
 	return s, nil
 }

@@ -86,7 +86,7 @@ type Store struct {
 	channel  string              // the pg_notify channel of enqueues (listen.go)
 	schema   string              // current_schema() of the pool's connections: where the store's tables are
 	qualify  func(string) string // names the tables in schema in a statement (tables.go)
-	db       inSchema            // the pool, for reads: its statements qualified
+	db       inSchema            // the pool, for reads (readPool): its statements qualified
 	database string              // current_database() of the pool's connections: where schema is
 	// lockTimeout is the pool's connections' lock_timeout when New ran,
 	// which each write transaction keeps whatever its session was left
