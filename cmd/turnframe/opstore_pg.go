@@ -169,8 +169,9 @@ const (
 // timeout. A login the server refuses, a privilege the role lacks and a
 // database the server does not have cannot succeed as given: they wrap
 // turnframe.ErrInvalid and turnframe.ErrNotFound, which exit 2 (the first two
-// are a denied *openError, which the page answers 403). An error
-// already worded (an openError) and other errors are returned as they are
+// are a denied *openError, which the page answers 403). A connection that
+// cannot be opened once the store is open stays turnframe.ErrBusy, which
+// the page answers 503. An error already worded (an openError) and other errors are returned as they are
 // (describeBusy words a lock held past --busy-timeout, which pgstore
 // reports as turnframe.ErrBusy).
 func describeServer(err error, name string) error {
@@ -197,6 +198,10 @@ func describeServer(err error, name string) error {
 	case errors.As(err, &pe) && pe.Code == codeInvalidCatalogName:
 		// No retry makes it: exit 2, as a --db file that does not exist.
 		return fmt.Errorf("cannot connect to %s: %s (nothing was created): %w", name, pe.Message, turnframe.ErrNotFound)
+	case errors.As(err, &ce) && errors.Is(err, turnframe.ErrBusy):
+		// Once open, pgstore calls a connection it cannot open busy: the
+		// server may be restarting, and the same request may succeed.
+		return fmt.Errorf("cannot connect to %s: %s: %w", name, oneLine(ce.Unwrap()), turnframe.ErrBusy)
 	case errors.As(err, &ce):
 		return fmt.Errorf("cannot connect to %s: %s", name, oneLine(ce.Unwrap()))
 	}
