@@ -19,6 +19,7 @@ const (
 	codeLockNotAvailable     = "55P03"
 	codeQueryCanceled        = "57014" // a cancel request (a late one of Open's handler) or statement_timeout
 	codeNoSuchStatement      = "26000" // invalid_sql_statement_name: a statement pgx cached is gone from the session (DEALLOCATE ALL, DISCARD ALL)
+	codeReadOnly             = "25006" // read_only_sql_transaction: a hot standby, default_transaction_read_only
 	codeUntranslatable       = "22P05" // untranslatable_character
 	codeBadEncoding          = "22021" // character_not_in_repertoire: a NUL byte in text
 	classInsufficient        = "53"    // insufficient_resources: disk full, out of memory, too many connections
@@ -32,7 +33,10 @@ const (
 // the session no longer holds (26000: the application ran DEALLOCATE ALL
 // or DISCARD ALL on a pooled connection; pgx forgets the statement with the
 // error, so the next try prepares it again), and so is a refusal for want of resources (class 53: a
-// full disk, too many connections); a string PostgreSQL cannot keep in text
+// full disk, too many connections), and a write refused because the
+// session is read-only (25006: a hot standby reached during a failover,
+// before its promotion; a database an operator froze with
+// default_transaction_read_only); a string PostgreSQL cannot keep in text
 // (a NUL byte) is turnframe.ErrInvalid; a closed pool is
 // turnframe.ErrClosed; a connection that could not be opened, or that broke
 // before the transaction's COMMIT was sent (errConnLost: the server rolled
@@ -85,8 +89,9 @@ func translate(ctx context.Context, err error) error {
 // again: a lost connection; a wait for a lock past lock_timeout, a deadlock
 // broken, a serialization refused; a statement cut by a cancel that was not
 // the caller's (57014: statement_timeout, an operator's pg_cancel_backend);
-// the server short of a resource (class 53; an error answered in a
-// transaction, even to its COMMIT, rolls it back).
+// the server short of a resource (class 53); a write the session may not
+// make now, being read-only (25006). An error answered in a transaction,
+// even to its COMMIT, rolls it back.
 func rolledBack(err error) bool {
 	if errors.Is(err, errConnLost) {
 		return true
@@ -96,7 +101,7 @@ func rolledBack(err error) bool {
 		return false
 	}
 	switch pe.Code {
-	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable, codeQueryCanceled, codeNoSuchStatement:
+	case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable, codeQueryCanceled, codeNoSuchStatement, codeReadOnly:
 		return true
 	}
 	return strings.HasPrefix(pe.Code, classInsufficient)

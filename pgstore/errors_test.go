@@ -29,6 +29,7 @@ func TestTranslate(t *testing.T) {
 		{"AStatementTheSessionNoLongerHoldsIsBusy", "26000", turnframe.ErrBusy},
 		{"AFullDiskIsBusy", "53100", turnframe.ErrBusy},
 		{"TooManyConnectionsIsBusy", "53300", turnframe.ErrBusy},
+		{"AReadOnlySessionIsBusy", "25006", turnframe.ErrBusy},
 		{"ANulByteInTextIsInvalid", "22021", turnframe.ErrInvalid},
 		{"AnotherErrorStaysAsItIs", "42P01", nil},
 	}
