@@ -20,6 +20,7 @@ const (
 	codeQueryCanceled        = "57014" // a cancel request (a late one of Open's handler) or statement_timeout
 	codeNoSuchStatement      = "26000" // invalid_sql_statement_name: a statement pgx cached is gone from the session (DEALLOCATE ALL, DISCARD ALL)
 	codeReadOnly             = "25006" // read_only_sql_transaction: a hot standby, default_transaction_read_only
+	codeCannotConnectNow     = "57P03" // cannot_connect_now: the server is starting up, shutting down or recovering
 	codeUntranslatable       = "22P05" // untranslatable_character
 	codeBadEncoding          = "22021" // character_not_in_repertoire: a NUL byte in text
 	classInsufficient        = "53"    // insufficient_resources: disk full, out of memory, too many connections
@@ -36,7 +37,9 @@ const (
 // full disk, too many connections), and a write refused because the
 // session is read-only (25006: a hot standby reached during a failover,
 // before its promotion; a database an operator froze with
-// default_transaction_read_only); a string PostgreSQL cannot keep in text
+// default_transaction_read_only), and a connection the server refuses for
+// now (57P03: it is starting up, shutting down or recovering; at Open, as
+// once open); a string PostgreSQL cannot keep in text
 // (a NUL byte) is turnframe.ErrInvalid; a closed pool is
 // turnframe.ErrClosed; a connection that could not be opened, or that broke
 // before the transaction's COMMIT was sent (errConnLost: the server rolled
@@ -74,6 +77,8 @@ func translate(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", turnframe.ErrConflict, err)
 	case codeBadEncoding, codeUntranslatable:
 		return fmt.Errorf("%w: a string PostgreSQL cannot store as text: %w", turnframe.ErrInvalid, err)
+	case codeCannotConnectNow:
+		return fmt.Errorf("%w: the server takes no connection now: %w", turnframe.ErrBusy, err)
 	}
 	if strings.HasPrefix(pe.Code, classInsufficient) {
 		return fmt.Errorf("%w: the server lacks a resource (%s): %w", turnframe.ErrBusy, lacking(pe.Code), err)

@@ -30,6 +30,7 @@ func TestTranslate(t *testing.T) {
 		{"AFullDiskIsBusy", "53100", turnframe.ErrBusy},
 		{"TooManyConnectionsIsBusy", "53300", turnframe.ErrBusy},
 		{"AReadOnlySessionIsBusy", "25006", turnframe.ErrBusy},
+		{"AServerStartingUpIsBusy", "57P03", turnframe.ErrBusy},
 		{"ANulByteInTextIsInvalid", "22021", turnframe.ErrInvalid},
 		{"AnotherErrorStaysAsItIs", "42P01", nil},
 	}

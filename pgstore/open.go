@@ -37,9 +37,12 @@ const DefaultLockTimeout = 5 * time.Second
 // migration, translated (a context error stays one).
 // A server that refuses the connection for good (a database or role it does
 // not know, a failed authentication) is its own error, naming the server's
-// words, never ErrBusy. Once open, a connection that cannot be opened is
-// ErrBusy whatever the cause: a settlement must outlast a pg_hba.conf
-// reload or a database restarting, not be given up.
+// words, never ErrBusy; one that refuses it for now (the database system
+// is starting up, shutting down or recovering: 57P03) is ErrBusy, so that
+// an application started with its database may try again. Once open, a
+// connection that cannot be opened is ErrBusy whatever the cause: a
+// settlement must outlast a pg_hba.conf reload or a database restarting,
+// not be given up.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if url == "" {
 		return nil, &turnframe.InvalidError{Field: "url", Reason: "empty"}
