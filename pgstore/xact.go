@@ -82,7 +82,8 @@ func (x *xact) queueXid(b *pgx.Batch) {
 // succeeds as if the answer had come (nil); rolled back, nothing was
 // written, as on a connection lost before the COMMIT (errConnLost: run
 // again, unless it ran an App, or ErrBusy); still in progress, it asks
-// again, backing off, until the transaction ends. When it cannot tell
+// again, backing off, until the transaction ends; a question whose own
+// connection was lost or could not be opened is asked again too. When it cannot tell
 // within defaultCommitWait (a session the server still holds open, a
 // server it cannot reach), err stays what it was. The question outlives
 // the caller's context, within that bound: an ended context is what most
@@ -113,19 +114,26 @@ func (s *Store) commitOutcome(ctx context.Context, err error) error {
 	defer cancel()
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 100*time.Millisecond) {
 		var status *string
-		if qerr := s.pool.QueryRow(qctx, xactStatusSQL, unknown.xid).Scan(&status); qerr != nil || status == nil {
+		// On a connection of its own (readPool): the answer was most
+		// often lost with the server (a restart, a failover), and the
+		// pool's other connections with it. A question whose connection
+		// is lost, or cannot be opened, is asked again on another.
+		qerr := readPool{s.pool}.QueryRow(qctx, xactStatusSQL, unknown.xid).Scan(&status)
+		switch {
+		case qerr != nil && !errors.Is(qerr, errConnLost), qerr == nil && status == nil:
 			return fmt.Errorf("the COMMIT went unanswered, and asking the server what became of the transaction failed (%v): %w", qerr, err)
-		}
-		switch *status {
-		case "committed":
+		case qerr == nil && *status == "committed":
 			return nil
-		case "aborted":
+		case qerr == nil && *status == "aborted":
 			return fmt.Errorf("%w: the COMMIT went unanswered, and the server rolled the transaction back: %w", errConnLost, unknown.error)
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-qctx.Done():
 			t.Stop()
+			if qerr != nil {
+				return fmt.Errorf("the COMMIT went unanswered, and the server could not be asked what became of the transaction within %v (%v): %w", wait, qerr, err)
+			}
 			return fmt.Errorf("the COMMIT went unanswered, and the transaction was still in progress on the server after %v: %w", wait, err)
 		case <-t.C:
 		}
