@@ -17,8 +17,9 @@ import (
 // hold up the store's other writes: only those that need a lock it holds
 // (the turns, entries, cases and order keys of the Writes applied in it)
 // wait for its end, so the goroutine that holds it must not make such a
-// call itself. Errors: ErrClosed after Close; otherwise the pool's,
-// translated.
+// call itself. Errors: ErrClosed after Close; ErrBusy when no connection
+// could be opened or the server had ended the one taken (nothing began);
+// otherwise the pool's, translated.
 func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 	done, err := s.enter("begin")
 	if err != nil {
@@ -27,7 +28,7 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 	defer done()
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return nil, s.fail(ctx, "begin", err)
+		return nil, s.fail(ctx, "begin", beginLost(ctx, err))
 	}
 	return tx, nil
 }

@@ -141,3 +141,43 @@ func TestAReadWhileTheServerIsUnreachableIsBusy(t *testing.T) {
 		}
 	})
 }
+
+// BeginTx, the start of an application's transaction, is the same: its
+// BEGIN met a connection the server had ended, or none could be opened,
+// and it returned the driver's error bare, where nothing was written and
+// the application may begin again.
+func TestABeginTxOnADroppedConnectionIsBusy(t *testing.T) {
+	t.Run("Ended", func(t *testing.T) {
+		is := is.New(t)
+		s, killer, _ := oneRowAndAKiller(t, pgstore.CallerClock)
+		killIdle(t, s, killer)
+		tx, err := s.BeginTx(context.Background())
+		if err == nil {
+			tx.Rollback(context.Background())
+		}
+		t.Logf("a BeginTx after the server ended its connection: %v", err)
+		is.True(err == nil || errors.Is(err, turnframe.ErrBusy)) // begun, or busy: never a bare driver error
+	})
+	t.Run("Unreachable", func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		cfg, err := pgxpool.ParseConfig(pgtest.Schema(t))
+		is.NoErr(err)
+		var down atomic.Bool
+		cfg.BeforeConnect = func(ctx context.Context, _ *pgx.ConnConfig) error {
+			if down.Load() {
+				return errors.New("dial tcp: connection refused (the server is restarting)")
+			}
+			return nil
+		}
+		s := storeOnPool(t, cfg, pgstore.CallerClock)
+		for _, c := range s.Pool().AcquireAllIdle(ctx) {
+			c.Conn().Close(ctx)
+			c.Release()
+		}
+		down.Store(true)
+		_, err = s.BeginTx(ctx)
+		t.Logf("a BeginTx while the server is down: %v", err)
+		is.True(errors.Is(err, turnframe.ErrBusy)) // try again
+	})
+}

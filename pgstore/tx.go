@@ -205,3 +205,16 @@ func acquireLost(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// beginLost marks the error of the pool's BeginTx as errConnLost unless the
+// server answered the BEGIN with an error of the statement's own: a BEGIN
+// that failed under a live context met a connection that could not be
+// opened or that the server had ended (a restart, a failover: FATAL), and
+// the pool gave it back before its error could be read. Nothing began.
+func beginLost(ctx context.Context, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Severity != "FATAL" && pe.Severity != "PANIC" {
+		return err
+	}
+	return acquireLost(ctx, err)
+}
