@@ -312,6 +312,34 @@ func (s *Store) TurnOutbox(ctx context.Context, turn turnframe.TurnID, after tur
 	return ids, nil
 }
 
+// OutboxBefore returns the id of the outbox row whose id sorts last before
+// id (of account, when not empty), or the zero id when there is none: the
+// cursor of the page before a listing that starts after id. It reads the
+// outbox's id index backwards (its UNIQUE constraint, in byte order, as ids
+// sort). ErrInvalid for a zero id.
+func (s *Store) OutboxBefore(ctx context.Context, id turnframe.OutboxID, account turnframe.AccountID) (turnframe.OutboxID, error) {
+	if err := turnframe.CheckID("id", id); err != nil {
+		return turnframe.OutboxID{}, err
+	}
+	done, err := s.enter("outbox before")
+	if err != nil {
+		return turnframe.OutboxID{}, err
+	}
+	defer done()
+	query, args := `SELECT id FROM outbox WHERE id < $1`, []any{id.String()}
+	if account != "" {
+		query, args = `SELECT id FROM outbox WHERE id < $1 AND account = $2`, append(args, string(account))
+	}
+	ids, err := scanIDs(ctx, s.db, turnframe.ParseOutboxID, query+` ORDER BY id DESC LIMIT 1`, args...)
+	if err != nil {
+		return turnframe.OutboxID{}, s.fail(ctx, "outbox before", err)
+	}
+	if len(ids) == 0 {
+		return turnframe.OutboxID{}, nil
+	}
+	return ids[0], nil
+}
+
 // DestinationCount is how many outbox rows of one destination are in one
 // status.
 type DestinationCount struct {

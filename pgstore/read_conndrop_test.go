@@ -63,6 +63,7 @@ func everyRead(s *pgstore.Store, now time.Time, row turnframe.OutboxRecord) map[
 			return err
 		},
 		"DestinationCounts": func(ctx context.Context) error { _, err := s.DestinationCounts(ctx, 10); return err },
+		"OutboxBefore":      func(ctx context.Context) error { _, err := s.OutboxBefore(ctx, row.ID, acme); return err },
 	}
 }
 

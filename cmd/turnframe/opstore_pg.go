@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/turnframe/turnframe"
 	"github.com/turnframe/turnframe/pgstore"
@@ -286,23 +285,14 @@ func (s pgOps) destinationCounts(ctx context.Context, n int) ([]destinationCount
 	return out, err
 }
 
-// outboxBefore reads the outbox's id index (its UNIQUE constraint, in
-// the C collation: byte order, as ids sort) backwards from id.
+// outboxBefore is pgstore's OutboxBefore: a connection lost under it is
+// ErrBusy, as for every other read.
 func (s pgOps) outboxBefore(ctx context.Context, id turnframe.OutboxID, account turnframe.AccountID) (turnframe.OutboxID, error) {
-	query, args := "SELECT id FROM outbox WHERE id < $1", []any{id.String()}
-	if account != "" {
-		query += " AND account = $2"
-		args = append(args, string(account))
-	}
-	var before string
-	err := s.Pool().QueryRow(ctx, query+" ORDER BY id DESC LIMIT 1", args...).Scan(&before)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return turnframe.OutboxID{}, nil
-	case err != nil:
+	before, err := s.OutboxBefore(ctx, id, account)
+	if err != nil {
 		return turnframe.OutboxID{}, fmt.Errorf("find the row before %s: %w", id, err)
 	}
-	return turnframe.ParseOutboxID(before)
+	return before, nil
 }
 
 // schemaVersion reads the database's schema version as Open judged it
