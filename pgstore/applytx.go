@@ -53,7 +53,9 @@ func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, error) {
 // lock wait would misread them (a row held back for good); READ
 // UNCOMMITTED, which PostgreSQL runs as READ COMMITTED, is taken too. A
 // transaction at REPEATABLE READ or SERIALIZABLE is refused with ErrInvalid, nothing of w
-// written and tx as it was. So is one whose search_path leads the store's
+// written and tx as it was. So is one the caller began read-only (one
+// read-only because the database is, a hot standby or
+// default_transaction_read_only, is ErrBusy: it may take writes again). So is one whose search_path leads the store's
 // table names to another schema than the store's (another tenant's store,
 // with a schema per tenant), or that runs on another database of the
 // server. (The statements name the tables in the store's schema, tables.go,
@@ -96,24 +98,35 @@ func (s *Store) ApplyTx(ctx context.Context, tx pgx.Tx, w turnframe.Write) (turn
 	return applied, nil
 }
 
+// txSeen is what savepoint reads of the caller's transaction.
+type txSeen struct {
+	iso, database, schema string
+	// ownReadOnly: the caller began it read-only (BEGIN READ ONLY), on a
+	// database that takes writes: no try of the Write in it can land.
+	ownReadOnly bool
+	db          time.Time // the database's clock
+}
+
 // savepoint opens ApplyTx's savepoint in tx and, in the same round trip,
 // reads tx's isolation and the database's clock. made says whether the
 // savepoint exists (then an error after it must be undone to it, or the
 // caller's transaction stays aborted); nothing runs in tx before it, so a
 // statement a context cancels never aborts the caller's transaction whole.
-func savepoint(ctx context.Context, tx pgx.Tx) (made bool, iso, database, schema string, db time.Time, err error) {
+func savepoint(ctx context.Context, tx pgx.Tx) (made bool, seen txSeen, err error) {
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT " + savepointName)
-	b.Queue(`SELECT current_setting('transaction_isolation'), current_database(), (` + tablesSchemaSQL + `), clock_timestamp()`)
+	b.Queue(`SELECT current_setting('transaction_isolation'), current_database(), (` + tablesSchemaSQL + `),
+		current_setting('transaction_read_only') = 'on' AND current_setting('default_transaction_read_only') = 'off' AND NOT pg_is_in_recovery(),
+		clock_timestamp()`)
 	br := tx.SendBatch(ctx, b)
 	if _, err = br.Exec(); err == nil {
 		made = true
-		err = br.QueryRow().Scan(&iso, &database, &schema, &db)
+		err = br.QueryRow().Scan(&seen.iso, &seen.database, &seen.schema, &seen.ownReadOnly, &seen.db)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return made, iso, database, schema, db, err
+	return made, seen, err
 }
 
 // applySavepoint writes w in tx under a savepoint of its own name, rolled
@@ -136,10 +149,17 @@ func (s *Store) applySavepoint(ctx context.Context, tx pgx.Tx, w turnframe.Write
 	// snapshot; a snapshot older than a lock (REPEATABLE READ,
 	// SERIALIZABLE) misreads what the lock protects (an order key's held
 	// marks, a case's revision).
-	made, iso, database, schema, db, err := savepoint(ctx, tx)
+	made, seen, err := savepoint(ctx, tx)
+	iso, database, schema, db := seen.iso, seen.database, seen.schema, seen.db
 	// PostgreSQL's READ UNCOMMITTED is READ COMMITTED by another name.
 	if err == nil && iso != "read committed" && iso != "read uncommitted" {
 		err = &turnframe.InvalidError{Field: "tx", Reason: "a transaction at " + iso + " isolation; ApplyTx needs read committed (BeginTx)"}
+	}
+	// A write refused as read-only is ErrBusy, for a database that may
+	// take writes again (a hot standby, a frozen database); a transaction
+	// the caller began read-only never will.
+	if err == nil && seen.ownReadOnly {
+		err = &turnframe.InvalidError{Field: "tx", Reason: "a read-only transaction (BEGIN READ ONLY); ApplyTx writes (BeginTx)"}
 	}
 	// The statements name the store's schema (tables.go), not its
 	// database: a transaction on another database of the server would
