@@ -830,12 +830,17 @@ func (x *execution) refusedTake(ctx context.Context, seen JournalEntry, refusal 
 // rerunnable decides, after a commit refused with ErrConflict, whether the
 // handler runs again: only when the case moved under it, the attempt still
 // holds the entry, and re-runs are left. It then renews the attempt's lease
-// and returns the entry as renewed.
+// and returns the entry as renewed. A read that fails on the way returns
+// that read's error, not the refusal: the refusal may be the case that
+// moved, which is no error.
 func (x *execution) rerunnable(ctx context.Context, running JournalEntry, rev CaseRevision, reruns int, conflict error) (JournalEntry, error) {
 	rt := x.rt
 	seen, err := rt.store.ByKey(ctx, x.account, running.Key)
 	if err != nil {
-		return running, fmt.Errorf("settle commit: %w (reading the entry again: %v)", conflict, err)
+		// Whether the refusal was a case that moved (no error: a re-run)
+		// or this attempt superseded, only the read would tell, and it
+		// failed (ErrBusy: try again): its error, naming the refusal.
+		return running, fmt.Errorf("settle commit: %w (reading the entry again, after the store refused the commit: %v)", err, conflict)
 	}
 	if seen.Turn != x.turn {
 		return seen, fmt.Errorf("settle commit: %w (turn %v adopted the command)", conflict, seen.Turn)
@@ -846,7 +851,7 @@ func (x *execution) rerunnable(ctx context.Context, running JournalEntry, rev Ca
 	}
 	moved, err := rt.store.CaseRevision(ctx, x.account, running.Case)
 	if err != nil {
-		return running, fmt.Errorf("settle commit: %w (reading the case's revision again: %v)", conflict, err)
+		return running, fmt.Errorf("settle commit: %w (reading the case's revision again, after the store refused the commit: %v)", err, conflict)
 	}
 	if moved == rev {
 		return running, fmt.Errorf("settle commit: %w", conflict)
