@@ -589,7 +589,8 @@ func (x *execution) callInWindow(ctx context.Context, running JournalEntry, rev 
 	return x.callAt(ctx, running.Command, running.Attempt, running.Attempts, rev, false)
 }
 
-// withholdResend answers a resend taken up after its remote forgot the key
+// withholdResend answers a resend taken up after its remote forgot the key,
+// or whose command is declared now a remote that does not deduplicate
 // (resendLapsed): the earlier attempt's outcome is still unknown, and a
 // send now would be blind. It takes the entry, the one move out of
 // Pending, and records its outcome unknown again at once, CodeKeyForgotten,
@@ -602,7 +603,7 @@ func (x *execution) withholdResend(ctx context.Context, e JournalEntry) (Command
 	if !taken {
 		return res, err
 	}
-	return x.withhold(ctx, running, false, "a resend allowed while the remote remembered the key was taken up too late to reach it before it forgets it: withheld, the handler not called")
+	return x.withhold(ctx, running, false, "a resend allowed while the remote remembered the key was taken up too late to reach it before it forgets it, or its command is declared now a remote that does not deduplicate: withheld, the handler not called")
 }
 
 // withheldCallNote is what the audit trail says of a handler call run

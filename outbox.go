@@ -100,7 +100,9 @@ const (
 // A row the policy resent to a destination declared to deduplicate
 // (CodeResent), whose earlier send's outcome is still in doubt, is not
 // sent once the remote no longer remembers its key (Remote.Deduplicates
-// passed since the row was created), however its claim came so late: it is
+// passed since the row was created), however its claim came so late, nor
+// once the destination is declared a remote that does not deduplicate (a
+// restart changed its declaration since the policy resent it): it is
 // settled OutcomeUnknown again at once, CodeKeyForgotten, recorded as the
 // policy's (ActorPolicy), without calling the sender, and the next Recover
 // escalates it. Its history, read only for a row past that window and sent

@@ -13,16 +13,17 @@ const withheldNote = "a resend the policy allowed while the remote remembered th
 
 // rowKeyForgotten reports whether a send of a row of destination dest
 // created at created, started at now and bound to answer within bound,
-// could reach its remote past the remote's window: the destination is
-// declared a remote that deduplicates (and cannot be asked), and now +
-// bound is not before created + Deduplicates (Remote.reachesInWindow), so
-// the remote may no longer remember the row's key when the send arrives.
-// The policy refuses a resend once the window closed (nextStep); the
-// Dispatcher refuses to carry out one it allowed before that would arrive
-// after it (Dispatcher.resendLapsed, bound its SendTimeout).
+// could reach its remote when it does not remember the row's key: the
+// destination is declared, and either as a remote that does not
+// deduplicate at all, or now + bound is not before created + Deduplicates
+// (Remote.reachesInWindow). The policy refuses a resend once the window
+// closed (nextStep); the Dispatcher refuses to carry out one it allowed
+// before that would arrive after it (Dispatcher.resendLapsed, bound its
+// SendTimeout), or one it allowed under a declaration that a restart
+// replaced with one of a remote that does not deduplicate.
 func (s settings) rowKeyForgotten(dest string, created, now time.Time, bound time.Duration) bool {
 	remote, declared := s.remoteFor(SubjectOutbox, dest)
-	return declared && remote.Kind() == RemoteDeduplicates && !remote.reachesInWindow(created, now, bound)
+	return declared && !remote.remembersOnArrival(created, now, bound)
 }
 
 // resendUnsettled reports whether a row's history, oldest first, ends in a
@@ -53,13 +54,16 @@ func resendUnsettled(history []HistoryRecord) bool {
 // the policy's resend to a remote that deduplicates (resendUnsettled) and
 // the remote may no longer remember its key when the send reaches it: now
 // plus SendTimeout, the longest the send may take, is not before the end
-// of the window (rowKeyForgotten). The policy allowed the resend within the
+// of the window, or the destination is declared now a remote that does
+// not deduplicate (rowKeyForgotten). The policy allowed the resend within the
 // window, but the row was claimed only after it, or too near its end — the
 // dispatcher was down, the destination's limits, backoff or ordered
 // delivery held it, or its retry came late — and sent now it could be the
 // blind resend the policy refuses. The row's history is read only for a
-// row within SendTimeout of its window's end or past it that was sent
-// before. A store that keeps no history cannot tell, and its rows are sent
+// row sent before that is within SendTimeout of its window's end or past
+// it, or whose destination is declared a remote that does not deduplicate
+// (a retry there reads it, to tell a resend the policy made under an
+// earlier declaration). A store that keeps no history cannot tell, and its rows are sent
 // (every Store keeps it); an error reading the history is returned, and
 // the row must not be sent.
 func (d *Dispatcher) resendLapsed(ctx context.Context, c Claim, now time.Time) (bool, error) {

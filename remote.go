@@ -37,7 +37,12 @@ import (
 //     CodeKeyForgotten, and escalated by the next Recover, though the
 //     window may still run; a dead attempt that fails it is declared
 //     unknown instead of taken over. The policy itself, which knows no
-//     call's bound, judges the window at the moment it resends.
+//     call's bound, judges the window at the moment it resends. A send
+//     point judges by the Remote declared to it: a resend the policy made
+//     under a declaration a restart replaced with one of a remote that
+//     does not deduplicate (it can be asked, or can do neither) is
+//     withheld the same way, for the new Remote's policy to resolve; with
+//     no Remote declared any more, it is sent.
 //  3. Neither: escalate at once.
 type Remote struct {
 	// Deduplicates is how long the remote remembers an idempotency key:
@@ -259,12 +264,18 @@ func (s settings) takeOverForbidden(e JournalEntry, now time.Time) bool {
 // it, or it is simply taken up near the window's end. Run then, it could
 // be the blind resend the policy itself refuses past the window (nextStep:
 // CodeKeyForgotten), so Execute withholds it (execution.withholdResend).
+// The Remote is the one declared now, which may not be the one the policy
+// resent under (the process restarted with its declaration changed): a
+// command now declared a remote that does not deduplicate at all — one
+// that can be asked, or can do neither — has its resend withheld too, for
+// that Remote's policy to resolve; an undeclared one runs, as before
+// policies.
 func (s settings) resendLapsed(e JournalEntry, now time.Time) bool {
 	if e.Status != JournalPending || e.Code != CodeResent {
 		return false
 	}
 	remote, declared := s.remoteFor(SubjectJournal, e.Name)
-	return declared && remote.Kind() == RemoteDeduplicates && !remote.reachesInWindow(e.AdmittedAt, now, s.commandTimeout)
+	return declared && !remote.remembersOnArrival(e.AdmittedAt, now, s.commandTimeout)
 }
 
 // callInWindow reports whether a handler call of command name, started at
@@ -275,10 +286,12 @@ func (s settings) resendLapsed(e JournalEntry, now time.Time) bool {
 // attempt that took up a resend or took over a dead attempt (since: the
 // admission), and before every re-run after a commit conflict (since, for
 // a first send: the attempt's first call), so that store latency after the
-// take-up, or a re-run, does not carry a call past the window.
+// take-up, or a re-run, does not carry a call past the window. A remote
+// that can be asked and deduplicates too is judged by its window here as
+// well: the call repeats the request, and no lookup comes before it.
 func (s settings) callInWindow(name string, since, now time.Time) bool {
 	remote, declared := s.remoteFor(SubjectJournal, name)
-	return !declared || remote.Kind() != RemoteDeduplicates || remote.reachesInWindow(since, now, s.commandTimeout)
+	return !declared || remote.Deduplicates <= 0 || remote.reachesInWindow(since, now, s.commandTimeout)
 }
 
 // reachesInWindow reports whether a request under the key of an effect
@@ -300,6 +313,14 @@ func (r Remote) reachesInWindow(created, now time.Time, bound time.Duration) boo
 	// Sub saturates where Add of a huge bound could pass a window end far
 	// away; both sides stay comparable whatever the durations.
 	return created.Add(r.Deduplicates).Sub(now) > max(bound, 0)
+}
+
+// remembersOnArrival reports whether r deduplicates at all (Deduplicates
+// set, whether or not it can also be asked) and a request under the key of
+// an effect created at created, started at now and bound to arrive within
+// bound, reaches it within its window (reachesInWindow).
+func (r Remote) remembersOnArrival(created, now time.Time, bound time.Duration) bool {
+	return r.Deduplicates > 0 && r.reachesInWindow(created, now, bound)
 }
 
 // remoteFor returns the Remote declared for subject kind k and name, and
