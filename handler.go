@@ -816,11 +816,15 @@ func (e adoptedError) Unwrap() error { return e.error }
 // this runtime's by the time the entry was read again: the lease ending
 // just then, or a store measuring leases on the database's clock
 // (pgstore.DatabaseClock). The store's judgement wins: the entry is
-// reported ResultInFlight, and a later Execute takes it over.
+// reported ResultInFlight, and a later Execute takes it over. A failed
+// read of the turn returns that read's error, not the refusal.
 func (x *execution) refusedTake(ctx context.Context, seen JournalEntry, refusal error) (JournalEntry, bool, CommandResult, error) {
 	marker, err := x.rt.store.TurnPhase(ctx, x.account, x.turn)
 	if err != nil {
-		return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w (reading the turn again: %v)", refusal, err)
+		// Abandoned (a conflict) or a lease still running on the store's
+		// clock (no error): only the read would tell, and it failed
+		// (ErrBusy: try again).
+		return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w (reading the turn again, after the store refused the take: %v)", err, refusal)
 	}
 	if marker.Phase == PhaseAbandoned {
 		return seen, false, resultOf(seen), fmt.Errorf("take for a new attempt: %w", refusal)

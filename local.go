@@ -150,7 +150,9 @@ func (x *execution) localRefused(ctx context.Context, e JournalEntry, rev CaseRe
 	moved, err := rt.store.CaseRevision(ctx, x.account, e.Case)
 	switch {
 	case err != nil:
-		return resultOf(e), false, fmt.Errorf("settle commit: %w (reading the case's revision again: %v)", refusal, err)
+		// The case moving (no error: a re-run) or not: only the read
+		// would tell, and it failed (ErrBusy: try again).
+		return resultOf(e), false, fmt.Errorf("settle commit: %w (reading the case's revision again, after the store refused the settlement: %v)", err, refusal)
 	case moved == rev:
 		return resultOf(e), false, fmt.Errorf("settle commit: %w", refusal)
 	case reruns >= rt.cfg.maxConflictRetries:

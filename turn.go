@@ -269,9 +269,9 @@ func (p Plan) validate(l Limits) error {
 // moving, for an attempt superseded while h ran, or for a command a new
 // turn's plan adopted (this turn abandoned) since Execute read the turn —
 // never for a take, a local settlement, a declaration of a dead attempt
-// or a commit the store refused whose entry (or, for a commit, case
-// revision) could not be read again to say why: that is the read's error
-// (ErrBusy: try again);
+// or a commit the store refused when what would say why (the entry, the
+// case's revision, or the turn's phase) could not be read again: that is
+// the read's error (ErrBusy: try again);
 // ErrAppWrite, wrapping the app's own error, when a Commit's writes
 // (Outcome.With) failed
 // (nothing of the outcome is written, and the entry stays Executing under
