@@ -65,7 +65,11 @@ type Decision struct {
 // ErrConflict for one whose outcome is not unknown (a concurrent settle won,
 // or it never was), for one at another attempt than d.Attempt, for a
 // resend of a command of an abandoned turn (it would never run), and for
-// escalating a NeedsIntervention one again. Nothing is written on any error.
+// escalating a NeedsIntervention one again — never for an entry's
+// settlement the store refused when the entry could not be read again to
+// tell a move since the read (tried again) from a refusal of the decision:
+// that is the read's error (ErrBusy: try again). Nothing is written on any
+// error.
 func (r *Recovery) Settle(ctx context.Context, subject Subject, d Decision) error {
 	if d.Actor != "" && !d.Actor.MayIntervene() {
 		return invalid("actor", "%q is turnframe's own recovery, policy or dispatch worker: the application or a person settles under its own name", d.Actor)
@@ -218,7 +222,11 @@ func (r *Recovery) settleEntry(ctx context.Context, subject Subject, d Decision,
 			// it does not. What is known is the failed read.
 			return e.Name, fmt.Errorf("%w (reading the entry again, after the store found it no longer in turn %v: %v)", rerr, e.Turn, err)
 		case rerr != nil:
-			return e.Name, err
+			// The refusal is most often the entry having moved since it
+			// was read (the policy escalated it), and the decision is
+			// tried again on the entry as it is: only the read would
+			// say, and it failed (ErrBusy: try again).
+			return e.Name, fmt.Errorf("%w (reading the entry again, after the store refused the settlement: %v)", rerr, err)
 		case again.Turn != e.Turn && errors.Is(err, ErrNotFound):
 			// A new turn's plan adopted it from its abandoned turn
 			// meanwhile: it is no longer what was settled.
