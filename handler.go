@@ -422,12 +422,15 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 			}
 		}
 		keeper := x.keepAttempt(ctx, running)
-		end, err := x.callInWindow(ctx, running, rev, judged)
+		end, err := x.callInWindow(ctx, running, rev, judged, reruns > 0)
 		var leaseEnd time.Time // on the real clock
 		running, leaseEnd = keeper.end()
 		ran = ran || end.ran
-		if errors.Is(err, errLateCall) {
-			return x.withhold(ctx, running, ran, withheldCallNote)
+		switch {
+		case errors.Is(err, errLateCall):
+			return x.withhold(ctx, running, ran, CodeKeyForgotten, withheldCallNote)
+		case errors.Is(err, errBlindRerun):
+			return x.withhold(ctx, running, ran, CodeRerunWithheld, withheldRerunNote)
 		}
 		if err != nil {
 			return ranResult(running, ran), err
@@ -575,15 +578,25 @@ func (x *execution) callAt(ctx context.Context, cmd Command, attempt AttemptID, 
 // remote only after it forgets the key.
 var errLateCall = errors.New("the call would reach its remote after it forgets the key")
 
+// errBlindRerun is callInWindow's refusal of a re-run after a commit
+// conflict at a remote declared not to deduplicate.
+var errBlindRerun = errors.New("the re-run would repeat its request at a remote that does not deduplicate")
+
 // callInWindow calls the handler for running's attempt against rev, the
 // revision of its case read before, whose remote may hold the key since
 // since (zero: it cannot hold it yet, and nothing is judged), with the
 // window judged (settings.callInWindow) just before the call: every store
 // call before it (the revision's read, a renewal) may have been slow.
 // errLateCall, the handler not called, when the call could arrive too
-// late.
-func (x *execution) callInWindow(ctx context.Context, running JournalEntry, rev CaseRevision, since time.Time) (handlerEnd, error) {
-	if !since.IsZero() && !x.rt.cfg.callInWindow(running.Name, since, x.rt.cfg.now()) {
+// late. rerun says the call is a re-run after a commit conflict, which
+// repeats a request the first call made: errBlindRerun, the handler not
+// called, when its command is declared a remote that does not deduplicate
+// (settings.rerunBlind).
+func (x *execution) callInWindow(ctx context.Context, running JournalEntry, rev CaseRevision, since time.Time, rerun bool) (handlerEnd, error) {
+	switch {
+	case rerun && x.rt.cfg.rerunBlind(running.Name):
+		return handlerEnd{}, errBlindRerun
+	case !since.IsZero() && !x.rt.cfg.callInWindow(running.Name, since, x.rt.cfg.now()):
 		return handlerEnd{}, errLateCall
 	}
 	return x.callAt(ctx, running.Command, running.Attempt, running.Attempts, rev, false)
@@ -603,12 +616,17 @@ func (x *execution) withholdResend(ctx context.Context, e JournalEntry) (Command
 	if !taken {
 		return res, err
 	}
-	return x.withhold(ctx, running, false, "a resend allowed while the remote remembered the key was taken up too late to reach it before it forgets it, or its command is declared now a remote that does not deduplicate: withheld, the handler not called")
+	return x.withhold(ctx, running, false, CodeKeyForgotten, "a resend allowed while the remote remembered the key was taken up too late to reach it before it forgets it, or its command is declared now a remote that does not deduplicate: withheld, the handler not called")
 }
 
 // withheldCallNote is what the audit trail says of a handler call run
 // withheld after its attempt took the entry (callInWindow).
 const withheldCallNote = "a call repeating a request the remote may have had would reach it only after it forgets the key: withheld, the handler not called"
+
+// withheldRerunNote is what the audit trail says of a re-run after a
+// commit conflict withheld at a remote that does not deduplicate
+// (callInWindow, errBlindRerun).
+const withheldRerunNote = "the case moved under the command's commit, and its re-run would repeat the request at a remote declared not to deduplicate: withheld, the handler not called again; the first call may have acted"
 
 // keySince returns since when the remote of running's command may hold its
 // key from a request whose outcome is in doubt, as this attempt starts:
@@ -625,12 +643,14 @@ func keySince(e, running JournalEntry) time.Time {
 }
 
 // withhold settles running, the attempt this Execute took, unknown with
-// CodeKeyForgotten as the policy's move with note, without calling the
-// handler (again): its call could reach a remote that deduplicates after it
-// forgot the key. ran says whether the handler was called on an earlier
-// pass. The policy (Recovery.Recover) then escalates it.
-func (x *execution) withhold(ctx context.Context, running JournalEntry, ran bool, note string) (CommandResult, error) {
-	w, err := x.settlement(ctx, running, Settlement{Key: running.Key, Attempt: running.Attempt, Code: CodeKeyForgotten}, 0, Unknown(""))
+// code as the policy's move with note, without calling the handler
+// (again): its call could reach a remote that deduplicates after it
+// forgot the key (CodeKeyForgotten), or repeat a request at one that does
+// not deduplicate (CodeRerunWithheld). ran says whether the handler was
+// called on an earlier pass. The policy (Recovery.Recover) then resolves
+// it by the command's Remote.
+func (x *execution) withhold(ctx context.Context, running JournalEntry, ran bool, code, note string) (CommandResult, error) {
+	w, err := x.settlement(ctx, running, Settlement{Key: running.Key, Attempt: running.Attempt, Code: code}, 0, Unknown(""))
 	if err != nil {
 		return ranResult(running, ran), err
 	}
@@ -643,8 +663,8 @@ func (x *execution) withhold(ctx context.Context, running JournalEntry, ran bool
 		return ranResult(running, ran), fmt.Errorf("withhold a lapsed resend: %w", err)
 	}
 	x.phase = applied.Phase
-	x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a resend to a remote that no longer remembers its key was withheld; its outcome stays unknown for the policy",
-		slog.String("key", string(running.Key)), slog.String("attempt", running.Attempt.String()))
+	x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a call repeating a request its remote could not recognise was withheld; its outcome stays unknown for the policy",
+		slog.String("key", string(running.Key)), slog.String("attempt", running.Attempt.String()), slog.String("code", code))
 	return ranResult(applied.Settled[0], ran), nil
 }
 

@@ -28,6 +28,11 @@ const (
 	// CodeKeyForgotten: escalated because the remote no longer remembers
 	// the key (Remote.Deduplicates passed since the effect was created).
 	CodeKeyForgotten = "turnframe.policy.key_forgotten"
+	// CodeRerunWithheld: a command's attempt whose commit found its case
+	// moved, settled unknown instead of re-run, because its Remote is
+	// declared not to deduplicate: the re-run would repeat, under the same
+	// key, a request the remote has already acted on.
+	CodeRerunWithheld = "turnframe.policy.rerun_withheld"
 	// CodeNoSafeResolution: escalated because the remote can neither be
 	// asked nor deduplicate.
 	CodeNoSafeResolution = "turnframe.policy.no_safe_resolution"

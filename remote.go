@@ -44,6 +44,12 @@ import (
 //     withheld the same way, for the new Remote's policy to resolve; with
 //     no Remote declared any more, it is sent.
 //  3. Neither: escalate at once.
+//
+// A declared Remote that does not deduplicate (one that can only be
+// asked, or can do neither) also stops Execute's re-run of a handler whose
+// commit found its case moved: the re-run would repeat the first call's
+// request, and the remote act again. The attempt is settled unknown
+// instead (CodeRerunWithheld), for the policy above.
 type Remote struct {
 	// Deduplicates is how long the remote remembers an idempotency key:
 	// a request repeated under a key it remembers is answered as the first
@@ -313,6 +319,17 @@ func (r Remote) reachesInWindow(created, now time.Time, bound time.Duration) boo
 	// Sub saturates where Add of a huge bound could pass a window end far
 	// away; both sides stay comparable whatever the durations.
 	return created.Add(r.Deduplicates).Sub(now) > max(bound, 0)
+}
+
+// rerunBlind reports whether command name is declared a remote that does
+// not deduplicate (it can be asked, or can do neither): a re-run of its
+// handler after a commit conflict repeats, under the same key, a request
+// the remote has acted on, and the remote acts again. Execute withholds
+// such a re-run (execution.callInWindow); an undeclared command is re-run,
+// as before policies.
+func (s settings) rerunBlind(name string) bool {
+	remote, declared := s.remoteFor(SubjectJournal, name)
+	return declared && remote.Deduplicates <= 0
 }
 
 // remembersOnArrival reports whether r deduplicates at all (Deduplicates

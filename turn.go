@@ -257,7 +257,11 @@ func (p Plan) validate(l Limits) error {
 // WithMaxConflictRetries times (default 3), renewing the attempt's lease
 // (and so the turn's update time) before each call; then Execute stops with
 // ErrConflict naming the key, and the entry stays Executing (pending) with
-// nothing of its outcome written.
+// nothing of its outcome written. A command whose Remote is declared not to
+// deduplicate is never called again so (the remote would act twice): its
+// attempt is settled unknown, CodeRerunWithheld, for its Remote's policy;
+// at one that deduplicates, only a call that reaches it within its window
+// is made (see Remote).
 //
 // Execute stops at the first error and returns it with the report so far:
 // the failing entry and every pending entry after it are reported
