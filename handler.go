@@ -413,6 +413,9 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 			// The call would outlive the lease (the process was slow
 			// since the take): hold the entry for the whole call first.
 			if running, err = x.renew(ctx, running); err != nil {
+				if !ran {
+					return x.putBack(ctx, e, running, err)
+				}
 				return ranResult(running, ran), err
 			}
 		}
@@ -427,6 +430,8 @@ func (x *execution) run(ctx context.Context, e JournalEntry) (CommandResult, err
 		running, leaseEnd = keeper.end()
 		ran = ran || end.ran
 		switch {
+		case errors.Is(err, errNotCalled):
+			return x.putBack(ctx, e, running, ctx.Err())
 		case errors.Is(err, errLateCall):
 			return x.withhold(ctx, running, ran, CodeKeyForgotten, withheldCallNote)
 		case errors.Is(err, errBlindRerun):
@@ -578,6 +583,42 @@ func (x *execution) callAt(ctx context.Context, cmd Command, attempt AttemptID, 
 // remote only after it forgets the key.
 var errLateCall = errors.New("the call would reach its remote after it forgets the key")
 
+// errNotCalled is callInWindow's refusal of an attempt's first call once
+// the caller's context ended: the handler is not started.
+var errNotCalled = errors.New("the caller's context ended before the handler was called")
+
+// putBack answers an attempt whose first call was never made, the caller's
+// context having ended, or the renewal its call needed having failed (why):
+// running's entry, which this Execute took from Pending as e, is put back
+// to Pending under e's code (a resend of the policy's stays one, for the
+// window's rule), the attempt uncounted, so that the next Execute runs it
+// as if it had never been taken — not, at a Remote that forbids a blind
+// rerun, declared unknown once the lease ended and handed to a person
+// though nothing was sent. The write is made past the caller, for
+// settleRetryMax at most. An entry taken over from a dead attempt (e was
+// Executing, or the take met another attempt's move) is not put back: its
+// dead attempt may have called out. Refused or failed, the entry stays
+// held, as before, until its lease ends. The error is why.
+func (x *execution) putBack(ctx context.Context, e, running JournalEntry, why error) (CommandResult, error) {
+	if e.Status != JournalPending || running.Attempts != e.Attempts+1 {
+		return ranResult(running, false), why
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleRetryMax)
+	defer cancel()
+	applied, err := x.rt.store.Apply(pctx, Write{
+		Account: x.account, Turn: x.turn, Now: x.rt.cfg.now(),
+		Note:   "attempt " + running.Attempt.String() + " took the entry but never called its handler: put back",
+		Settle: []Settlement{{Key: running.Key, To: JournalPending, Attempt: running.Attempt, Code: e.Code}},
+	})
+	if err != nil {
+		x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: an attempt that never called its handler could not be put back; its entry stays held until its lease ends",
+			slog.String("key", string(running.Key)), slog.String("attempt", running.Attempt.String()), slog.String("error", err.Error()))
+		return ranResult(running, false), why
+	}
+	x.phase = applied.Phase
+	return ranResult(applied.Settled[0], false), why
+}
+
 // errBlindRerun is callInWindow's refusal of a re-run after a commit
 // conflict at a remote declared not to deduplicate.
 var errBlindRerun = errors.New("the re-run would repeat its request at a remote that does not deduplicate")
@@ -594,6 +635,8 @@ var errBlindRerun = errors.New("the re-run would repeat its request at a remote 
 // (settings.rerunBlind).
 func (x *execution) callInWindow(ctx context.Context, running JournalEntry, rev CaseRevision, since time.Time, rerun bool) (handlerEnd, error) {
 	switch {
+	case !rerun && ctx.Err() != nil:
+		return handlerEnd{}, errNotCalled
 	case rerun && x.rt.cfg.rerunBlind(running.Name):
 		return handlerEnd{}, errBlindRerun
 	case !since.IsZero() && !x.rt.cfg.callInWindow(running.Name, since, x.rt.cfg.now()):

@@ -104,7 +104,11 @@ func TestNextEntry(t *testing.T) {
 		{"the holder reports unknown", entry(executing, a1, ended), planned, unknown, a1, none, app, nil},
 		{"the holder does not escalate", entry(executing, a1, live), planned, needs, a1, none, app, turnframe.ErrConflict},
 		{"a superseded attempt does not commit", entry(executing, a2, live), planned, committed, a1, none, app, turnframe.ErrConflict},
-		{"a running entry does not go back to pending", entry(executing, a1, live), planned, pending, a1, none, app, turnframe.ErrConflict},
+		{"the holder puts its entry back to pending, before it called out", entry(executing, a1, live), planned, pending, a1, none, app, nil},
+		{"a superseded attempt does not put the entry back", entry(executing, a2, live), planned, pending, a1, none, app, turnframe.ErrConflict},
+		{"a reconciliation does not put a running entry back", entry(executing, a1, live), planned, pending, none, none, recovery, turnframe.ErrConflict},
+		{"a reconciliation does not put a dead attempt back", entry(executing, a1, ended), planned, pending, none, none, recovery, turnframe.ErrConflict},
+		{"a reconciliation does not put a stranded attempt back", entry(executing, a1, ended), abandoned, pending, none, none, app, turnframe.ErrConflict},
 		// Reconciliations of an attempt that died.
 		{"a reconciliation does not settle a running attempt", entry(executing, a1, live), planned, committed, none, none, app, turnframe.ErrConflict},
 		{"a reconciliation does not declare a running attempt unknown", entry(executing, a1, live), planned, unknown, none, none, recovery, turnframe.ErrConflict},

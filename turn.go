@@ -291,6 +291,10 @@ func (p Plan) validate(l Limits) error {
 // once the lease ended (a local command's stays Pending, with no lease: a
 // later Execute runs it at once); h keeps running until it honours its
 // (cancelled) context, and an answer it gives after that is discarded.
+// When ctx ended after Execute took the entry from Pending but before it
+// called h (or a renewal that call needed failed), h is not called: the
+// entry is put back Pending, the attempt uncounted, and a later Execute
+// runs it at once — nothing was sent, so no Remote's policy is asked.
 //
 // A crash between the two writes leaves the entry Executing, possibly after
 // h reached its remote: once its lease ended, a later Execute runs it again

@@ -119,6 +119,7 @@ func NewEntry(account turnframe.AccountID, turn turnframe.TurnID, cmd turnframe.
 //	Executing → Committed | Rejected | OutcomeUnknown   by the attempt that holds it
 //	Executing → Committed | Rejected                    by a reconciliation, once Stranded
 //	Executing → OutcomeUnknown                          by a reconciliation, once the lease ended
+//	Executing → Pending                                 by the attempt that holds it, put back before its first call
 //	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention   by a reconciliation only
 //	NeedsIntervention → Committed | Rejected | Pending  by a reconciliation whose actor MayIntervene
 //
@@ -185,6 +186,12 @@ func NextEntry(e turnframe.JournalEntry, s turnframe.Settlement, events []turnfr
 		}
 	case turnframe.JournalPending:
 		next.Code = s.Code // a reconciliation's reason for the resend, if it gives one
+		if e.Status == turnframe.JournalExecuting {
+			// The holder put it back before it called out: the attempt
+			// never started its call, and is not counted. Its id stays,
+			// for the next take's compare-and-set.
+			next.Attempts = max(e.Attempts-1, 0)
+		}
 	case turnframe.JournalCommitted:
 		next.EventIDs = nil
 		next.Code = s.Code // a reconciliation's reason, if it gives one
@@ -213,7 +220,7 @@ func NextEntry(e turnframe.JournalEntry, s turnframe.Settlement, events []turnfr
 
 var entryMoves = map[turnframe.JournalStatus][]turnframe.JournalStatus{
 	turnframe.JournalPending:           {turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown},
-	turnframe.JournalExecuting:         {turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown},
+	turnframe.JournalExecuting:         {turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown, turnframe.JournalPending},
 	turnframe.JournalOutcomeUnknown:    {turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending, turnframe.JournalNeedsIntervention},
 	turnframe.JournalNeedsIntervention: {turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalPending},
 	turnframe.JournalAwaitingApproval:  {turnframe.JournalPending, turnframe.JournalRejected},
@@ -243,6 +250,10 @@ func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turn
 	case e.Status == turnframe.JournalExecuting && s.Attempt.IsZero():
 		// A reconciliation of an attempt that died: declared unknown once
 		// its lease ended, or settled once nothing will ever finish it.
+		// Never put back: the attempt may have called out.
+		if s.To == turnframe.JournalPending {
+			return fmt.Errorf("%w: entry %q is under attempt %v: only the attempt that holds it puts it back to Pending", turnframe.ErrConflict, e.Key, e.Attempt)
+		}
 		if e.LeaseUntil.After(now) || (s.To != turnframe.JournalOutcomeUnknown && !turnframe.Stranded(e, phase, now)) {
 			return fmt.Errorf("%w: entry %q is running attempt %v: a reconciliation declares it unknown only once its lease ended, and settles it only once its turn was abandoned too",
 				turnframe.ErrConflict, e.Key, e.Attempt)

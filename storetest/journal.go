@@ -18,6 +18,7 @@ func journalTests() []test {
 		{"JournalEntryMakesEveryDocumentedMove", testEntryAllowed},
 		{"JournalEntryRefusesEveryOtherMoveAndChangesNothing", testEntryRefused},
 		{"ASupersededAttemptCannotSettleItsEntry", testEntrySupersededAttempt},
+		{"OnlyItsHolderPutsAnExecutingEntryBack", testEntryPutBackByHolderOnly},
 		{"SettlingAKeyOfAnotherTurnOrNoKeyIsNotFound", testSettleOtherTurn},
 		{"ReadmittingTheSameCommandReturnsTheExistingEntryAndRunsNothing", testReadmitSame},
 		{"ReusingAKeyForAnotherCommandIsConflictAndWritesNothing", testReadmitDifferent},
@@ -80,8 +81,8 @@ func entryAllowed(from, to turnframe.JournalStatus) bool {
 	case turnframe.JournalPending: // taken, or settled by a local attempt
 		return to == turnframe.JournalExecuting || to == turnframe.JournalCommitted || to == turnframe.JournalRejected ||
 			to == turnframe.JournalOutcomeUnknown
-	case turnframe.JournalExecuting:
-		return to != turnframe.JournalPending && to != turnframe.JournalNeedsIntervention
+	case turnframe.JournalExecuting: // Pending: put back by its holder (settlementTo names it)
+		return to != turnframe.JournalNeedsIntervention
 	case turnframe.JournalOutcomeUnknown:
 		return to == turnframe.JournalCommitted || to == turnframe.JournalRejected || to == turnframe.JournalPending ||
 			to == turnframe.JournalNeedsIntervention
@@ -221,7 +222,11 @@ func testEntryAllowed(t *testing.T, e *env) {
 					is.Equal(stored.Code, "policy.unsure") // code kept
 					is.Equal(stored.RemoteRef, "ref-1")    // the remote's reference kept
 				}
-				if to != turnframe.JournalExecuting && from != turnframe.JournalPending {
+				switch {
+				case from == turnframe.JournalExecuting && to == turnframe.JournalPending:
+					is.Equal(stored.Attempt, before.Attempt)     // the attempt put back, for the next take's compare-and-set
+					is.Equal(stored.Attempts, before.Attempts-1) // never called out: not counted
+				case to != turnframe.JournalExecuting && from != turnframe.JournalPending:
 					is.Equal(stored.Attempt, before.Attempt)   // under the attempt that ran
 					is.Equal(stored.Attempts, before.Attempts) // not an attempt
 				}
@@ -254,7 +259,7 @@ func testEntrySupersededAttempt(t *testing.T, e *env) {
 	turn, key, first := e.running(acme, "booking/1", at(0))
 	second := e.execute(acme, turn, key, at(lease)) // the first lease ended: a resumed attempt takes over
 	is.Equal(e.entry(acme, key).Attempts, 2)        // two attempts started
-	for _, to := range []turnframe.JournalStatus{turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown} {
+	for _, to := range []turnframe.JournalStatus{turnframe.JournalExecuting, turnframe.JournalCommitted, turnframe.JournalRejected, turnframe.JournalOutcomeUnknown, turnframe.JournalPending} {
 		s := settlementTo(key, turnframe.JournalExecuting, to, first, turnframe.AttemptID{})
 		if to == turnframe.JournalExecuting {
 			s = turnframe.Settlement{Key: key, To: to, Attempt: first, Lease: lease} // renewing a lease it lost
@@ -264,6 +269,29 @@ func testEntrySupersededAttempt(t *testing.T, e *env) {
 	}
 	got := e.settle(acme, turn, at(lease+2*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalCommitted, Attempt: second})
 	is.Equal(got.Status, turnframe.JournalCommitted) // the running attempt settles
+}
+
+// testEntryPutBackByHolderOnly: an attempt that took an entry and never
+// called out puts it back to Pending, keeping its code for the next take;
+// a reconciliation (no attempt) never does, whether the lease runs or
+// ended: the attempt may have called out.
+func testEntryPutBackByHolderOnly(t *testing.T, e *env) {
+	is := is.New(t)
+	turn, key, attempt := e.running(acme, "booking/1", at(0))
+	for _, now := range []time.Duration{time.Second, lease + time.Second} {
+		e.refused(turnframe.Write{Account: acme, Turn: turn, Now: at(now), Actor: turnframe.ActorRecovery,
+			Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalPending, Prior: attempt}}},
+			turnframe.ErrConflict, "a reconciliation puts a running entry back")
+		is.Equal(e.entry(acme, key).Status, turnframe.JournalExecuting) // still the attempt's
+	}
+	got := e.settle(acme, turn, at(2*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalPending, Attempt: attempt, Code: "turnframe.policy.resent"})
+	is.Equal(got.Status, turnframe.JournalPending)        // put back
+	is.Equal(got.Code, "turnframe.policy.resent")         // with the code the next take judges it by
+	is.Equal(got.Attempt, attempt)                        // the next take's compare-and-set names it
+	is.Equal(got.Attempts, 0)                             // it never called out
+	next := e.execute(acme, turn, key, at(3*time.Second)) // taken again at once
+	is.True(next != attempt)                              // by a new attempt
+	is.Equal(e.entry(acme, key).Attempts, 1)              // the one that counts
 }
 
 func testSettleOtherTurn(t *testing.T, e *env) {

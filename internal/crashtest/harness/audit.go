@@ -725,7 +725,10 @@ func explainCommand(hist []turnframe.HistoryRecord, attempt string, dedup bool) 
 			}
 			return false, "taken after " + describe(*before)
 		}
-		if h.To == turnframe.JournalPending.String() {
+		// An attempt put back before its first call (from Executing)
+		// called nothing and moves no reason: the entry is Pending again
+		// for whatever put it there before that take.
+		if h.To == turnframe.JournalPending.String() && h.From != executing {
 			before = h
 		}
 	}
