@@ -235,8 +235,11 @@ func (f figures) assert(t *testing.T) {
 	remoteAskedOf := f.policyCount(func(m policyMove) bool {
 		return m.class != "local" && (m.code == turnframe.CodeVerifiedHappened || m.code == turnframe.CodeVerifiedNotHappened)
 	})
+	// A move of the policy's to OutcomeUnknown is a withhold (a call that
+	// would repeat a request the remote could not recognise, not made):
+	// it declares doubt and resolves nothing.
 	remoteSettled := f.policyCount(func(m policyMove) bool {
-		return m.class != "local" && m.to != turnframe.JournalNeedsIntervention.String()
+		return m.class != "local" && m.to != turnframe.JournalNeedsIntervention.String() && m.to != turnframe.JournalOutcomeUnknown.String()
 	})
 	is.Equal(f.lost, 0)                        // no intended effect lost
 	is.Equal(f.open, 0)                        // no row left pending, dispatching or unknown (but behind an escalation)
