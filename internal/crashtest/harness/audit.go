@@ -170,7 +170,7 @@ func (f figures) String() string {
                                   rows whose known outcome met a held database: %d, settled all the same: %d; of the others, sent again while their worker lived: %d, after it died: %d
   fault (c) slow sends:           %d slow sends (remote: %d), %d rows settled after their claim-time lease ended (kills right after %d); %d lease extensions
                                   expirer: %d calls; rows expired %d (all from dead workers: %d from a live one); claims lost: %d at extension, %d at settlement
-                                  extensions that found the row just settled by the sweep's own settler: %d
+                                  extensions that found the row just settled by the sweep's own settler: %d; settlements refused because a cut try had committed them: %d
   integrity check:                %s`,
 		f.kills, f.lines, f.together, f.beside,
 		f.turns, f.notDelivered, f.abandoned, f.unfinished, f.parkedTurns, f.parkedUndelivered, f.parkedPending, f.parkedDead,
@@ -193,7 +193,7 @@ func (f figures) String() string {
 		f.busyRows, f.busyLanded, f.busySentAgain, f.busyResentDead,
 		c("slow_send"), f.slowSends, c("lease_outlived"), f.killsAfter["lease_outlived"], c("extended"),
 		c("expire_calls"), f.expired, f.liveExpiries, c("claim_lost_extend"), c("claim_lost_settle"),
-		c("extend_after_settle"), f.integrity) +
+		c("extend_after_settle"), c("settle_landed_cut"), f.integrity) +
 		fmt.Sprintf("\n  app rows in the commit:         %d for %d handler commits (without a commit: %d; commits without one: %d); app writes failed on purpose: %d",
 			f.appRows, len(f.handlerCommits), f.appRowsExtra, f.appRowsMissing, c("app_error")) +
 		"\n" + f.msgs.String() + f.policyLines() + f.errorLines()

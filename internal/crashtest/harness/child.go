@@ -281,7 +281,8 @@ func runChild(role string, b Backend) error {
 	c.actor = turnframe.New(c.astore, opts...)
 	c.rec = turnframe.NewRecovery(c.store, remotes...)
 	c.actorRec = turnframe.NewRecovery(c.astore, remotes...)
-	c.out = &observedOutbox{Store: c.dstore, leases: map[turnframe.OutboxID]time.Time{}, settling: map[turnframe.OutboxID]bool{}}
+	c.out = &observedOutbox{Store: c.dstore, leases: map[turnframe.OutboxID]time.Time{}, settling: map[turnframe.OutboxID]bool{},
+		cut: map[turnframe.OutboxID]bool{}}
 	sender, err := c.sender()
 	if err != nil {
 		return err

@@ -58,7 +58,12 @@ import (
 //	    store.ExpireClaims every 20 ms. Only the sweep's own extensions
 //	    keep its rows: an expired row's settlement would be ErrClaimLost
 //	    ("claim_lost_settle", which also stops the child), and the parent
-//	    checks every expired row's worker was dead.
+//	    checks every expired row's worker was dead. A settlement refused
+//	    because an earlier try of it, cut by its context, had committed
+//	    unanswered (a COMMIT pipelined behind a statement waiting for the
+//	    held table) finds its row settled under its own claim: that is
+//	    "settle_landed_cut", which the dispatcher tells by the row's
+//	    history, not a lost claim.
 //
 // abandonPercentOf is how often, in percent, fault (a) abandons the turn
 // while its last command, of kind, runs: more often for a command that
@@ -267,6 +272,7 @@ type observedOutbox struct {
 	mu       sync.Mutex
 	leases   map[turnframe.OutboxID]time.Time // each claimed row's lease end, as claimed
 	settling map[turnframe.OutboxID]bool      // rows whose settlement this process is writing or wrote
+	cut      map[turnframe.OutboxID]bool      // rows a try of whose settlement was cut by its context: it may have committed unanswered
 }
 
 func (o *observedOutbox) ClaimDue(ctx context.Context, now time.Time, limit int, worker string, lease time.Duration) ([]turnframe.Claim, error) {
@@ -322,6 +328,18 @@ func (o *observedOutbox) Settle(ctx context.Context, settlements []turnframe.Out
 	}
 	o.mu.Unlock()
 	results, err := o.Store.Settle(ctx, settlements)
+	if err != nil && ctx.Err() != nil {
+		// Cut by the end of the rows' leases (the sweep's pastCaller): on
+		// PostgreSQL a COMMIT sent in one pipeline with a statement
+		// waiting for the held table commits once the lock is let go,
+		// after the client gave up on its answer. The dispatcher tells
+		// that by the row's history (landed) when a later try is refused.
+		o.mu.Lock()
+		for _, s := range settlements {
+			o.cut[s.Claim.ID] = true
+		}
+		o.mu.Unlock()
+	}
 	if errors.Is(err, turnframe.ErrBusy) && len(settlements) > 0 {
 		// The row makes the line, and so the parent's kill draw, its own.
 		fault("busy_settle", "%d rows, first %s attempt %d", len(settlements), settlements[0].Claim.RemoteKey(), settlements[0].Claim.Attempts)
@@ -340,10 +358,30 @@ func (o *observedOutbox) Settle(ctx context.Context, settlements []turnframe.Out
 		switch {
 		case rerr == nil && ok && now.After(claimed):
 			fault("lease_outlived", "%v by %v", id, now.Sub(claimed).Round(time.Millisecond))
+		case errors.Is(rerr, turnframe.ErrClaimLost) && o.landedWhenCut(ctx, settlements[i]):
+			tally("settle_landed_cut", 1) // an earlier, cut try committed it: the claim ended with it
 		case errors.Is(rerr, turnframe.ErrClaimLost):
 			tally("claim_lost_settle", 1)
 			fmt.Fprintf(os.Stderr, "claim lost while settling row %v: %v\n", id, rerr)
 		}
 	}
 	return results, err
+}
+
+// landedWhenCut reports whether s was refused because an earlier try of
+// it, cut by its context, had committed: the row stands as s makes it,
+// under s's own claim. Only a cut try may commit unanswered; a try refused
+// busy wrote nothing, and a row of such a settlement found settled is
+// still counted as a lost claim.
+func (o *observedOutbox) landedWhenCut(ctx context.Context, s turnframe.OutboxSettlement) bool {
+	o.mu.Lock()
+	cut := o.cut[s.Claim.ID]
+	o.mu.Unlock()
+	if !cut {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	r, err := o.Store.GetOutbox(rctx, s.Claim.ID)
+	return err == nil && r.Status == s.To && r.ClaimedBy == s.Claim.Worker && r.Attempts == s.Claim.Attempts
 }
