@@ -18,6 +18,7 @@ import (
 // connection is gone before its error is read, and the error went out bare.
 type readPool struct{ pool *pgxpool.Pool }
 
+// Exec runs sql on a connection of its own, its loss errConnLost.
 func (r readPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	c, err := r.pool.Acquire(ctx)
 	if err != nil {
@@ -28,6 +29,8 @@ func (r readPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 	return tag, connLost(ctx, c.Conn(), err)
 }
 
+// Query runs sql on a connection of its own, which the rows give back when
+// closed; a loss of it, before or while they are read, is errConnLost.
 func (r readPool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	c, err := r.pool.Acquire(ctx)
 	if err != nil {
@@ -42,6 +45,7 @@ func (r readPool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 	return &readRows{Rows: rows, ctx: ctx, c: c}, nil
 }
 
+// QueryRow is Query read as one row (readRow).
 func (r readPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := r.Query(ctx, sql, args...)
 	return readRow{rows: rows, err: err}
