@@ -112,3 +112,69 @@ func TestAnAttemptWhoseRenewalBeforeItsFirstCallFailsIsPutBack(t *testing.T) {
 		is.Equal(h.callsOf("k-charge"), 1)
 	})
 }
+
+// rtAbandonOnTake abandons the turn and plans its command again in a new
+// turn once the take of key has landed, then cancels the caller: an
+// operator gives the turn up, and the user's repeated request is planned,
+// between the take and the handler's call.
+type rtAbandonOnTake struct {
+	turnframe.Store
+	t      *testing.T
+	rt     *turnframe.Runtime
+	turn   turnframe.TurnID
+	cmd    turnframe.Command
+	cancel context.CancelFunc
+	replan turnframe.PlanReport
+}
+
+func (s *rtAbandonOnTake) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
+	applied, err := s.Store.Apply(ctx, w)
+	if err == nil && len(w.Settle) == 1 && w.Settle[0].Key == s.cmd.Key && w.Settle[0].To == turnframe.JournalExecuting {
+		bg := context.WithoutCancel(ctx)
+		if err := s.rt.Abandon(bg, rtAccount, s.turn, "operator gave up"); err != nil {
+			s.t.Errorf("abandon: %v", err)
+		}
+		next, err := s.rt.Receive(bg, rtAccount, s.rt.NewConversationID(), "please do it again")
+		if err == nil {
+			s.replan, err = s.rt.Plan(bg, rtAccount, next, turnframe.Plan{Commands: []turnframe.Command{s.cmd}})
+		}
+		if err != nil {
+			s.t.Errorf("plan again: %v", err)
+		}
+		s.cancel()
+	}
+	return applied, err
+}
+
+// A turn abandoned, and its command planned again by a new turn, between
+// the take and the call: the new turn's plan, made while the entry was
+// held, was told the abandoned turn holds it and adopts nothing. Put back
+// Pending on the abandoned turn, the command ran in no turn — lost. The
+// store refuses that put-back: the entry stays held, its lease ends, and
+// recovery finds it Stranded and resolves it by its Remote's policy (for
+// a remote of neither kind, a person), as before put-backs existed.
+func TestAnAttemptPutBackOnATurnAbandonedAndReplannedMeanwhileIsNotLost(t *testing.T) {
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		f := newChargeFixture(t, store) // "charge" declared Remote{}: never rerun blindly
+		ctx, cancel := context.WithCancel(f.ctx)
+		defer cancel()
+		h := rtNewHandler(func(_ context.Context, call turnframe.Call, _ int) turnframe.Outcome {
+			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "charged"}})
+		})
+		meddler := &rtAbandonOnTake{Store: store, t: t, rt: f.rt, turn: f.turn, cmd: rtCmd("k-charge", "card/1", "charge"), cancel: cancel}
+		_, err := turnframe.New(meddler, f.opts...).Execute(ctx, rtAccount, f.turn, h)
+		is.True(errors.Is(err, context.Canceled))                                    // the caller left
+		is.Equal(h.callsOf("k-charge"), 0)                                           // before the call
+		is.Equal(meddler.replan.Admissions[0].Kind, turnframe.AdmittedByAnotherTurn) // the new turn was told the old one holds it
+		held := rtEntry(t, store, "k-charge")
+		is.Equal(held.Status, turnframe.JournalExecuting) // not put back: held
+		is.Equal(held.Turn, f.turn)                       // by the abandoned turn
+
+		f.clock.set(held.LeaseUntil)
+		report, err := turnframe.NewRecovery(store, f.opts...).Recover(f.ctx, turnframe.RecoveryScope{}, &recHandler{})
+		is.NoErr(err)                                                                      // recover
+		is.Equal(len(report.NeedsIntervention), 1)                                         // the stranded attempt goes to a person
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalNeedsIntervention) // not lost
+	})
+}

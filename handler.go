@@ -597,8 +597,10 @@ var errNotCalled = errors.New("the caller's context ended before the handler was
 // though nothing was sent. The write is made past the caller, for
 // settleRetryMax at most. An entry taken over from a dead attempt (e was
 // Executing, or the take met another attempt's move) is not put back: its
-// dead attempt may have called out. Refused or failed, the entry stays
-// held, as before, until its lease ends. The error is why.
+// dead attempt may have called out. Nor is one whose turn was abandoned
+// since the take: the store refuses it (storekit), Pending there running
+// in no turn. Refused or failed, the entry stays held, as before, until
+// its lease ends. The error is why.
 func (x *execution) putBack(ctx context.Context, e, running JournalEntry, why error) (CommandResult, error) {
 	if e.Status != JournalPending || running.Attempts != e.Attempts+1 {
 		return ranResult(running, false), why

@@ -294,7 +294,8 @@ func (p Plan) validate(l Limits) error {
 // When ctx ended after Execute took the entry from Pending but before it
 // called h (or a renewal that call needed failed), h is not called: the
 // entry is put back Pending, the attempt uncounted, and a later Execute
-// runs it at once — nothing was sent, so no Remote's policy is asked.
+// runs it at once — nothing was sent, so no Remote's policy is asked —
+// unless the turn was abandoned meanwhile: then it stays held, as above.
 //
 // A crash between the two writes leaves the entry Executing, possibly after
 // h reached its remote: once its lease ended, a later Execute runs it again

@@ -119,7 +119,7 @@ func NewEntry(account turnframe.AccountID, turn turnframe.TurnID, cmd turnframe.
 //	Executing → Committed | Rejected | OutcomeUnknown   by the attempt that holds it
 //	Executing → Committed | Rejected                    by a reconciliation, once Stranded
 //	Executing → OutcomeUnknown                          by a reconciliation, once the lease ended
-//	Executing → Pending                                 by the attempt that holds it, put back before its first call
+//	Executing → Pending                                 by the attempt that holds it, put back before its first call, unless the turn was abandoned
 //	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention   by a reconciliation only
 //	NeedsIntervention → Committed | Rejected | Pending  by a reconciliation whose actor MayIntervene
 //
@@ -264,6 +264,14 @@ func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turn
 	case e.Status == turnframe.JournalExecuting:
 		if s.Attempt != e.Attempt {
 			return fmt.Errorf("%w: entry %q is running attempt %v, not %v", turnframe.ErrConflict, e.Key, e.Attempt, s.Attempt)
+		}
+		if s.To == turnframe.JournalPending && phase == turnframe.PhaseAbandoned {
+			// Pending on an abandoned turn runs only if a later plan
+			// adopts it, and a plan made while the entry was held was told
+			// another turn holds it and adopts nothing: put back, the
+			// command would never run. Held, its lease ends and it is
+			// Stranded, which recovery resolves and a later plan adopts.
+			return fmt.Errorf("%w: entry %q belongs to an abandoned turn: a put-back would leave its command to no turn; it stays held until its lease ends", turnframe.ErrConflict, e.Key)
 		}
 	case e.Status == turnframe.JournalAwaitingApproval:
 		return checkApproval(e, s, phase)

@@ -19,6 +19,7 @@ func journalTests() []test {
 		{"JournalEntryRefusesEveryOtherMoveAndChangesNothing", testEntryRefused},
 		{"ASupersededAttemptCannotSettleItsEntry", testEntrySupersededAttempt},
 		{"OnlyItsHolderPutsAnExecutingEntryBack", testEntryPutBackByHolderOnly},
+		{"AnEntryOfATurnAbandonedSinceItsTakeIsNotPutBack", testEntryPutBackAbandoned},
 		{"SettlingAKeyOfAnotherTurnOrNoKeyIsNotFound", testSettleOtherTurn},
 		{"ReadmittingTheSameCommandReturnsTheExistingEntryAndRunsNothing", testReadmitSame},
 		{"ReusingAKeyForAnotherCommandIsConflictAndWritesNothing", testReadmitDifferent},
@@ -292,6 +293,30 @@ func testEntryPutBackByHolderOnly(t *testing.T, e *env) {
 	next := e.execute(acme, turn, key, at(3*time.Second)) // taken again at once
 	is.True(next != attempt)                              // by a new attempt
 	is.Equal(e.entry(acme, key).Attempts, 1)              // the one that counts
+}
+
+// testEntryPutBackAbandoned: the holder of an entry whose turn was
+// abandoned since the take, and whose command a new turn planned while
+// the entry was held (and so was told another turn holds it), may not put
+// it back: Pending on the abandoned turn, it would run in no turn. It stays
+// held; once the lease ended it is Stranded, and a later plan adopts it.
+func testEntryPutBackAbandoned(t *testing.T, e *env) {
+	is := is.New(t)
+	old, key, attempt := e.running(acme, "booking/1", at(0))
+	e.apply(turnframe.Write{Account: acme, Turn: old, Now: at(time.Second), Phase: turnframe.PhaseAbandoned})
+	w := e.beginWrite(acme, at(2*time.Second)) // replanned while the lease runs
+	w.Admit = []turnframe.Command{command(key, "booking/1")}
+	is.Equal(e.apply(w).Admitted[0].Turn, old) // told the abandoned turn holds it: not adopted
+
+	e.refused(turnframe.Write{Account: acme, Turn: old, Now: at(3 * time.Second),
+		Settle: []turnframe.Settlement{{Key: key, To: turnframe.JournalPending, Attempt: attempt}}},
+		turnframe.ErrConflict, "the holder puts back an entry of an abandoned turn")
+	held := e.entry(acme, key)
+	is.Equal(held.Status, turnframe.JournalExecuting)                            // still held
+	is.True(turnframe.Stranded(held, turnframe.PhaseAbandoned, held.LeaseUntil)) // and Stranded once its lease ends
+	later := e.beginWrite(acme, held.LeaseUntil)                                 // a later plan of the command
+	later.Admit = []turnframe.Command{command(key, "booking/1")}
+	is.Equal(e.apply(later).Admitted[0].Turn, later.Turn) // adopts it: the command is not lost
 }
 
 func testSettleOtherTurn(t *testing.T, e *env) {
