@@ -18,14 +18,25 @@ type rtCancelOnTake struct {
 	turnframe.Store
 	key    turnframe.IdempotencyKey
 	cancel context.CancelFunc
+	meddle func(ctx context.Context) // if set, run before the cancel
 }
 
 func (s *rtCancelOnTake) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
 	applied, err := s.Store.Apply(ctx, w)
 	if err == nil && len(w.Settle) == 1 && w.Settle[0].Key == s.key && w.Settle[0].To == turnframe.JournalExecuting {
+		if s.meddle != nil {
+			s.meddle(context.WithoutCancel(ctx))
+		}
 		s.cancel()
 	}
 	return applied, err
+}
+
+// rtChargeHandler commits a "charged" event for each call.
+func rtChargeHandler() *rtHandler {
+	return rtNewHandler(func(_ context.Context, call turnframe.Call, _ int) turnframe.Outcome {
+		return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "charged"}})
+	})
 }
 
 // A caller that gives up after Execute took an entry and before it called
@@ -41,9 +52,7 @@ func TestAnAttemptWhoseCallerLeftBeforeItsCallIsPutBack(t *testing.T) {
 		f := newChargeFixture(t, store) // "charge" declared Remote{}: never rerun blindly
 		ctx, cancel := context.WithCancel(f.ctx)
 		defer cancel()
-		h := rtNewHandler(func(_ context.Context, call turnframe.Call, _ int) turnframe.Outcome {
-			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "charged"}})
-		})
+		h := rtChargeHandler()
 		leaving := &rtCancelOnTake{Store: store, key: "k-charge", cancel: cancel}
 		report, err := turnframe.New(leaving, f.opts...).Execute(ctx, rtAccount, f.turn, h)
 		is.True(errors.Is(err, context.Canceled)) // the caller left
@@ -95,9 +104,7 @@ func TestAnAttemptWhoseRenewalBeforeItsFirstCallFailsIsPutBack(t *testing.T) {
 	eachStore(t, func(t *testing.T, store turnframe.Store) {
 		is := is.New(t)
 		f := newChargeFixture(t, store) // "charge" declared Remote{}: never rerun blindly
-		h := rtNewHandler(func(_ context.Context, call turnframe.Call, _ int) turnframe.Outcome {
-			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "charged"}})
-		})
+		h := rtChargeHandler()
 		slow := &rtSlowTakeBusyRenewal{Store: store, key: "k-charge", clock: f.clock, slow: turnframe.DefaultLeaseMargin + time.Second}
 		_, err := turnframe.New(slow, f.opts...).Execute(f.ctx, rtAccount, f.turn, h)
 		is.True(errors.Is(err, turnframe.ErrBusy)) // the renewal's failure, to try again
@@ -113,39 +120,6 @@ func TestAnAttemptWhoseRenewalBeforeItsFirstCallFailsIsPutBack(t *testing.T) {
 	})
 }
 
-// rtAbandonOnTake abandons the turn and plans its command again in a new
-// turn once the take of key has landed, then cancels the caller: an
-// operator gives the turn up, and the user's repeated request is planned,
-// between the take and the handler's call.
-type rtAbandonOnTake struct {
-	turnframe.Store
-	t      *testing.T
-	rt     *turnframe.Runtime
-	turn   turnframe.TurnID
-	cmd    turnframe.Command
-	cancel context.CancelFunc
-	replan turnframe.PlanReport
-}
-
-func (s *rtAbandonOnTake) Apply(ctx context.Context, w turnframe.Write) (turnframe.Applied, error) {
-	applied, err := s.Store.Apply(ctx, w)
-	if err == nil && len(w.Settle) == 1 && w.Settle[0].Key == s.cmd.Key && w.Settle[0].To == turnframe.JournalExecuting {
-		bg := context.WithoutCancel(ctx)
-		if err := s.rt.Abandon(bg, rtAccount, s.turn, "operator gave up"); err != nil {
-			s.t.Errorf("abandon: %v", err)
-		}
-		next, err := s.rt.Receive(bg, rtAccount, s.rt.NewConversationID(), "please do it again")
-		if err == nil {
-			s.replan, err = s.rt.Plan(bg, rtAccount, next, turnframe.Plan{Commands: []turnframe.Command{s.cmd}})
-		}
-		if err != nil {
-			s.t.Errorf("plan again: %v", err)
-		}
-		s.cancel()
-	}
-	return applied, err
-}
-
 // A turn abandoned, and its command planned again by a new turn, between
 // the take and the call: the new turn's plan, made while the entry was
 // held, was told the abandoned turn holds it and adopts nothing. Put back
@@ -159,14 +133,20 @@ func TestAnAttemptPutBackOnATurnAbandonedAndReplannedMeanwhileIsNotLost(t *testi
 		f := newChargeFixture(t, store) // "charge" declared Remote{}: never rerun blindly
 		ctx, cancel := context.WithCancel(f.ctx)
 		defer cancel()
-		h := rtNewHandler(func(_ context.Context, call turnframe.Call, _ int) turnframe.Outcome {
-			return turnframe.Commit([]turnframe.Event{{Case: call.Command.Case, Type: "charged"}})
-		})
-		meddler := &rtAbandonOnTake{Store: store, t: t, rt: f.rt, turn: f.turn, cmd: rtCmd("k-charge", "card/1", "charge"), cancel: cancel}
+		h := rtChargeHandler()
+		var replan turnframe.PlanReport
+		abandonAndReplan := func(ctx context.Context) { // an operator gives the turn up; the user asks again
+			is.NoErr(f.rt.Abandon(ctx, rtAccount, f.turn, "operator gave up")) // abandon
+			again, err := f.rt.Receive(ctx, rtAccount, f.rt.NewConversationID(), "please do it again")
+			is.NoErr(err) // receive again
+			replan, err = f.rt.Plan(ctx, rtAccount, again, turnframe.Plan{Commands: []turnframe.Command{rtCmd("k-charge", "card/1", "charge")}})
+			is.NoErr(err) // plan again
+		}
+		meddler := &rtCancelOnTake{Store: store, key: "k-charge", cancel: cancel, meddle: abandonAndReplan}
 		_, err := turnframe.New(meddler, f.opts...).Execute(ctx, rtAccount, f.turn, h)
-		is.True(errors.Is(err, context.Canceled))                                    // the caller left
-		is.Equal(h.callsOf("k-charge"), 0)                                           // before the call
-		is.Equal(meddler.replan.Admissions[0].Kind, turnframe.AdmittedByAnotherTurn) // the new turn was told the old one holds it
+		is.True(errors.Is(err, context.Canceled))                            // the caller left
+		is.Equal(h.callsOf("k-charge"), 0)                                   // before the call
+		is.Equal(replan.Admissions[0].Kind, turnframe.AdmittedByAnotherTurn) // the new turn was told the old one holds it
 		held := rtEntry(t, store, "k-charge")
 		is.Equal(held.Status, turnframe.JournalExecuting) // not put back: held
 		is.Equal(held.Turn, f.turn)                       // by the abandoned turn
