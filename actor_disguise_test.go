@@ -136,3 +136,42 @@ func TestAWorkerIDIsOneItsActorCanName(t *testing.T) {
 		})
 	}
 }
+
+// blankActors are actors strconv.IsPrint takes rune by rune, yet that a
+// terminal or a browser draws as turnframe's own or as another person:
+// each hides a rune drawn as nothing (a combining grapheme joiner, a
+// variation selector) or as a blank (a Hangul filler, the Braille blank).
+var blankActors = []turnframe.Actor{
+	"recovery\u034f",       // a combining grapheme joiner
+	"policy\ufe0f",         // a variation selector
+	"operator\U000e0100",   // a variation selector past the BMP
+	"recovery\u3164",       // a Hangul filler, drawn blank
+	"\u115fpolicy",         // a Hangul choseong filler
+	"operator:al\u17b4ice", // a Khmer inherent vowel, drawn as nothing
+	"recovery\u2800",       // the Braille blank
+	"app\u180b",            // a Mongolian variation selector
+}
+
+// TestAnActorDrawnAsAnotherIsRefused proves that Validate refuses an actor
+// holding a printable rune that is drawn as nothing or as a blank, at every
+// door: the actor itself, a worker id (its records are written as
+// worker:<id>) and Recovery.Settle, which writes nothing.
+func TestAnActorDrawnAsAnotherIsRefused(t *testing.T) {
+	for _, a := range blankActors {
+		t.Run(string(a), func(t *testing.T) {
+			is := is.New(t)
+			is.True(errors.Is(a.Validate(), turnframe.ErrInvalid))                     // refused: it is drawn as another
+			is.True(errors.Is(turnframe.CheckWorker(string(a)), turnframe.ErrInvalid)) // so is a worker id holding it
+		})
+	}
+	eachStore(t, func(t *testing.T, store turnframe.Store) {
+		is := is.New(t)
+		ctx := context.Background()
+		clock := newPolClock(dispNow)
+		polUnknownCommand(t, store, clock)
+		rec := turnframe.NewRecovery(store, turnframe.WithClock(clock.Now))
+		err := rec.Settle(ctx, turnframe.JournalSubject(rtAccount, "k-charge"), turnframe.Decision{Verdict: turnframe.VerdictCompleted, Actor: "recovery\u034f"})
+		is.True(errors.Is(err, turnframe.ErrInvalid))                                   // Settle refuses it
+		is.Equal(rtEntry(t, store, "k-charge").Status, turnframe.JournalOutcomeUnknown) // unmoved
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Actor names who made a transition, as the audit trail records it. The
@@ -11,7 +12,8 @@ import (
 // ActorRecovery, ActorPolicy, ActorOperator (the CLI), and ActorApp, the
 // default for a Write that names no actor. An application may name its own
 // ("app:billing-ui", "operator:alice"): 1–200 bytes of UTF-8, each rune
-// printable as it is, and no space at either end (Validate). An actor is
+// printable as it is and drawn visibly, and no space at either end
+// (Validate). An actor is
 // who the writer says it is: the trail does not authenticate it, but no
 // actor can look like another where it is shown unescaped — a zero-width
 // space, a bidi override or a trailing space would make "recovery\u200b",
@@ -43,7 +45,10 @@ const workerPrefix = "worker:"
 // rune is printable (strconv.IsPrint: a letter, mark, number, punctuation,
 // symbol or the ASCII space — no control or format character such as a
 // zero-width space or a bidi override, no other space, no private-use or
-// unassigned code point) and that neither begins nor ends with a space.
+// unassigned code point) and visible (not drawnBlank: no combining
+// grapheme joiner, variation selector or Hangul filler, which
+// strconv.IsPrint takes but a terminal draws as nothing or as a blank), and
+// that neither begins nor ends with a space.
 // Records an earlier release kept with other actors still read as they
 // are; only new writes are checked.
 func (a Actor) Validate() error {
@@ -51,13 +56,25 @@ func (a Actor) Validate() error {
 		return err
 	}
 	s := string(a)
-	if i := strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }); i >= 0 {
-		return invalid("actor", "%q holds a character that does not print as itself at byte %d", s, i)
+	if i := strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) || drawnBlank(r) }); i >= 0 {
+		return invalid("actor", "%+q holds a character that does not print as itself at byte %d", s, i)
 	}
 	if strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
 		return invalid("actor", "%q begins or ends with a space", s)
 	}
 	return nil
+}
+
+// drawnBlank reports whether r is one strconv.IsPrint takes as printable
+// but that a terminal or a browser draws as nothing, or as a blank a
+// reader cannot tell from none: Unicode's default-ignorable code points
+// that are not format characters (the combining grapheme joiner U+034F, the
+// Hangul fillers U+115F, U+1160, U+3164 and U+FFA0, U+17B4 and U+17B5), the
+// variation selectors (U+FE00–U+FE0F, U+E0100–U+E01EF, U+180B–U+180D and
+// U+180F) and the Braille blank U+2800. "recovery\u034f" and
+// "policy\ufe0f" would print as turnframe's own recovery and policy.
+func drawnBlank(r rune) bool {
+	return r == '\u2800' || unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // MayIntervene reports whether a may move an entry or a row out of
