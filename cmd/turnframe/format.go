@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -149,13 +150,14 @@ func writeFields(w io.Writer, pairs [][2]string) error {
 // when it needs escaping, as a Go string literal (strconv.Quote). It needs
 // escaping when it holds a rune that is not printable (a newline, a tab, any
 // other control or format character: each would start a row, split a
-// column or hide text), is not valid UTF-8, begins or ends with a space
+// column or hide text) or is drawn as nothing or a blank (drawnBlank, then
+// escaped as \u034f is), is not valid UTF-8, begins or ends with a space
 // (which would shift a column), begins with a double quote (so an escaped
 // value is never mistaken for a plain one) or is "-" (which stands for an
 // empty cell). Stored data can then never forge a row or break the output.
 func cell(s string) string {
 	if needsEscape(s) {
-		return strconv.Quote(s)
+		return quote(s)
 	}
 	return s
 }
@@ -168,11 +170,52 @@ func needsEscape(s string) bool {
 		return true
 	}
 	for _, r := range s {
-		if !strconv.IsPrint(r) {
+		if !strconv.IsPrint(r) || drawnBlank(r) {
 			return true
 		}
 	}
 	return false
+}
+
+// drawnBlank reports whether r is a rune strconv.IsPrint takes but that a
+// terminal or a browser draws as nothing, or as a blank a reader cannot
+// tell from none (turnframe's own rule for actors, Actor.Validate): a
+// default-ignorable code point that is not a format character (the
+// combining grapheme joiner U+034F, the Hangul fillers), a variation
+// selector, the Braille blank U+2800. "recovery\u034f" would otherwise be
+// shown as "recovery".
+func drawnBlank(r rune) bool {
+	return r == '\u2800' || unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
+}
+
+// quote is strconv.Quote, but with every drawnBlank rune escaped too
+// (\u034f), which strconv.Quote leaves as it is since it is printable.
+func quote(s string) string {
+	if strings.IndexFunc(s, drawnBlank) < 0 {
+		return strconv.Quote(s)
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for s != "" {
+		i := strings.IndexFunc(s, drawnBlank)
+		if i < 0 {
+			i = len(s)
+		}
+		q := strconv.Quote(s[:i])
+		b.WriteString(q[1 : len(q)-1])
+		if i == len(s) {
+			break
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r > 0xffff {
+			fmt.Fprintf(&b, `\U%08x`, r)
+		} else {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		s = s[i+n:]
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // jsonTime is a time as --json prints it: RFC 3339 in UTC, to the

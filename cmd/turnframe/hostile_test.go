@@ -163,3 +163,30 @@ func TestCell(t *testing.T) {
 		}
 	})
 }
+
+// TestCellEscapesWhatIsDrawnBlank proves that a value holding a rune
+// strconv.IsPrint takes but a terminal draws as nothing or as a blank (a
+// combining grapheme joiner, a variation selector, a Hangul filler, the
+// Braille blank: an actor an earlier release kept, a note, a code) is
+// shown escaped, that rune spelled out, so "recovery\u034f" is never shown
+// as turnframe's own "recovery"; and that the page shows it so too.
+func TestCellEscapesWhatIsDrawnBlank(t *testing.T) {
+	cases := []struct {
+		in, want string
+	}{
+		{"recovery\u034f", `"recovery\u034f"`},
+		{"policy\ufe0f", `"policy\ufe0f"`},
+		{"operator\U000e0100", `"operator\U000e0100"`},
+		{"recovery\u3164", `"recovery\u3164"`},
+		{"\u115fpolicy", `"\u115fpolicy"`},
+		{"recovery\u2800", `"recovery\u2800"`},
+		{"a\u034f\n\"支付\xff", `"a\u034f\n\"支付\xff"`}, // with what strconv.Quote escapes, and what it keeps
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(cell(tc.in), tc.want)  // the blank rune spelled out
+			is.Equal(shown(tc.in), tc.want) // on the page too
+		})
+	}
+}

@@ -38,8 +38,8 @@
 // URL's password. migrate applies pgstore's migrations there.
 //
 // Every listing takes --json for scripts; otherwise it prints aligned
-// columns, in which a value holding a control or format character prints
-// as a quoted Go string. "turnframe help CMD" or "turnframe CMD -h" describes a command.
+// columns, in which a value holding a control or format character, or a
+// rune drawn as nothing, prints as a quoted Go string. "turnframe help CMD" or "turnframe CMD -h" describes a command.
 //
 // Ctrl-C stops a command where it stands (a write it had not made is not
 // made) and says so; a second Ctrl-C ends it at once, whatever it still

@@ -27,7 +27,8 @@ would: a command whose Remote forbids re-running a dead attempt shows
 resume_commands where the application's recovery declares it unknown. Either ends
 with its history, oldest first, as
 'turnframe history' prints it. An id that is neither is an error (exit 2).
-A value holding a control or format character prints as a quoted Go string. A payload
+A value holding a control or format character, or a rune drawn as nothing,
+prints as a quoted Go string. A payload
 longer than 4096 bytes prints cut there, followed by its size; --json prints
 it whole.
 

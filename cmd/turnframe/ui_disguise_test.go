@@ -14,12 +14,12 @@ import (
 // operator to hide or rewrite what it shows: a terminal's clear-screen, a
 // carriage return, a right-to-left override that reverses what follows, a
 // zero-width space that makes "recovery" of "recovery\u200b", DEL and a C1
-// control.
-const disguise = "\x1b[2J\r\u202e\u200b\x7f\u009b"
+// control, and a combining grapheme joiner, printable yet drawn as nothing.
+const disguise = "\x1b[2J\r\u202e\u200b\x7f\u009b\u034f"
 
 // disguisedRunes are the runes of disguise, each of which must never reach
 // an operator as it is.
-var disguisedRunes = []string{"\x1b", "\r", "\u202e", "\u200b", "\x7f", "\u009b"}
+var disguisedRunes = []string{"\x1b", "\r", "\u202e", "\u200b", "\x7f", "\u009b", "\u034f"}
 
 // mustDisguisedFixture is a fixture whose every stored text an application
 // or a remote supplied ends with disguise: the notes, actors, codes and

@@ -72,7 +72,8 @@ func newUIServer(store opStore, db *dbFlags, e *env, opts uiOptions) (*uiServer,
 }
 
 // shown is text an application, a remote or a file supplied as the page
-// draws it: as it is when every rune is printable, else escaped as the
+// draws it: as it is when every rune is printable and drawn visibly
+// (drawnBlank), else escaped as the
 // CLI's tables escape it (cell), so a control or format character — a
 // terminal's escape, a bidi override that reverses what follows, a
 // zero-width space that disguises one actor as another — is shown as its
