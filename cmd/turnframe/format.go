@@ -284,20 +284,31 @@ const payloadShown = 4096
 
 // payloadPreview returns a payload as the text output and the page show
 // it: its text or "base64:" and its base64 form (payloadText), cut to at
-// most payloadShown bytes on a rune boundary; and, when it was cut, a note
-// giving the payload's size in bytes and where to read it whole. An uncut
-// payload has no note.
+// most payloadShown bytes on a rune boundary; and a note: when it was cut,
+// the payload's size in bytes and where to read it whole; when it is text
+// that itself begins with "base64:" (binaryLabel), that it is text, so it
+// is never read as the binary payload it would print the same as. Any
+// other payload has no note.
 func payloadPreview(text, b64 string, size int) (shown, note string) {
 	shown = text
 	if b64 != "" {
-		shown = "base64:" + b64
+		shown = binaryLabel + b64
 	}
-	if len(shown) <= payloadShown {
-		return shown, ""
+	var notes []string
+	if b64 == "" && strings.HasPrefix(text, binaryLabel) {
+		notes = append(notes, "text, not a binary payload in base64")
 	}
-	cut := payloadShown
-	for cut > 0 && !utf8.RuneStart(shown[cut]) {
-		cut--
+	if len(shown) > payloadShown {
+		cut := payloadShown
+		for cut > 0 && !utf8.RuneStart(shown[cut]) {
+			cut--
+		}
+		shown = shown[:cut]
+		notes = append(notes, fmt.Sprintf("%d bytes; shown cut to %d, --json prints it whole", size, cut))
 	}
-	return shown[:cut], fmt.Sprintf("%d bytes; shown cut to %d, --json prints it whole", size, cut)
+	return shown, strings.Join(notes, "; ")
 }
+
+// binaryLabel begins a payload that is not UTF-8 as the text output and the
+// page show it, before its base64 form.
+const binaryLabel = "base64:"

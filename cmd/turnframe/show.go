@@ -30,7 +30,8 @@ with its history, oldest first, as
 A value holding a control or format character, or a rune drawn as nothing,
 prints as a quoted Go string. A payload
 longer than 4096 bytes prints cut there, followed by its size; --json prints
-it whole.
+it whole. A payload that is not UTF-8 prints as base64: and its base64 form
+(text that itself begins with base64: is noted as text).
 
 A turn's outbox rows are listed in enqueue order, read 100 at a time and
 printed as they are read. --limit (at most 10000) bounds them; when rows
@@ -150,7 +151,7 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 	if !r.LeaseUntil.IsZero() {
 		lease = fmt.Sprintf("%s (%s)", stamp(r.LeaseUntil), leaseState(now, r.LeaseUntil))
 	}
-	payload, size := payloadPreview(v.Payload, v.PayloadBase64, len(r.Payload))
+	payload, note := payloadPreview(v.Payload, v.PayloadBase64, len(r.Payload))
 	return writeFields(e.stdout, [][2]string{
 		{"outbox row", v.ID},
 		{"status", v.Status},
@@ -172,7 +173,7 @@ func printOutboxRecord(e *env, r turnframe.OutboxRecord) error {
 		{"updated", stamp(r.UpdatedAt)},
 		{"finished", stamp(r.FinishedAt)},
 		{"payload", payload},
-		{"payload size", size},
+		{"payload note", note},
 	})
 }
 
