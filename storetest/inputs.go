@@ -23,7 +23,7 @@ func inputTests() []test {
 
 // badActors are actors every call refuses: a control character, too long,
 // and one that would print as another (a zero-width space, a bidi
-// override, a trailing space).
+// override, a trailing space, a combining grapheme joiner).
 var badActors = []struct {
 	name  string
 	actor turnframe.Actor
@@ -32,6 +32,7 @@ var badActors = []struct {
 	{"ZeroWidthSpace", "recovery\u200b"},
 	{"BidiOverride", "operator:\u202eecila"},
 	{"TrailingSpace", "policy "},
+	{"GraphemeJoiner", "recovery\u034f"}, // printable, drawn as nothing
 	{"Oversize", turnframe.Actor(strings.Repeat("a", turnframe.MaxNameLen+1))},
 	{"NotUTF8", "app\xff"},
 }
