@@ -106,7 +106,7 @@ func CheckWorker(worker string) error {
 		return err
 	}
 	if err := Actor(worker).Validate(); err != nil {
-		return invalid("worker", "%q: the actor it names would be refused: %v", worker, err)
+		return invalid("worker", "%+q: the actor it names would be refused: %v", worker, err)
 	}
 	return nil
 }
