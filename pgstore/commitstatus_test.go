@@ -226,7 +226,10 @@ func TestAWriteWhoseTransactionNeverEndsStaysUnknown(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, k := cutterStore(t, pgstore.CallerClock)
-	pgstore.SetCommitWait(s, 100*time.Millisecond)
+	// Long enough for a question on a new connection under the race
+	// detector on a loaded host: at 100 ms one run gave up before the
+	// first question reached the server ("asked 0 times").
+	pgstore.SetCommitWait(s, 2*time.Second)
 	k.holdArmed.Store(true) // the COMMIT is lost, its session left open until the test ends
 	err := enqueueRows(ctx, s, turnframe.NewIDGenerator(), "acme", "pay", time.Now(), turnframe.OutboxMessage{Destination: "d"})
 	t.Logf("enqueue with its first write's COMMIT lost for good: %v; asked %d times", err, k.asked.Load())
