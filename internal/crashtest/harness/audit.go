@@ -487,12 +487,29 @@ func (f *figures) auditDiscarded(t *testing.T, store turnframe.Store, e turnfram
 // the turn is abandoned (storekit.NextEntry), under the turn's lock, so the
 // store's order of the two records is the order they landed in; a resend
 // recorded after the abandonment is a hole, and is not explained here.
+// An attempt that took the entry from Pending and put it back before its
+// first call (Executing → Pending under the attempt of that take) called
+// nothing: the take and the put-back are skipped, and the entry is Pending
+// for whatever put it there before them — a resend taken up and put back,
+// then abandoned, is as resent then abandoned. The store refuses the
+// put-back once the turn is abandoned, so the resend still precedes the
+// abandonment.
 func resentBefore(hist, turnHist []turnframe.HistoryRecord) bool {
-	var last *turnframe.HistoryRecord
+	var moves []*turnframe.HistoryRecord
 	for i := range hist {
-		if !hist[i].Evidence {
-			last = &hist[i]
+		h := &hist[i]
+		if h.Evidence {
+			continue
 		}
+		if n := len(moves); n > 0 && isPutBack(*moves[n-1], *h) {
+			moves = moves[:n-1]
+			continue
+		}
+		moves = append(moves, h)
+	}
+	var last *turnframe.HistoryRecord
+	if len(moves) > 0 {
+		last = moves[len(moves)-1]
 	}
 	if last == nil || last.To != turnframe.JournalPending.String() || last.Attempt != "" ||
 		(last.From != turnframe.JournalOutcomeUnknown.String() && last.From != turnframe.JournalNeedsIntervention.String()) {
@@ -504,6 +521,15 @@ func resentBefore(hist, turnHist []turnframe.HistoryRecord) bool {
 		}
 	}
 	return false
+}
+
+// isPutBack reports whether move, following take, is an attempt's
+// put-back of the entry it took from Pending by take, before its first
+// call (execution.putBack).
+func isPutBack(take, move turnframe.HistoryRecord) bool {
+	executing, pending := turnframe.JournalExecuting.String(), turnframe.JournalPending.String()
+	return take.From == pending && take.To == executing && move.From == executing && move.To == pending &&
+		move.Attempt != "" && move.Attempt == take.Attempt
 }
 
 // resentNeverReceived reports whether a command's last move was a resend

@@ -15,6 +15,7 @@ func TestResentBefore(t *testing.T) {
 		return turnframe.HistoryRecord{Seq: seq, From: from, To: to, Attempt: attempt, Evidence: evidence}
 	}
 	const a = "01M8Y93FYSZ4YTCJA7HJ4JYXHS"
+	const b, c = "01M8Y93FYSZ4YTCJA7HJ4JYXHT", "01M8Y93FYSZ4YTCJA7HJ4JYXHV"
 	ran := []turnframe.HistoryRecord{
 		rec(805, "", "pending", "", false),
 		rec(809, "pending", "executing", a, false),
@@ -42,6 +43,15 @@ func TestResentBefore(t *testing.T) {
 		{"never taken", ran[:1], 829, false},
 		{"outcome unknown", ran, 829, false},
 		{"a pending move under an attempt", append(append([]turnframe.HistoryRecord{}, ran[:2]...), rec(828, "executing", "pending", a, false)), 829, false},
+		{"resent, taken and put back before its call, then abandoned", append(append([]turnframe.HistoryRecord{}, resent...),
+			rec(830, "pending", "executing", b, false), rec(831, "executing", "pending", b, false)), 832, true},
+		{"resent, taken and put back twice, then abandoned", append(append([]turnframe.HistoryRecord{}, resent...),
+			rec(830, "pending", "executing", b, false), rec(831, "executing", "pending", b, false),
+			rec(833, "pending", "executing", c, false), rec(834, "executing", "pending", c, false)), 835, true},
+		{"resent, abandoned, then taken and put back", append(append([]turnframe.HistoryRecord{}, resent...),
+			rec(830, "pending", "executing", b, false), rec(831, "executing", "pending", b, false)), 827, false},
+		{"resent, taken over once dead, then a pending move", append(append([]turnframe.HistoryRecord{}, resent...),
+			rec(830, "pending", "executing", b, false), rec(831, "executing", "executing", c, false), rec(832, "executing", "pending", c, false)), 833, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
