@@ -60,6 +60,7 @@ func ParseTurnPhase(s string) (TurnPhase, error) {
 //	Executing → Executing (a resumed attempt, under a new attempt id)
 //	Executing → OutcomeUnknown (a reconciliation, once the lease ended)
 //	Executing → Committed | Rejected (Recovery.Settle of an attempt stranded on an abandoned turn)
+//	Executing → Pending (the attempt that took it from Pending, put back before its first call; not on an abandoned turn)
 //	OutcomeUnknown → Committed | Rejected | Pending | NeedsIntervention (reconciliation only)
 //	NeedsIntervention → Committed | Rejected | Pending (the app or an operator only)
 //	AwaitingApproval → Pending (Approve) | Rejected (Deny, CodeDenied)
@@ -72,7 +73,10 @@ const (
 	journalUnset JournalStatus = iota
 	// JournalPending: admitted under its key and not started, or put back by
 	// a reconciliation that found the remote never received it. Moved here
-	// by Runtime.Plan and by a resend (Recovery.Settle, or the policy).
+	// by Runtime.Plan, by a resend (Recovery.Settle, or the policy), and by
+	// Runtime.Execute putting back an entry it took but never called the
+	// handler for (the caller left, or the renewal the call needed failed):
+	// uncounted in Attempts, under the code it had before the take.
 	JournalPending
 	// JournalExecuting: an attempt holds it, under a lease (LeaseUntil).
 	// Runtime.Execute moves an entry here, under a fresh attempt id, before
