@@ -708,6 +708,9 @@ func (x *execution) withhold(ctx context.Context, running JournalEntry, ran bool
 		return ranResult(running, ran), fmt.Errorf("withhold a lapsed resend: %w", err)
 	}
 	x.phase = applied.Phase
+	// A new unknown, counted as every other is (the Dispatcher's withhold
+	// of a row too): the policy's settlement of it counts a reconciliation.
+	x.rt.obs.count(SignalExternalOutcomeUnknown, Labels{Command: running.Name, Outcome: code})
 	x.rt.obs.logf(ctx, slog.LevelWarn, "turnframe: a call repeating a request its remote could not recognise was withheld; its outcome stays unknown for the policy",
 		slog.String("key", string(running.Key)), slog.String("attempt", running.Attempt.String()), slog.String("code", code))
 	return ranResult(applied.Settled[0], ran), nil

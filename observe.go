@@ -26,7 +26,8 @@ const (
 	// empty
 	// when the sender gave none) or Command and Outcome (a command:
 	// "timeout", "panic", "handler", or "lease_ended" for an attempt that
-	// died).
+	// died, or the policy's code of a call Execute withheld:
+	// CodeKeyForgotten, CodeRerunWithheld).
 	SignalExternalOutcomeUnknown Signal = "external_outcome_unknown"
 	// SignalExternalReconciled: an unknown outcome became known (never
 	// emitted for an unresolved answer, nor for an escalation to
