@@ -26,6 +26,13 @@ func EntryHistory(before, after turnframe.JournalEntry, actor turnframe.Actor, n
 	if !after.Attempt.IsZero() && byAttempt {
 		r.Attempt = after.Attempt.String()
 	}
+	if before.Status == turnframe.JournalExecuting && after.Status == turnframe.JournalPending {
+		// The holder's put-back before its first call: the entry keeps
+		// the code it had before the take (an approval's, a resend's),
+		// which is no reason this move gives — recorded, it would read as
+		// the app approving or resending the command itself.
+		r.Code = ""
+	}
 	return r
 }
 

@@ -286,13 +286,18 @@ func testEntryPutBackByHolderOnly(t *testing.T, e *env) {
 		is.Equal(e.entry(acme, key).Status, turnframe.JournalExecuting) // still the attempt's
 	}
 	got := e.settle(acme, turn, at(2*time.Second), turnframe.Settlement{Key: key, To: turnframe.JournalPending, Attempt: attempt, Code: "turnframe.policy.resent"})
-	is.Equal(got.Status, turnframe.JournalPending)        // put back
-	is.Equal(got.Code, "turnframe.policy.resent")         // with the code the next take judges it by
-	is.Equal(got.Attempt, attempt)                        // the next take's compare-and-set names it
-	is.Equal(got.Attempts, 0)                             // it never called out
-	next := e.execute(acme, turn, key, at(3*time.Second)) // taken again at once
-	is.True(next != attempt)                              // by a new attempt
-	is.Equal(e.entry(acme, key).Attempts, 1)              // the one that counts
+	is.Equal(got.Status, turnframe.JournalPending) // put back
+	is.Equal(got.Code, "turnframe.policy.resent")  // with the code the next take judges it by
+	is.Equal(got.Attempt, attempt)                 // the next take's compare-and-set names it
+	is.Equal(got.Attempts, 0)                      // it never called out
+	hist := e.history(turnframe.JournalSubject(acme, key))
+	back := hist[len(hist)-1]
+	is.Equal([]string{back.From, back.To}, []string{"executing", "pending"}) // the put-back recorded
+	is.Equal(back.Attempt, attempt.String())                                 // by the attempt that took it
+	is.Equal(back.Code, "")                                                  // giving no reason: the code is the entry's before the take, not the put-back's
+	next := e.execute(acme, turn, key, at(3*time.Second))                    // taken again at once
+	is.True(next != attempt)                                                 // by a new attempt
+	is.Equal(e.entry(acme, key).Attempts, 1)                                 // the one that counts
 }
 
 // testEntryPutBackAbandoned: the holder of an entry whose turn was

@@ -495,6 +495,24 @@ func (f *figures) auditDiscarded(t *testing.T, store turnframe.Store, e turnfram
 // put-back once the turn is abandoned, so the resend still precedes the
 // abandonment.
 func resentBefore(hist, turnHist []turnframe.HistoryRecord) bool {
+	last := lastMove(hist)
+	if last == nil || last.To != turnframe.JournalPending.String() || last.Attempt != "" ||
+		(last.From != turnframe.JournalOutcomeUnknown.String() && last.From != turnframe.JournalNeedsIntervention.String()) {
+		return false
+	}
+	for _, h := range turnHist {
+		if !h.Evidence && h.To == turnframe.PhaseAbandoned.String() {
+			return last.Seq < h.Seq
+		}
+	}
+	return false
+}
+
+// lastMove returns the last record of hist that moved the entry, skipping
+// every take an attempt put back before its first call together with its
+// put-back (isPutBack): the entry is Pending then for whatever put it there
+// before that take. Nil when nothing moved it.
+func lastMove(hist []turnframe.HistoryRecord) *turnframe.HistoryRecord {
 	var moves []*turnframe.HistoryRecord
 	for i := range hist {
 		h := &hist[i]
@@ -507,20 +525,10 @@ func resentBefore(hist, turnHist []turnframe.HistoryRecord) bool {
 		}
 		moves = append(moves, h)
 	}
-	var last *turnframe.HistoryRecord
-	if len(moves) > 0 {
-		last = moves[len(moves)-1]
+	if len(moves) == 0 {
+		return nil
 	}
-	if last == nil || last.To != turnframe.JournalPending.String() || last.Attempt != "" ||
-		(last.From != turnframe.JournalOutcomeUnknown.String() && last.From != turnframe.JournalNeedsIntervention.String()) {
-		return false
-	}
-	for _, h := range turnHist {
-		if !h.Evidence && h.To == turnframe.PhaseAbandoned.String() {
-			return last.Seq < h.Seq
-		}
-	}
-	return false
+	return moves[len(moves)-1]
 }
 
 // isPutBack reports whether move, following take, is an attempt's
@@ -539,12 +547,8 @@ func isPutBack(take, move turnframe.HistoryRecord) bool {
 // concurrent actor's), the attempt before it had an unknown outcome and
 // may well have reached the remote.
 func resentNeverReceived(hist []turnframe.HistoryRecord) bool {
-	for i := len(hist) - 1; i >= 0; i-- {
-		if !hist[i].Evidence {
-			return hist[i].To == turnframe.JournalPending.String() && hist[i].Code == turnframe.CodeVerifiedNotHappened
-		}
-	}
-	return false
+	last := lastMove(hist) // a put-back gives no code: the resend before it says why
+	return last != nil && last.To == turnframe.JournalPending.String() && last.Code == turnframe.CodeVerifiedNotHappened
 }
 
 // history reads the whole audit trail of subject, oldest first.

@@ -121,6 +121,8 @@ func TestResentNeverReceived(t *testing.T) {
 		{"resent to a deduplicating remote", with(rec{From: "outcome_unknown", To: "outcome_unknown", Evidence: true},
 			rec{From: "outcome_unknown", To: "pending", Actor: turnframe.ActorPolicy, Code: turnframe.CodeResent}), false},
 		{"resent by another actor", with(rec{From: "outcome_unknown", To: "pending", Actor: "crash"}), false},
+		{"resent after not happened, then taken and put back before its call", with(rec{From: "outcome_unknown", To: "pending", Actor: turnframe.ActorPolicy, Code: turnframe.CodeVerifiedNotHappened},
+			rec{From: "pending", To: "executing", Attempt: "b"}, rec{From: "executing", To: "pending", Attempt: "b"}), true},
 		{"still unknown", ran, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
