@@ -270,7 +270,8 @@ func checkEntryMove(e turnframe.JournalEntry, s turnframe.Settlement, phase turn
 			// adopts it, and a plan made while the entry was held was told
 			// another turn holds it and adopts nothing: put back, the
 			// command would never run. Held, its lease ends and it is
-			// Stranded, which recovery resolves and a later plan adopts.
+			// Stranded: recovery lists and resolves it, and until then a
+			// later plan adopts it.
 			return fmt.Errorf("%w: entry %q belongs to an abandoned turn: a put-back would leave its command to no turn; it stays held until its lease ends", turnframe.ErrConflict, e.Key)
 		}
 	case e.Status == turnframe.JournalAwaitingApproval:

@@ -304,7 +304,8 @@ func testEntryPutBackByHolderOnly(t *testing.T, e *env) {
 // abandoned since the take, and whose command a new turn planned while
 // the entry was held (and so was told another turn holds it), may not put
 // it back: Pending on the abandoned turn, it would run in no turn. It stays
-// held; once the lease ended it is Stranded, and a later plan adopts it.
+// held; once the lease ended it is Stranded, and until recovery resolves
+// it a later plan adopts it.
 func testEntryPutBackAbandoned(t *testing.T, e *env) {
 	is := is.New(t)
 	old, key, attempt := e.running(acme, "booking/1", at(0))
