@@ -35,10 +35,14 @@ type process struct {
 }
 
 // appSchema is the app's table of search results, in turnframe's file
-// (chatsSchema is its other).
+// (chatsSchema is its other). A row is keyed by the account and the
+// command's key, as turnframe's journal is: keys are unique per account,
+// and two tenants may both admit "m1/c1".
 const appSchema = `CREATE TABLE searches (
-	command_key TEXT PRIMARY KEY,
-	flights     TEXT NOT NULL
+	account     TEXT NOT NULL,
+	command_key TEXT NOT NULL,
+	flights     TEXT NOT NULL,
+	PRIMARY KEY (account, command_key)
 ) STRICT`
 
 // start opens the file (creating it and the app's table if create) and

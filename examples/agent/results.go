@@ -69,7 +69,8 @@ func doneText(ctx context.Context, store *sqlitestore.Store, e turnframe.Journal
 	switch e.Name {
 	case toolSearch:
 		var raw string
-		err := store.ReadDB().QueryRowContext(ctx, `SELECT flights FROM searches WHERE command_key = ?`, string(e.Key)).Scan(&raw)
+		err := store.ReadDB().QueryRowContext(ctx, `SELECT flights FROM searches WHERE account = ? AND command_key = ?`,
+			string(e.Account), string(e.Key)).Scan(&raw)
 		if err != nil {
 			return "", fmt.Errorf("read the search %s: %w", e.Key, err)
 		}

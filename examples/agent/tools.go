@@ -111,8 +111,8 @@ func searchFlights(_ context.Context, call turnframe.Call) turnframe.Outcome {
 			if !ok {
 				return fmt.Errorf("search_flights needs the SQLite store")
 			}
-			_, err := sqlTx.ExecContext(ctx, `INSERT INTO searches (command_key, flights) VALUES (?, ?)`,
-				string(call.Command.Key), string(found))
+			_, err := sqlTx.ExecContext(ctx, `INSERT INTO searches (account, command_key, flights) VALUES (?, ?, ?)`,
+				string(call.Account), string(call.Command.Key), string(found))
 			return err
 		})
 }
