@@ -60,13 +60,19 @@ otherwise it is 1 and the discrepancy is named.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			db := fs.String("db", "", "write the demo database to `file`, which must not exist (default: a new temporary folder)")
 			seed := fs.Int64("seed", 0, "`seed` choosing which effect meets which trouble (0: from the clock)")
-			timeout := fs.Duration("send-timeout", 200*time.Millisecond, "how long a send waits for a remote")
+			timeout := fs.Duration("send-timeout", 200*time.Millisecond,
+				"how long a send waits for a remote (at most 1m: the demo waits this long, in real time, for the charge that hangs)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
 				}
 				if *timeout <= 0 {
 					return usagef("--send-timeout must be positive")
+				}
+				if *timeout > maxDemoSendTimeout {
+					// One charge hangs until its send times out, on the real
+					// clock: a longer timeout holds the demo that long.
+					return usagef("--send-timeout must be at most %v: the demo waits that long, in real time, for the charge that hangs", maxDemoSendTimeout)
 				}
 				if err := checkFilePath(*db, "the demo writes a SQLite file"); err != nil {
 					return err
@@ -82,6 +88,9 @@ otherwise it is 1 and the discrepancy is named.`,
 // for the send timeout plus demoClaimMargin.
 const (
 	demoCommandTimeout = 10 * time.Second
+	// maxDemoSendTimeout bounds --send-timeout: the payments charge that
+	// hangs holds the demo for the whole send timeout, in real time.
+	maxDemoSendTimeout = time.Minute
 	demoLeaseMargin    = 5 * time.Second
 	demoClaimMargin    = 5 * time.Second
 )
