@@ -195,7 +195,8 @@ func WithRemoteRefHeader(name string) HTTPOption {
 }
 
 // NewHTTPSender returns a sender posting each row to endpoints[destination].
-// Every URL must be absolute http or https, and the content type a valid
+// Every URL must be absolute http or https, naming a host and, if it
+// names a port, one from 1 to 65535, and the content type a valid
 // header value (no control character but tab); otherwise the error is an
 // *InvalidError (ErrInvalid) naming the destination or the content type.
 // endpoints is copied.
@@ -204,6 +205,17 @@ func NewHTTPSender(endpoints map[string]string, opts ...HTTPOption) (*HTTPSender
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, invalid("endpoints["+dest+"]", "%q is not an absolute http or https URL", raw)
+		}
+		// url.Parse takes "http://:80/" and "http://h:99999/": no request
+		// could ever reach them, and each row would be retried until its
+		// attempts ran out, then failed, for a configuration's error.
+		if u.Hostname() == "" {
+			return nil, invalid("endpoints["+dest+"]", "%q names no host", raw)
+		}
+		if port := u.Port(); port != "" {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return nil, invalid("endpoints["+dest+"]", "%q has port %s, not one from 1 to 65535", raw, port)
+			}
 		}
 	}
 	s := &HTTPSender{

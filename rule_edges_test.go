@@ -258,13 +258,14 @@ func TestNewHTTPSenderRefusesAContentTypeWithDEL(t *testing.T) {
 	is.True(errors.Is(err, turnframe.ErrInvalid)) // DEL cannot travel in a header value
 }
 
-// A dial that fails before it tries an address — here a port no address
-// has — is reported by no httptrace hook; the default client's own dialer
+// A dial that fails before it tries an address — here an address whose
+// zone names no network interface (a port out of range was the first such
+// dial; NewHTTPSender refuses that now) — is reported by no httptrace hook; the default client's own dialer
 // records it, so the send is "http.dial", not a connection that failed for
 // no known reason.
 func TestHTTPSenderCountsADialThatFailedBeforeTryingAnAddressAsADialFailure(t *testing.T) {
 	is := is.New(t)
-	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": "http://127.0.0.1:99999/pay"})
+	sender, err := turnframe.NewHTTPSender(map[string]string{"payments": "http://[fe80::1%25nosuchif0]:80/pay"})
 	is.NoErr(err) // new sender
 	got := sender.Send(context.Background(), dispEntry("acme", "k1"))
 	is.Equal(got, turnframe.Dispatched{Kind: turnframe.DispatchRetryable, Code: "http.dial"}) // nothing left: the dial failed
