@@ -13,7 +13,9 @@
 //
 // It exits non-zero only when a correctness check fails (a row sent twice
 // by the two-process drain, a row left undrained, a contender erroring),
-// never because something was slow: CI runs it with -quick.
+// never because something was slow: CI runs it with -quick; and with 2,
+// before running or writing anything, on a command line it refuses (an
+// unknown -only workload or -sync setting, a negative -reps, an argument).
 package main
 
 import (
@@ -71,6 +73,11 @@ func main() {
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	)
 	flag.Parse()
+	if err := checkFlags(flag.Args(), *only, *syncs, *reps); err != nil {
+		// Before anything runs or is written: a mistyped -only ran no
+		// workload and wrote a report of nothing over -out (RESULTS.md).
+		fatal(err)
+	}
 	sz := full
 	if *quickFlag {
 		sz = quick
@@ -152,6 +159,40 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+}
+
+// workloads are the names -only takes; "pg" stands for the four pg ones.
+var workloads = []string{"enqueue", "drain", "turn", "scale", "memory", "twoproc", "latency",
+	"pgenqueue", "pgdrain", "pgprocs", "pgscale", "pg"}
+
+// checkFlags refuses a command line the run would misread: an argument (the
+// flags take none), a workload -only does not know (it would be skipped in
+// silence, and with every name mistyped nothing runs and -out is
+// overwritten with an empty report), a -sync setting other than FULL and
+// NORMAL (every workload ran at it anyway, turnframe's contender at FULL
+// under its label, and the report went over -out), or a negative -reps.
+func checkFlags(args []string, only, syncs string, reps int) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q (-h lists the flags)", args[0])
+	}
+	if only != "" {
+		for _, w := range strings.Split(only, ",") {
+			if !slices.Contains(workloads, w) {
+				return fmt.Errorf("-only: %q is not a workload (one of %s)", w, strings.Join(workloads, ", "))
+			}
+		}
+	}
+	for _, s := range strings.Split(syncs, ",") {
+		switch bench.Sync(strings.ToUpper(strings.TrimSpace(s))) {
+		case bench.SyncFull, bench.SyncNormal:
+		default:
+			return fmt.Errorf("-sync: %q is not FULL or NORMAL", s)
+		}
+	}
+	if reps < 0 {
+		return fmt.Errorf("-reps %d is negative (0: the size's default)", reps)
+	}
+	return nil
 }
 
 func fatal(err error) {
