@@ -105,11 +105,18 @@ database opened there takes up; restart the page on the application's file.`,
 
 // loopbackAddr reports whether addr (host:port) names a loopback interface:
 // "localhost" or a loopback IP. An empty host, which listens on every
-// interface, is not loopback.
+// interface, is not loopback. A port net.Listen would refuse (out of
+// range, an unknown service name) is a usage error.
 func loopbackAddr(addr string) (bool, error) {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false, usagef("--addr %q is not host:port (like 127.0.0.1:8080)", addr)
+	}
+	// The check net.Listen makes of it, made before the file is opened:
+	// a port out of range is the command line's mistake (exit 2), not a
+	// failure to listen (exit 1).
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return false, usagef("--addr %q: %q is not a port (0 to 65535; 0: any free port)", addr, port)
 	}
 	if host == "localhost" {
 		return true, nil
