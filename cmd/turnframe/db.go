@@ -330,13 +330,19 @@ func (a *ageFlag) String() string {
 	return a.d.String()
 }
 
+// maxAgeDays bounds an age given in days: a hundred years.
+const maxAgeDays = 100 * 365
+
 // Set parses a Go duration ("90m", "1h30m") or a number of days ("7d").
 func (a *ageFlag) Set(s string) error {
 	var d time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseFloat(days, 64)
-		if err != nil || math.IsNaN(n) || n < 0 || n > 100*365 {
+		if err != nil || math.IsNaN(n) || n < 0 {
 			return fmt.Errorf("%q is not a number of days", s)
+		}
+		if n > maxAgeDays {
+			return fmt.Errorf("%q is more than %d days (a hundred years, further back than any row)", s, maxAgeDays)
 		}
 		d = time.Duration(n * float64(24*time.Hour))
 	} else {
