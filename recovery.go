@@ -178,7 +178,8 @@ func NewRecovery(store Store, opts ...Option) *Recovery {
 // the package-level Unfinished holds: non-terminal turns, and terminal ones
 // still holding an unknown outcome, a resend, or (abandoned) an attempt
 // that was running. A delivered turn can still have a payment nobody
-// settled, and a sweep must reach it.
+// settled, and a sweep must reach it. limit is 1 to MaxLimit; another
+// (0, a negative one) is ErrInvalid, as is an invalid scope.
 func (r *Recovery) Unfinished(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error) {
 	markers, err := r.store.ListUnfinishedTurns(ctx, scope, limit)
 	if err != nil {

@@ -166,7 +166,8 @@ type TurnStore interface {
 	// turn can still have an unsettled effect), delivered turns holding a
 	// pending entry (a resend after delivery) or an AwaitingApproval one,
 	// and abandoned turns holding an Executing one. scope.After pages
-	// through them.
+	// through them. A limit CheckLimit refuses (not 1 to MaxLimit) is
+	// ErrInvalid.
 	ListUnfinishedTurns(ctx context.Context, scope RecoveryScope, limit int) ([]TurnPhaseMarker, error)
 }
 
