@@ -53,7 +53,7 @@ import (
 type Remote struct {
 	// Deduplicates is how long the remote remembers an idempotency key:
 	// a request repeated under a key it remembers is answered as the first
-	// was, and not done again. Zero: it does not deduplicate. It is
+	// was, and not done again. Zero or negative: it does not deduplicate. It is
 	// counted from the effect's creation (admission or enqueue), never
 	// later than the remote's first receipt, and a resend must reach the
 	// remote within it: one is sent only if it starts at least its call's
@@ -76,6 +76,7 @@ type Remote struct {
 	Verifier Verifier
 	// SettleDelay is how long after the outcome became unknown the first
 	// lookup waits, for remotes whose lookups lag behind their writes.
+	// Zero or negative: no wait.
 	SettleDelay time.Duration
 	// VerifyTries bounds the lookups of one unknown before it escalates.
 	// Zero or negative: DefaultVerifyTries.
