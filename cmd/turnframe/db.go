@@ -57,8 +57,8 @@ func (d *dbFlags) open(ctx context.Context, e *env) (opStore, error) {
 	if d.path == "" {
 		return nil, usagef("--db is required")
 	}
-	if d.busy < time.Millisecond {
-		return nil, usagef("--busy-timeout must be at least 1ms")
+	if err := d.checkBusy(); err != nil {
+		return nil, err
 	}
 	if isPostgresURL(d.path) {
 		e.server = &serverRef{url: d.path}
@@ -409,4 +409,14 @@ func entryReadErr(account turnframe.AccountID, key turnframe.IdempotencyKey, out
 	}
 	return fmt.Errorf("could not read the journal entry account %s admitted under the key %s%s: %w",
 		cell(string(account)), cell(string(key)), outcome, err)
+}
+
+// checkBusy refuses a --busy-timeout under a millisecond, which SQLite
+// would take as no wait at all: a usage error, as every command that
+// opens a database says.
+func (d *dbFlags) checkBusy() error {
+	if d.busy < time.Millisecond {
+		return usagef("--busy-timeout must be at least 1ms")
+	}
+	return nil
 }

@@ -31,6 +31,13 @@ database that is not a turnframe database is an error (exit 2).`,
 				if err := noArgs(args); err != nil {
 					return err
 				}
+				if db.path != "" {
+					// It reads the database as every command does: the
+					// same bound on how long it waits for it.
+					if err := db.checkBusy(); err != nil {
+						return err
+					}
+				}
 				v := versionJSON{Version: moduleVersion(), Go: runtime.Version(), Schema: schema.Version}
 				if isPostgresURL(db.path) {
 					e.server = &serverRef{url: db.path}
